@@ -1,0 +1,296 @@
+"""brainctl: the command line for people who run a brain.
+
+Every command talks to the same store and pipeline the gateway uses. Connection settings come from
+flags or the environment (BRAIN_DATABASE_URL, BRAIN_EMBEDDER_URL); without an embedder URL the
+offline model is loaded in-process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from brain.errors import BrainError
+
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
+COMMANDS: dict[str, Handler] = {}
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        COMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+def _embedder(args: argparse.Namespace) -> Any:
+    from brain.embedder import EmbeddingClient, LocalEmbedder
+
+    url = getattr(args, "embedder_url", None)
+    if url:
+        return EmbeddingClient(url, timeout=30.0)
+    return LocalEmbedder()
+
+
+@asynccontextmanager
+async def _service(args: argparse.Namespace) -> AsyncIterator[Any]:
+    from brain.service import MemoryService
+    from brain.store import Store
+
+    if not args.dsn:
+        raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL")
+    embedder = _embedder(args)
+    store = await Store.open(args.dsn, dim=embedder.dim)
+    try:
+        yield MemoryService(store, embedder)
+    finally:
+        await store.close()
+
+
+def _owner(args: argparse.Namespace) -> Any:
+    from brain.models import Actor
+
+    return Actor(name=args.as_name, role="owner", origin="owner")
+
+
+def _print(data: Any) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+# ---------------------------------------------------------------------- eval
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty() or os.environ.get("BRAIN_PROGRESS"):
+        width = 30
+        filled = width * done // max(total, 1)
+        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="", file=sys.stderr, flush=True)
+
+
+@command("eval")
+async def cmd_eval(args: argparse.Namespace) -> int:
+    from brain.devdb import EmbeddedPostgres
+    from brain.embedder import LocalEmbedder
+    from brain.eval import MODES, evaluate, format_report, load_dataset, load_into
+    from brain.store import Store
+
+    try:
+        raw = json.loads(Path(args.dataset).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise BrainError(f"cannot read dataset {args.dataset}: {e}") from None
+    ds = load_dataset(raw)
+    modes = list(MODES) if args.mode == "all" else [args.mode]
+    ks = sorted({int(k) for k in args.k.split(",")})
+    embedder = LocalEmbedder()
+    pg = None
+    dsn = args.dsn
+    if not dsn:
+        pg = EmbeddedPostgres().start()
+        dsn = await pg.create_database(f"eval_{uuid.uuid4().hex[:8]}")
+    try:
+        store = await Store.open(dsn, dim=embedder.dim)
+        try:
+            print(f"loading {len(ds.memories)} memories from {ds.name} …", file=sys.stderr)
+            t0 = time.monotonic()
+            mapping = await load_into(store, embedder, ds, progress=_progress)
+            print(f"\rloaded {len(mapping)} memories in {time.monotonic() - t0:.0f}s; running queries …",
+                  file=sys.stderr)
+            report = await evaluate(store, embedder, ds, mapping, modes=modes, ks=ks)
+        finally:
+            await store.close()
+    finally:
+        if pg:
+            pg.stop()
+    report["dataset"] = ds.name
+    print(format_report(report, ks))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2))
+    return 0
+
+
+# ---------------------------------------------------------------------- memory commands
+
+
+@command("note")
+async def cmd_note(args: argparse.Namespace) -> int:
+    from brain.service import parse_memory
+
+    body = sys.stdin.read() if args.body == "-" else args.body
+    item = parse_memory({"body": body, "title": args.title or "", "kind": args.kind, "namespace": args.namespace,
+                         "tags": args.tag or []})
+    async with _service(args) as svc:
+        res = await svc.note(item, _owner(args))
+    _print({"id": res.memory.id, "created": res.created, "content_hash": res.memory.content_hash})
+    return 0
+
+
+@command("search")
+async def cmd_search(args: argparse.Namespace) -> int:
+    as_of = datetime.fromisoformat(args.as_of) if args.as_of else None
+    async with _service(args) as svc:
+        hits = await svc.search(args.query, _owner(args), args.namespace or None, limit=args.limit, as_of=as_of)
+    for h in hits:
+        print(f"{h.score:.4f}  {h.id}  [{h.kind} {h.namespace} {h.tier} {h.origin} by {h.author}]  "
+              f"{(h.title or h.body)[:80]!r}")
+    return 0 if hits else 1
+
+
+@command("get")
+async def cmd_get(args: argparse.Namespace) -> int:
+    async with _service(args) as svc:
+        detail = await svc.get(args.id, _owner(args))
+    _print(detail.model_dump(mode="json"))
+    return 0
+
+
+@command("list")
+async def cmd_list(args: argparse.Namespace) -> int:
+    async with _service(args) as svc:
+        rows = await svc.list(_owner(args), args.namespace or None, kind=args.kind, limit=args.limit)
+    for r in rows:
+        print(f"{r.id}  {r.valid_from:%Y-%m-%d}  {r.kind:<10} {r.namespace:<16} {r.tier:<8} {r.author:<16} {r.title}")
+    return 0
+
+
+@command("forget")
+async def cmd_forget(args: argparse.Namespace) -> int:
+    async with _service(args) as svc:
+        m = await svc.forget(args.id, args.reason, _owner(args))
+    _print({"id": m.id, "status": m.status})
+    return 0
+
+
+@command("retire")
+async def cmd_retire(args: argparse.Namespace) -> int:
+    async with _service(args) as svc:
+        m = await svc.retire(args.id, args.reason, _owner(args))
+    _print({"id": m.id, "status": m.status})
+    return 0
+
+
+@command("promote")
+async def cmd_promote(args: argparse.Namespace) -> int:
+    async with _service(args) as svc:
+        m = await svc.promote(args.id, _owner(args), standing=args.standing or None, required=args.required or None)
+    _print({"id": m.id, "tier": m.tier, "standing": m.standing, "required": m.required})
+    return 0
+
+
+@command("reindex")
+async def cmd_reindex(args: argparse.Namespace) -> int:
+    """Embed every active entry that has no vector (after an embedder outage, or a model change)."""
+    done = 0
+    async with _service(args) as svc:
+        while batch := await svc.store.unembedded(256):
+            vectors = await svc.embedder.embed([text for _, text in batch])
+            for (mid, _), vec in zip(batch, vectors, strict=True):
+                await svc.store.set_embedding(mid, vec)
+            done += len(batch)
+    _print({"embedded": done})
+    return 0
+
+
+@command("doctor")
+async def cmd_doctor(args: argparse.Namespace) -> int:
+    """Checks each part a brain needs and says what is wrong in words."""
+    ok = True
+    checks: list[tuple[str, bool, str]] = []
+    try:
+        async with _service(args) as svc:
+            stats = await svc.store.index_stats()
+            checks.append(("database", True, f"{sum(stats['entriesByKind'].values())} active entries"))
+            checks.append(("embedded", stats["embeddedRatio"] >= 0.99,
+                           f"{stats['embeddedRatio']:.1%} of entries have vectors (brainctl reindex fills the rest)"))
+    except Exception as e:
+        checks.append(("database", False, str(e)))
+    for name, good, detail in checks:
+        ok &= good
+        print(f"{'ok ' if good else 'BAD'}  {name:<10} {detail}")
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------- parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="brainctl",
+        description="Run and inspect a brain: one shared, governed memory for a team's coding agents.",
+        epilog="Connection: --dsn / BRAIN_DATABASE_URL, --embedder-url / BRAIN_EMBEDDER_URL "
+        "(without it the offline model loads in-process).",
+    )
+    p.add_argument("--dsn", default=os.environ.get("BRAIN_DATABASE_URL"), help="Postgres DSN of the brain")
+    p.add_argument("--embedder-url", default=os.environ.get("BRAIN_EMBEDDER_URL"), help="embedder base URL")
+    p.add_argument("--as", dest="as_name", default=os.environ.get("USER", "owner"),
+                   help="owner name recorded as author/promoter (default: $USER)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    e = sub.add_parser("eval", help="measure retrieval on a dataset (recall@k, MRR, latency)",
+                       description="Load DATASET into a fresh database on an embedded Postgres with the offline "
+                       "model and run every query through the real retrieval pipeline.")
+    e.add_argument("dataset", help="dataset JSON (format: shared/data/README.md)")
+    e.add_argument("--mode", choices=["hybrid", "lexical", "vector", "all"], default="all")
+    e.add_argument("--k", default="1,5,10,20", help="comma-separated cut-offs (default %(default)s)")
+    e.add_argument("--json", metavar="OUT", help="also write the report as JSON")
+
+    n = sub.add_parser("note", help="save an entry as the owner")
+    n.add_argument("body", help="Markdown body, or - to read stdin")
+    n.add_argument("--title")
+    n.add_argument("--kind", default="note")
+    n.add_argument("--namespace", default="shared")
+    n.add_argument("--tag", action="append")
+
+    s = sub.add_parser("search", help="hybrid search, as the gateway would retrieve")
+    s.add_argument("query")
+    s.add_argument("--namespace", action="append", help="scope (repeatable; 'shared' is always included)")
+    s.add_argument("--limit", type=int, default=6)
+    s.add_argument("--as-of", help="ISO-8601 time: answer as of that moment")
+
+    g = sub.add_parser("get", help="one entry with its content hash and history")
+    g.add_argument("id")
+
+    ls = sub.add_parser("list", help="entries newest first, without bodies")
+    ls.add_argument("--namespace", action="append")
+    ls.add_argument("--kind")
+    ls.add_argument("--limit", type=int, default=50)
+
+    for name, helptext in (("forget", "soft-delete an entry, with a reason"),
+                           ("retire", "retire an entry that is no longer true, with a reason")):
+        f = sub.add_parser(name, help=helptext)
+        f.add_argument("id")
+        f.add_argument("--reason", required=True)
+
+    pr = sub.add_parser("promote", help="move an entry to the curated tier (owner)")
+    pr.add_argument("id")
+    pr.add_argument("--standing", action="store_true", help="load it at every session start")
+    pr.add_argument("--required", action="store_true", help="inject it into every request")
+
+    sub.add_parser("reindex", help="embed entries that have no vector")
+    sub.add_parser("doctor", help="check the database and the index")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(COMMANDS[args.command](args))
+    except BrainError as e:
+        print(f"brainctl: error: {e.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

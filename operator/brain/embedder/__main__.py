@@ -1,0 +1,42 @@
+"""`python -m brain.embedder`: serve embeddings over HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import uvicorn
+
+from brain.embedder.model import DEFAULT_MODEL, LocalEmbedder
+from brain.embedder.server import Limits, create_app
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(
+        prog="python -m brain.embedder",
+        description="OpenAI-compatible embedding server (POST /v1/embeddings) over fastembed, with /healthz, "
+        "/readyz and Prometheus /metrics. Concurrent requests are batched into one model call.",
+    )
+    p.add_argument("--host", default=os.environ.get("BRAIN_EMBEDDER_HOST", "127.0.0.1"), help="bind address")
+    p.add_argument("--port", type=int, default=int(os.environ.get("BRAIN_EMBEDDER_PORT", "8080")))
+    p.add_argument("--model", default=os.environ.get("BRAIN_EMBEDDING_MODEL", DEFAULT_MODEL),
+                   help="fastembed model name (default %(default)s)")
+    p.add_argument("--model-path", default=os.environ.get("BRAIN_EMBEDDING_MODEL_PATH"),
+                   help="a local model directory; loads offline, never downloads")
+    p.add_argument("--cache-dir", default=os.environ.get("FASTEMBED_CACHE_PATH"),
+                   help="fastembed cache directory holding a baked model")
+    p.add_argument("--threads", type=int, default=int(os.environ.get("BRAIN_EMBEDDER_THREADS", "0")) or None,
+                   help="onnxruntime threads (default: all cores)")
+    p.add_argument("--max-inputs", type=int, default=256, help="inputs per request before 413")
+    p.add_argument("--max-chars", type=int, default=8192, help="characters per input before 413")
+    p.add_argument("--max-batch", type=int, default=64, help="texts per model call")
+    a = p.parse_args(argv)
+    app = create_app(
+        lambda: LocalEmbedder(a.model, model_path=a.model_path, cache_dir=a.cache_dir, threads=a.threads),
+        Limits(max_inputs=a.max_inputs, max_chars=a.max_chars, max_batch=a.max_batch),
+    )
+    uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
+
+
+if __name__ == "__main__":
+    main()

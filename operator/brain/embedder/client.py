@@ -1,0 +1,81 @@
+"""HTTP client for the embedder, with a timeout and a circuit breaker so a dead embedder costs nothing."""
+
+from __future__ import annotations
+
+import base64
+import time
+
+import httpx
+import numpy as np
+
+
+class EmbedderUnavailable(Exception):
+    """The embedder failed, timed out, or the breaker is open; callers fall back to lexical retrieval."""
+
+    def __init__(self, message: str, cause: str = "embedder_down") -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+class EmbeddingClient:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str = "default",
+        dim: int = 384,
+        timeout: float = 2.0,
+        failure_threshold: int = 3,
+        cooldown: float = 10.0,
+        batch: int = 128,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.dim = dim
+        self.batch = batch
+        self.failure_threshold = failure_threshold
+        self.cooldown = cooldown
+        self._failures = 0
+        self._open_until = 0.0
+        self._http = httpx.AsyncClient(timeout=timeout)
+
+    @property
+    def open(self) -> bool:
+        return time.monotonic() < self._open_until
+
+    def _fail(self) -> None:
+        self._failures += 1
+        if self._failures >= self.failure_threshold:
+            self._open_until = time.monotonic() + self.cooldown
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        if self.open:
+            raise EmbedderUnavailable("embedder circuit open after repeated failures", "embedder_down")
+        out = []
+        for i in range(0, len(texts), self.batch):
+            out.append(await self._post(texts[i : i + self.batch]))
+        self._failures = 0
+        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+
+    async def _post(self, texts: list[str]) -> np.ndarray:
+        try:
+            r = await self._http.post(
+                f"{self.base_url}/v1/embeddings",
+                json={"input": texts, "model": self.model, "encoding_format": "base64"},
+            )
+        except httpx.TimeoutException as e:
+            self._fail()
+            raise EmbedderUnavailable(f"embedder timed out: {e}", "timeout") from e
+        except httpx.HTTPError as e:
+            self._fail()
+            raise EmbedderUnavailable(f"embedder unreachable: {e}") from e
+        if r.status_code >= 500:
+            self._fail()
+            raise EmbedderUnavailable(f"embedder answered {r.status_code}")
+        if r.status_code >= 400:
+            raise ValueError(r.json().get("error", {}).get("message", r.text))
+        data = sorted(r.json()["data"], key=lambda d: d["index"])
+        return np.stack([np.frombuffer(base64.b64decode(d["embedding"]), dtype=np.float32) for d in data])
+
+    async def aclose(self) -> None:
+        await self._http.aclose()

@@ -1,0 +1,98 @@
+"""fastembed models, loaded offline when a model directory is given (tests, laptops) or from a baked cache."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+OFFLINE_MODEL_DIR = "models/all-minilm-l6-v2-int8-tryaii1.0.0-gt0.1.0"  # assembled by hack/model.sh
+
+
+class Embedder(Protocol):
+    dim: int
+    model: str
+
+    async def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+def offline_model_path() -> Path | None:
+    """The model directory hack/model.sh assembled, if this machine has it."""
+    explicit = os.environ.get("BRAIN_EMBEDDING_MODEL_PATH")
+    if explicit:
+        return Path(explicit)
+    cache = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
+    path = cache / OFFLINE_MODEL_DIR
+    return path if (path / "model.onnx").exists() else None
+
+
+class LocalEmbedder:
+    """fastembed in this process. One lock: onnxruntime already uses every core for one batch."""
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        model_path: str | Path | None = None,
+        cache_dir: str | None = None,
+        threads: int | None = None,
+    ) -> None:
+        from fastembed import TextEmbedding
+
+        path = Path(model_path) if model_path else (offline_model_path() if model == DEFAULT_MODEL else None)
+        kwargs: dict[str, object] = {"threads": threads}
+        if path is not None:
+            kwargs.update(specific_model_path=str(path), local_files_only=True)
+        elif cache_dir:
+            kwargs.update(cache_dir=cache_dir, local_files_only=bool(os.environ.get("HF_HUB_OFFLINE")))
+        self._model = TextEmbedding(model_name=model, **kwargs)
+        self.model = model
+        self._lock = threading.Lock()
+        self.dim = int(self.embed_sync(["dimension probe"]).shape[1])
+
+    def embed_sync(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
+        """Batches are padded to their longest text, so texts are embedded in length order (~2x faster)."""
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        with self._lock:
+            vectors = list(self._model.embed([texts[i] for i in order], batch_size=batch_size))
+        out = np.empty((len(texts), len(vectors[0]) if vectors else 0), dtype=np.float32)
+        for pos, i in enumerate(order):
+            out[i] = vectors[pos]
+        return out
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        return await asyncio.to_thread(self.embed_sync, texts)
+
+
+class QueryCache:
+    """An LRU in front of any embedder: agents repeat queries, and an embedding costs milliseconds."""
+
+    def __init__(self, inner: Embedder, size: int = 4096) -> None:
+        self.inner = inner
+        self.dim = inner.dim
+        self.model = inner.model
+        self.size = size
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        self.hits += len(texts) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            for text, vec in zip(missing, await self.inner.embed(missing), strict=True):
+                self._cache[text] = vec
+                if len(self._cache) > self.size:
+                    self._cache.popitem(last=False)
+        out = []
+        for t in texts:
+            self._cache.move_to_end(t)
+            out.append(self._cache[t])
+        return np.stack(out)

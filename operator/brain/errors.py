@@ -1,0 +1,69 @@
+"""Errors that reach a person or an agent: each has a stable code and a message that names the field."""
+
+from __future__ import annotations
+
+
+class BrainError(Exception):
+    """Base class; `code` is machine-readable, `status` the HTTP status the REST API answers with."""
+
+    code = "brain_error"
+    status = 400
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"code": self.code, "message": self.message}
+        if self.field:
+            out["field"] = self.field
+        return out
+
+
+class InvalidInput(BrainError):
+    code = "invalid_input"
+    status = 422
+
+
+class NotFound(BrainError):
+    code = "not_found"
+    status = 404
+
+
+class Conflict(BrainError):
+    """Compare-and-set failed: somebody changed the entry first."""
+
+    code = "conflict"
+    status = 409
+
+
+class SecretRejected(BrainError):
+    """The secret gate refused a value; the message names detector types, never the secret."""
+
+    code = "secret_rejected"
+    status = 422
+
+
+class InstructionRejected(BrainError):
+    """The lint refused a body that reads like instructions to agents (memory is data)."""
+
+    code = "instruction_rejected"
+    status = 422
+
+
+class Forbidden(BrainError):
+    code = "forbidden"
+    status = 403
+
+
+class Unauthorized(BrainError):
+    code = "unauthorized"
+    status = 401
+
+
+class SchemaMismatch(BrainError):
+    """The database was created for another embedding dimension or a newer schema."""
+
+    code = "schema_mismatch"
+    status = 500

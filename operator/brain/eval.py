@@ -1,0 +1,212 @@
+"""`brainctl eval`: load a dataset into a fresh database and measure the real retrieval pipeline.
+
+Dataset format: `shared/data/README.md`. Namespace scope, supersede and `as_of` are honoured by the
+same SQL the gateway uses, so the numbers describe the product, not a model of it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from brain.embedder.model import Embedder
+from brain.errors import InvalidInput
+from brain.models import KINDS, Actor, MemoryIn, check_namespace
+from brain.retrieval.pipeline import RetrievalConfig, Retriever
+from brain.retrieval.render import render_block
+from brain.store.store import Scope, Store, embed_text
+
+MODES: dict[str, tuple[str, ...]] = {
+    "hybrid": ("vector", "lexical", "trigram"),
+    "lexical": ("lexical", "trigram"),
+    "vector": ("vector",),
+}
+
+
+class EvalMemory(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1)
+    namespace: str
+    kind: str = "note"
+    title: str = ""
+    body: str = Field(min_length=1)
+    valid_from: datetime | None = None
+    tags: list[str] = Field(default_factory=list)
+    supersedes: str | None = None
+
+    @field_validator("namespace")
+    @classmethod
+    def _ns(cls, v: str) -> str:
+        return check_namespace(v)
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, v: str) -> str:
+        if v not in KINDS:
+            raise ValueError(f"unknown kind {v!r}; expected one of {', '.join(KINDS)}")
+        return v
+
+
+class EvalQuery(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = Field(min_length=1)
+    namespace: str
+    query: str = Field(min_length=1)
+    relevant: list[str] = Field(min_length=1)
+    category: str = "all"
+    as_of: datetime | None = None
+
+
+class Dataset(BaseModel):
+    name: str = "dataset"
+    source: str = ""
+    memories: list[EvalMemory]
+    queries: list[EvalQuery]
+
+
+def _first_error(section: str, index: int, record: Any, e: ValidationError) -> InvalidInput:
+    err = e.errors()[0]
+    field = ".".join(str(p) for p in err["loc"])
+    rid = record.get("id") if isinstance(record, dict) else None
+    return InvalidInput(f"{section}[{index}] (id {rid!r}): field {field!r}: {err['msg']}", field=field)
+
+
+def load_dataset(data: Any) -> Dataset:
+    """Validate record by record so the error names the record and the field."""
+    if not isinstance(data, dict):
+        raise InvalidInput("dataset must be a JSON object with 'memories' and 'queries' arrays")
+    for section in ("memories", "queries"):
+        if not isinstance(data.get(section), list):
+            raise InvalidInput(f"dataset field {section!r} must be an array", field=section)
+    memories, queries = [], []
+    for i, rec in enumerate(data["memories"]):
+        try:
+            memories.append(EvalMemory.model_validate(rec))
+        except ValidationError as e:
+            raise _first_error("memories", i, rec, e) from None
+    for i, rec in enumerate(data["queries"]):
+        try:
+            queries.append(EvalQuery.model_validate(rec))
+        except ValidationError as e:
+            raise _first_error("queries", i, rec, e) from None
+    ids: set[str] = set()
+    for i, m in enumerate(memories):
+        if m.id in ids:
+            raise InvalidInput(f"memories[{i}] (id {m.id!r}): duplicate id", field="id")
+        ids.add(m.id)
+    for i, m in enumerate(memories):
+        if m.supersedes and m.supersedes not in ids:
+            raise InvalidInput(
+                f"memories[{i}] (id {m.id!r}): field 'supersedes' names unknown memory {m.supersedes!r}",
+                field="supersedes",
+            )
+    for i, q in enumerate(queries):
+        missing = [r for r in q.relevant if r not in ids]
+        if missing:
+            raise InvalidInput(
+                f"queries[{i}] (id {q.id!r}): field 'relevant' names unknown memories {missing[:3]}", field="relevant"
+            )
+    return Dataset(name=data.get("name", "dataset"), source=data.get("source", ""), memories=memories, queries=queries)
+
+
+async def load_into(
+    store: Store, embedder: Embedder, ds: Dataset, *, batch: int = 256, progress: Any = None
+) -> dict[str, str]:
+    """Insert every memory (supersedes applied in time order); returns dataset id → store id."""
+    actor = Actor(name="eval", role="owner", origin="import")
+    plain = [m for m in ds.memories if not m.supersedes]
+    chained = sorted((m for m in ds.memories if m.supersedes), key=lambda m: m.valid_from or datetime.min)
+    mapping: dict[str, str] = {}
+
+    def to_in(m: EvalMemory) -> MemoryIn:
+        return MemoryIn(body=m.body, title=m.title, kind=m.kind, namespace=m.namespace,  # type: ignore[arg-type]
+                        tags=m.tags, valid_from=m.valid_from)
+
+    for i in range(0, len(plain), batch):
+        chunk = plain[i : i + batch]
+        vectors = await embedder.embed([embed_text(m.title, m.body) for m in chunk])
+        stored = await store.note_many([(to_in(m), v) for m, v in zip(chunk, vectors, strict=True)], actor=actor)
+        mapping.update({m.id: s.id for m, s in zip(chunk, stored, strict=True)})
+        if progress:
+            progress(len(mapping), len(ds.memories))
+    for m in chained:
+        vec = (await embedder.embed([embed_text(m.title, m.body)]))[0]
+        new = await store.supersede(mapping[m.supersedes or ""], to_in(m), expected_hash=None, actor=actor,
+                                    embedding=vec)
+        mapping[m.id] = new.id
+    return mapping
+
+
+def _pct(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def evaluate(
+    store: Store,
+    embedder: Embedder,
+    ds: Dataset,
+    mapping: dict[str, str],
+    *,
+    modes: Sequence[str],
+    ks: Sequence[int],
+    config: RetrievalConfig | None = None,
+) -> dict[str, Any]:
+    reverse = {v: k for k, v in mapping.items()}
+    base = config or RetrievalConfig()
+    depth = max(ks)
+    report: dict[str, Any] = {"modes": {}, "memories": len(ds.memories), "queries": len(ds.queries)}
+    for mode in modes:
+        retriever = Retriever(store, embedder, base.model_copy(update={"legs": MODES[mode]}))
+        per_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
+        latencies: list[float] = []
+        for q in ds.queries:
+            t0 = time.perf_counter()
+            res = await retriever.retrieve(q.query, Scope.of([q.namespace], as_of=q.as_of), limit=depth)
+            ranked = res.hits + res.expanded
+            render_block(ranked[: base.top_k])
+            latencies.append((time.perf_counter() - t0) * 1000)
+            got = [reverse.get(h.id, h.id) for h in ranked]
+            relevant = set(q.relevant)
+            row = {f"recall@{k}": len(relevant & set(got[:k])) / len(relevant) for k in ks}
+            first = next((i for i, g in enumerate(got, start=1) if g in relevant), None)
+            row["mrr"] = 1.0 / first if first else 0.0
+            per_cat[q.category].append(row)
+        rows = [r for rs in per_cat.values() for r in rs]
+
+        def mean(rs: list[dict[str, float]], key: str) -> float:
+            return round(statistics.fmean(r[key] for r in rs), 4) if rs else 0.0
+
+        keys = [f"recall@{k}" for k in ks] + ["mrr"]
+        report["modes"][mode] = {
+            **{key: mean(rows, key) for key in keys},
+            "latency_ms": {"p50": round(_pct(latencies, 0.5), 2), "p95": round(_pct(latencies, 0.95), 2)},
+            "by_category": {
+                cat: {**{key: mean(rs, key) for key in keys}, "queries": len(rs)} for cat, rs in sorted(per_cat.items())
+            },
+        }
+    return report
+
+
+def format_report(report: dict[str, Any], ks: Sequence[int]) -> str:
+    keys = [f"recall@{k}" for k in ks] + ["mrr"]
+    head = f"{'mode':<10} {'category':<14} " + " ".join(f"{k:>10}" for k in keys) + f" {'p50 ms':>8} {'p95 ms':>8}"
+    lines = [f"{report['memories']} memories, {report['queries']} queries", head, "-" * len(head)]
+    for mode, m in report["modes"].items():
+        lat = m["latency_ms"]
+        lines.append(
+            f"{mode:<10} {'all':<14} " + " ".join(f"{m[k]:>10.4f}" for k in keys) + f" {lat['p50']:>8} {lat['p95']:>8}"
+        )
+        for cat, c in m["by_category"].items():
+            lines.append(f"{'':<10} {cat[:14]:<14} " + " ".join(f"{c[k]:>10.4f}" for k in keys))
+    return "\n".join(lines)

@@ -1,0 +1,169 @@
+"""The secret gate: typed detectors plus an entropy net, for titles, bodies, tags and queries.
+
+Findings carry a type and a span, never the value, so no error message or log can echo a secret.
+Tricky negatives (UUIDs, git SHAs, lockfile hashes, base64 blobs, long identifiers) are kept by
+design: hex-only and over-long tokens never reach the entropy net.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+import struct
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from brain.errors import SecretRejected
+
+Mode = Literal["refuse", "redact"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    type: str
+    start: int
+    end: int
+
+
+# (type, pattern, group): `group` is the part that is secret (0 = the whole match).
+_DETECTORS: list[tuple[str, re.Pattern[str], int]] = [
+    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*-----|$)"), 0),
+    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"), 0),
+    (
+        "aws_secret_key",
+        re.compile(r"(?i)aws[\w.-]{0,20}?(?:secret|sk)[\w.-]{0,20}['\"]?\s*[:=]\s*['\"]?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"),
+        1,
+    ),
+    ("gcp_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), 0),
+    ("gcp_service_account_key", re.compile(r"\"private_key_id\"\s*:\s*\"([0-9a-f]{40})\""), 1),
+    ("azure_storage_key", re.compile(r"(?i)AccountKey=([A-Za-z0-9+/]{86}==)"), 1),
+    ("azure_sas_token", re.compile(r"(?i)[?&]sig=([A-Za-z0-9%+/]{40,}={0,2})"), 1),
+    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), 0),
+    ("gitlab_token", re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_\-]{20,}\b"), 0),
+    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), 0),
+    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"), 0),
+    ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
+    ("anthropic_key", re.compile(r"\bsk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{20,}"), 0),
+    ("openai_key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), 0),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
+    (
+        "connection_string",
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]+:([^\s@/'\"]{3,})@[^\s'\"]+"),
+        1,
+    ),
+]
+
+_GENERIC = re.compile(
+    r"(?i)(?<![A-Za-z0-9])([A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
+    r"|auth[_-]?key|credentials?|private[_-]?key|client[_-]?secret)[A-Za-z0-9_.-]*)[\"']?\s*(?::|=|:=|=>)\s*"
+    r"[\"']?([^\s\"'`,;()<>{}\[\]]{8,})"
+)
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:\$|%|\{\{|<|\*{3,}|x{6,}|\.{3}|os\.environ|process\.env|env\.|secretKeyRef|changeme|redacted"
+    r"|your[_-]|example|placeholder|none|null|true|false|undefined|required|optional|string|str|bytes)"
+)
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{20,}")
+_HEX = re.compile(r"^[0-9a-fA-F-]+$")
+_HASH_TOKEN = re.compile(r"(?i)^(?:sha\d{1,3}|md5|blake2b?)[-:_]")
+_HASH_PREFIX = re.compile(r"(?i)(?:sha\d{1,3}|md5|blake2b?|integrity|checksum|digest)[-:=\s\"']{1,3}$")
+
+
+def _entropy(s: str) -> float:
+    counts = Counter(s)
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _class(ch: str) -> int:
+    return 0 if ch.islower() else 1 if ch.isupper() else 2 if ch.isdigit() else 3
+
+
+def _is_float_blob(tok: str) -> bool:
+    """Base64 of float32 values (embedding vectors): random-looking text, but plausible numbers."""
+    try:
+        raw = base64.b64decode(tok + "=" * (-len(tok) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    if len(raw) < 16 or len(raw) % 4:
+        return False
+    values = struct.unpack(f"<{len(raw) // 4}f", raw)
+    plausible = sum(1 for v in values if v == 0.0 or 1e-6 <= abs(v) <= 1e6)
+    return plausible >= 0.8 * len(values)
+
+
+def _looks_random(tok: str) -> bool:
+    """High entropy, all three character classes, and frequent class switches (unlike CamelCase)."""
+    if len(tok) > 128 or _HEX.match(tok):
+        return False
+    classes = {_class(c) for c in tok}
+    if not {0, 1, 2} <= classes:
+        return False
+    switches = sum(_class(a) != _class(b) for a, b in zip(tok, tok[1:], strict=False)) / (len(tok) - 1)
+    return switches >= 0.3 and _entropy(tok) >= 4.2 and not _is_float_blob(tok)
+
+
+def scan(text: str) -> list[Finding]:
+    """All secret spans in `text`, typed, non-overlapping, in order."""
+    found: list[Finding] = []
+
+    def add(kind: str, start: int, end: int) -> None:
+        if not any(f.start < end and start < f.end for f in found):
+            found.append(Finding(kind, start, end))
+
+    for kind, pattern, group in _DETECTORS:
+        for m in pattern.finditer(text):
+            add(kind, m.start(group), m.end(group))
+    for m in _GENERIC.finditer(text):
+        value = m.group(2)
+        if _PLACEHOLDER.match(value) or _IDENTIFIER.match(value):
+            continue
+        add("generic_secret", m.start(2), m.end(2))
+    for m in _TOKEN.finditer(text):
+        tok = m.group(0).strip("=-_")
+        if _HASH_PREFIX.search(text[max(0, m.start() - 12) : m.start()]) or _HASH_TOKEN.match(tok):
+            continue
+        if _looks_random(tok):
+            add("high_entropy_string", m.start(), m.end())
+    return sorted(found, key=lambda f: f.start)
+
+
+def redact(text: str, findings: list[Finding] | None = None) -> str:
+    findings = scan(text) if findings is None else findings
+    out, last = [], 0
+    for f in findings:
+        out.append(text[last : f.start])
+        out.append(f"«REDACTED:{f.type}»")
+        last = f.end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def describe(findings: list[Finding]) -> str:
+    return ", ".join(sorted({f.type for f in findings}))
+
+
+class SecretGate:
+    """Applies the policy: `refuse` raises naming the field and detector types; `redact` masks in place."""
+
+    def __init__(self, mode: Mode = "refuse") -> None:
+        self.mode = mode
+
+    def check(self, field: str, value: str) -> str:
+        findings = scan(value)
+        if not findings:
+            return value
+        if self.mode == "redact":
+            return redact(value, findings)
+        raise SecretRejected(
+            f"{field} contains what looks like a secret ({describe(findings)}); remove it or store a reference "
+            "to where the secret lives (e.g. a vault path) instead",
+            field=field,
+        )
+
+    def check_fields(self, fields: Mapping[str, str]) -> dict[str, str]:
+        return {name: self.check(name, value) for name, value in fields.items()}

@@ -1,0 +1,171 @@
+"""The retrieval pipeline: embed → parallel legs → RRF → boosts → diversity → edges → budget.
+
+Every stage is timed; every lost part (embedder down or slow, a leg failing) is counted and the
+rest answers alone. Namespace, status and time filters run inside the legs' SQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, Field
+
+from brain import metrics
+from brain.embedder.client import EmbedderUnavailable
+from brain.embedder.model import Embedder
+from brain.models import Hit
+from brain.retrieval.fusion import boost, diversify, rrf
+from brain.retrieval.query import identifier_tokens
+from brain.store.store import Scope, Store
+
+T = TypeVar("T")
+
+
+async def _none() -> None:
+    return None
+
+
+class RetrievalConfig(BaseModel):
+    """Knobs of Brain.spec.gateway.retrieval; defaults from the seeds (RRF k=60, 80 candidates a leg)."""
+
+    top_k: int = Field(default=6, ge=1, le=50)
+    legs: tuple[str, ...] = ("vector", "lexical", "trigram")
+    candidates: int = Field(default=80, ge=5, le=500)
+    rrf_k: int = Field(default=60, ge=1)
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "lexical": 1.0, "trigram": 1.0})
+    importance_weight: float = 0.2
+    recency_weight: float = 0.05
+    recency_half_life_days: float = 90.0
+    max_similarity: float = 0.85
+    expand_edges: int = Field(default=2, ge=0)
+    embed_timeout_s: float = 0.3
+
+
+@dataclass
+class RetrievalResult:
+    hits: list[Hit]
+    pinned: list[Hit] = field(default_factory=list)
+    expanded: list[Hit] = field(default_factory=list)
+    degraded: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def all_hits(self) -> list[Hit]:
+        seen: set[str] = set()
+        out = []
+        for h in [*self.pinned, *self.hits, *self.expanded]:
+            if h.id not in seen:
+                seen.add(h.id)
+                out.append(h)
+        return out
+
+
+class Retriever:
+    def __init__(self, store: Store, embedder: Embedder | None, config: RetrievalConfig | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.config = config or RetrievalConfig()
+
+    async def _timed(self, result: RetrievalResult, stage: str, aw: Awaitable[T]) -> T:
+        t0 = time.perf_counter()
+        try:
+            return await aw
+        finally:
+            dt = time.perf_counter() - t0
+            result.timings[stage] = dt
+            metrics.retrieval_stage_seconds.labels(stage).observe(dt)
+
+    async def _embed(self, query: str, result: RetrievalResult) -> Any:
+        if self.embedder is None:
+            return None
+        try:
+            vecs = await self._timed(
+                result, "embed", asyncio.wait_for(self.embedder.embed([query]), self.config.embed_timeout_s)
+            )
+            return vecs[0]
+        except TimeoutError:
+            cause = "timeout"
+        except EmbedderUnavailable as e:
+            cause = e.cause
+        except Exception:
+            cause = "embedder_down"
+        result.degraded.append(cause)
+        metrics.retrieval_degraded.labels(cause).inc()
+        return None
+
+    async def retrieve(
+        self, query: str, scope: Scope, *, limit: int | None = None, include_pinned: bool = False
+    ) -> RetrievalResult:
+        cfg = self.config
+        limit = limit or cfg.top_k
+        result = RetrievalResult(hits=[])
+        t_start = time.perf_counter()
+        n = max(cfg.candidates, limit)
+        tokens = identifier_tokens(query)
+
+        vec_task = asyncio.create_task(self._embed(query, result) if "vector" in cfg.legs else _none())
+        use = set(cfg.legs)
+        legs: dict[str, Awaitable[list[tuple[str, float]]]] = {}
+        if "lexical" in use:
+            legs["lexical"] = self._timed(result, "lexical", self.store.lexical_leg(query, scope, n))
+        if tokens and "trigram" in use:
+            legs["trigram"] = self._timed(result, "trigram", self.store.trigram_leg(tokens, scope, n))
+        pinned_task = asyncio.create_task(self.store.standing(scope)) if include_pinned else None
+        vec = await vec_task
+        if vec is not None:
+            legs["vector"] = self._timed(result, "vector", self.store.vector_leg(vec, scope, n))
+        names = list(legs)
+        outcomes = await asyncio.gather(*legs.values(), return_exceptions=True)
+        ranked: dict[str, list[str]] = {}
+        for name, outcome in zip(names, outcomes, strict=True):
+            if isinstance(outcome, BaseException):
+                result.degraded.append(f"{name}_failed")
+                metrics.retrieval_degraded.labels("error").inc()
+                continue
+            ranked[name] = [doc for doc, _ in outcome]
+        if not ranked and outcomes and isinstance(outcomes[0], BaseException):
+            raise outcomes[0]
+
+        t0 = time.perf_counter()
+        fused = rrf(ranked, k=cfg.rrf_k, weights=cfg.weights)[: n * 2]
+        result.timings["fuse"] = time.perf_counter() - t0
+        hits_by_id = await self._timed(result, "fetch", self.store.hits([d for d, _, _ in fused]))
+        now = scope.as_of or datetime.now(UTC)
+        candidates = []
+        for doc, score, found in fused:
+            hit = hits_by_id.get(doc)
+            if hit is None:
+                continue
+            hit.score, hit.legs = score, found
+            hit.score = boost(
+                hit,
+                now=now,
+                importance_weight=cfg.importance_weight,
+                recency_weight=cfg.recency_weight,
+                half_life_days=cfg.recency_half_life_days,
+            )
+            candidates.append(hit)
+        candidates.sort(key=lambda h: -h.score)
+        result.hits = diversify(candidates, limit=limit, max_similarity=cfg.max_similarity)
+        if pinned_task is not None:
+            result.pinned = [h for h in await pinned_task if h.required]
+        if cfg.expand_edges and result.hits:
+            top = {h.lineage_id: h for h in result.hits[:3]}
+            present = {h.id for h in result.hits}
+            for origin, hit in await self._timed(
+                result, "expand", self.store.neighbours(list(top), scope, cfg.expand_edges * 3)
+            ):
+                if hit.id not in present and len(result.expanded) < cfg.expand_edges:
+                    hit.via = top[origin].id
+                    hit.score = top[origin].score * 0.5
+                    result.expanded.append(hit)
+                    present.add(hit.id)
+        total = time.perf_counter() - t_start
+        result.timings["total"] = total
+        metrics.retrieval_stage_seconds.labels("total").observe(total)
+        return result

@@ -1,0 +1,180 @@
+"""The governed front door to memory: authorisation, the secret gate, the lint, embedding, then the store.
+
+MCP tools, the REST API, the gateway hooks, the jobs and brainctl all write through here, so the
+rules (who may write where, what may be stored, which tier) live in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from brain import lint, metrics
+from brain.embedder.model import Embedder
+from brain.errors import Forbidden, InvalidInput, NotFound
+from brain.models import Actor, Hit, Memory, MemoryDetail, MemoryIn, MemorySummary, NoteResult
+from brain.redact import SecretGate
+from brain.retrieval.pipeline import Retriever
+from brain.retrieval.render import estimate_tokens
+from brain.store.store import Scope, Store, embed_text
+
+log = logging.getLogger("brain.service")
+
+
+def parse_memory(data: dict[str, Any]) -> MemoryIn:
+    """Validate caller input; the error names the field and what would be accepted."""
+    try:
+        return MemoryIn.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"]) or "body"
+        raise InvalidInput(f"{loc}: {err['msg']}", field=loc) from None
+
+
+def tier_for(actor: Actor) -> str:
+    """Owners and the owner's own imports write the curated tier; everything else is episodic."""
+    return "curated" if actor.origin in ("owner", "import") else "episodic"
+
+
+class MemoryService:
+    def __init__(self, store: Store, embedder: Embedder | None, *, gate: SecretGate | None = None,
+                 retriever: Retriever | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.gate = gate or SecretGate("refuse")
+        self.retriever = retriever or Retriever(store, embedder)
+
+    # ------------------------------------------------------------------ checks
+
+    def _screen(self, item: MemoryIn) -> MemoryIn:
+        title = self.gate.check("title", item.title)
+        body = self.gate.check("body", item.body)
+        tags = [self.gate.check("tags", t) for t in item.tags]
+        lint.check("title", title)
+        lint.check("body", body)
+        return item.model_copy(update={"title": title, "body": body, "tags": tags})
+
+    def _authorize_write(self, actor: Actor, namespace: str) -> None:
+        if actor.role == "read":
+            raise Forbidden(f"key {actor.name!r} is read-only; writing needs an agent or owner key")
+        if not actor.can_write(namespace):
+            allowed = ", ".join(actor.namespaces or ())
+            raise Forbidden(
+                f"key {actor.name!r} may not write namespace {namespace!r}; it is confined to: {allowed}",
+            )
+
+    def _authorize_read(self, actor: Actor, namespace: str) -> None:
+        if not actor.can_see(namespace):
+            raise NotFound("no memory with that id is visible to this key", field="id")
+
+    def scope_for(self, actor: Actor, namespaces: list[str] | None, **kw: Any) -> Scope:
+        """A read scope: the asked namespaces (default: the key's own) plus `shared`, never beyond the key."""
+        wanted = namespaces or list(actor.namespaces or [])
+        for ns in wanted:
+            if not actor.can_see(ns):
+                raise Forbidden(f"key {actor.name!r} may not read namespace {ns!r}")
+        if actor.namespaces is None and not namespaces:
+            return Scope.of(["shared"], **kw)
+        return Scope.of(wanted, **kw)
+
+    async def _embed(self, text: str) -> np.ndarray | None:
+        if self.embedder is None:
+            return None
+        try:
+            return (await self.embedder.embed([text]))[0]
+        except Exception as e:  # stored without a vector; `brainctl reindex` or the backfill fills it later
+            log.warning("embedding failed, storing without a vector: %s", e)
+            metrics.retrieval_degraded.labels("embedder_down").inc()
+            return None
+
+    # ------------------------------------------------------------------ writes
+
+    async def note(self, item: MemoryIn, actor: Actor, *, standing: bool = False, required: bool = False) -> NoteResult:
+        self._authorize_write(actor, item.namespace)
+        if (standing or required) and actor.origin not in ("owner", "import"):
+            raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
+        item = self._screen(item)
+        return await self.store.note(
+            item,
+            actor=actor,
+            tier=tier_for(actor),
+            embedding=await self._embed(embed_text(item.title, item.body)),
+            standing=standing,
+            required=required,
+        )
+
+    async def supersede(self, memory_id: str, item: MemoryIn, expected_hash: str | None, actor: Actor) -> Memory:
+        current = (await self.store.get(memory_id)).memory
+        self._authorize_write(actor, current.namespace)
+        if current.tier == "curated" and actor.role != "owner" and actor.origin != "import":
+            raise Forbidden(
+                f"memory {memory_id} is curated; only an owner can supersede it (note a correction instead, "
+                "and an owner will promote it)"
+            )
+        item = self._screen(item.model_copy(update={"namespace": current.namespace}))
+        return await self.store.supersede(
+            memory_id,
+            item,
+            expected_hash=expected_hash,
+            actor=actor,
+            tier=tier_for(actor) if current.tier != "curated" else "curated",
+            embedding=await self._embed(embed_text(item.title, item.body)),
+        )
+
+    async def forget(self, memory_id: str, reason: str, actor: Actor) -> Memory:
+        current = (await self.store.get(memory_id)).memory
+        self._authorize_write(actor, current.namespace)
+        if current.tier == "curated" and actor.role != "owner":
+            raise Forbidden(f"memory {memory_id} is curated; only an owner can forget it")
+        return await self.store.set_status(memory_id, "forgotten", self.gate.check("reason", reason), actor=actor)
+
+    async def retire(self, memory_id: str, reason: str, actor: Actor) -> Memory:
+        if actor.role != "owner" and actor.origin != "import":
+            raise Forbidden("only an owner can retire a memory")
+        return await self.store.set_status(memory_id, "retired", reason, actor=actor)
+
+    async def promote(self, memory_id: str, actor: Actor, *, standing: bool | None = None,
+                      required: bool | None = None) -> Memory:
+        return await self.store.promote(memory_id, actor=actor, standing=standing, required=required)
+
+    # ------------------------------------------------------------------ reads
+
+    async def get(self, memory_id: str, actor: Actor) -> MemoryDetail:
+        detail = await self.store.get(memory_id)
+        self._authorize_read(actor, detail.memory.namespace)
+        return detail
+
+    async def list(self, actor: Actor, namespaces: list[str] | None = None, *, kind: str | None = None,
+                   limit: int = 50, before: datetime | None = None) -> list[MemorySummary]:
+        scope = self.scope_for(actor, namespaces)
+        return await self.store.list(scope.namespaces, kind=kind, limit=limit, before=before)
+
+    async def search(self, query: str, actor: Actor, namespaces: list[str] | None = None, *, limit: int = 6,
+                     as_of: datetime | None = None, kinds: list[str] | None = None) -> list[Hit]:
+        if not query.strip():
+            raise InvalidInput("query is empty", field="query")
+        # Queries leave the process (to the embedder), so they pass the gate too: refused, never echoed.
+        SecretGate("refuse").check("query", query)
+        scope = self.scope_for(
+            actor, namespaces, as_of=as_of, **({"kinds": tuple(kinds)} if kinds else {})
+        )
+        result = await self.retriever.retrieve(query, scope, limit=limit)
+        await self.store.touch([h.id for h in result.hits])
+        return result.hits + result.expanded
+
+    async def context(self, actor: Actor, namespaces: list[str] | None = None, *, budget: int = 1500,
+                      decisions: int = 10) -> dict[str, list[Hit]]:
+        """Session start: standing facts (curated, within ~`budget` tokens) plus the latest decisions."""
+        scope = self.scope_for(actor, namespaces)
+        standing, used = [], 0
+        for hit in await self.store.standing(scope):
+            cost = estimate_tokens(hit.body) + 20
+            if hit.tier == "curated" and used + cost <= budget:
+                standing.append(hit)
+                used += cost
+        latest = await self.store.latest(scope, "decision", decisions)
+        return {"standing": standing, "decisions": latest}

@@ -1,0 +1,6 @@
+"""Postgres is the truth: memories, edges, keys, events, proposals, job runs."""
+
+from brain.store.migrate import migrate
+from brain.store.store import Scope, Store
+
+__all__ = ["Scope", "Store", "migrate"]

@@ -1,0 +1,66 @@
+"""Versioned SQL migrations: applied in order on start, idempotent, serialised by an advisory lock.
+
+A migration file whose first line is `-- destructive` is refused unless the caller passes
+`allow_destructive=True`: nothing stored is ever dropped by a routine upgrade.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+import asyncpg
+
+from brain.errors import SchemaMismatch
+
+_LOCK_ID = 0x6272_6169_6E  # "brain"
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+def available() -> list[tuple[int, str, str]]:
+    out = []
+    for entry in resources.files("brain.store.migrations").iterdir():
+        m = _NAME.match(entry.name)
+        if m:
+            out.append((int(m.group(1)), m.group(2), entry.read_text()))
+    return sorted(out)
+
+
+async def migrate(conn: asyncpg.Connection, *, dim: int, allow_destructive: bool = False) -> int:
+    """Brings the schema to the newest version; returns it. Refuses a dimension change or a newer schema."""
+    await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_ID)
+    try:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        current = await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        migrations = available()
+        newest = migrations[-1][0] if migrations else 0
+        if current > newest:
+            raise SchemaMismatch(
+                f"the database schema is at version {current} but this build knows only up to {newest}; "
+                "upgrade brain-operator instead of downgrading"
+            )
+        for version, name, sql in migrations:
+            if version <= current:
+                continue
+            if sql.lstrip().startswith("-- destructive") and not allow_destructive:
+                raise SchemaMismatch(
+                    f"migration {version:04d}_{name} drops or rewrites data; back up the database and rerun "
+                    "with allow_destructive (brainctl migrate --allow-destructive)"
+                )
+            async with conn.transaction():
+                await conn.execute(sql.replace("{dim}", str(int(dim))))
+                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+                if version == 1:
+                    await conn.execute("INSERT INTO brain_meta (key, value) VALUES ('embedding_dim', $1)", str(dim))
+        stored = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_dim'")
+        if stored is not None and int(stored) != dim:
+            raise SchemaMismatch(
+                f"this database stores {stored}-dimensional embeddings but embedding.dim is {dim}; "
+                "the dimension is fixed when a brain is created (reindex into a new brain to change it)"
+            )
+        return int(newest)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_ID)

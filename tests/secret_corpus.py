@@ -1,0 +1,85 @@
+"""The secret gate's corpus. Fake credentials are assembled at import so no literal token sits in git.
+
+POSITIVES: (detector type, text). NEGATIVES: texts that must pass untouched.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import random
+import struct
+import uuid
+
+_rng = random.Random(7)
+_B62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def rand(n: int, alphabet: str = _B62) -> str:
+    return "".join(_rng.choice(alphabet) for _ in range(n))
+
+
+PEM = "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + rand(64) + "\n-----END RSA PRIVATE KEY-----"
+AWS_ID = "AKIA" + rand(16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+AWS_SECRET = rand(40, _B62 + "/+")
+
+POSITIVES: list[tuple[str, str]] = [
+    ("private_key", f"deploy key:\n{PEM}\n"),
+    ("private_key", "-----BEGIN " + "OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA" + rand(40)),
+    ("aws_access_key", f"export AWS_ACCESS_KEY_ID={AWS_ID}"),
+    ("aws_secret_key", f"aws_secret_access_key = {AWS_SECRET}"),
+    ("gcp_api_key", "maps key AIza" + rand(35, _B62 + "_-") + " in the frontend"),
+    ("gcp_service_account_key", '{"type": "service_account", "private_key_id": "' + rand(40, "0123456789abcdef") + '"}'),
+    ("azure_storage_key", "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=" + rand(86, _B62 + "+/") + "=="),
+    ("azure_sas_token", "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=" + rand(43, _B62 + "%") + "%3D"),
+    ("github_token", "use gh" + "p_" + rand(36) + " for the bot"),
+    ("github_token", "github_" + "pat_" + rand(22) + "_" + rand(59)),
+    ("gitlab_token", "token glpat-" + rand(20)),
+    ("slack_token", "xox" + "b-" + rand(11, "0123456789") + "-" + rand(13, "0123456789") + "-" + rand(24)),
+    ("slack_webhook", "https://hooks.slack.com/services/T" + rand(8, "ABCDEFGHIJ0123456789") + "/B"
+     + rand(8, "ABCDEFGHIJ0123456789") + "/" + rand(24)),
+    ("stripe_key", "sk_" + "live_" + rand(24)),
+    ("openai_key", "OPENAI_API_KEY=sk-" + "proj-" + rand(48, _B62 + "_-")),
+    ("anthropic_key", "sk-" + "ant-api03-" + rand(80, _B62 + "_-")),
+    ("jwt", "Authorization: Bearer eyJ" + rand(20, _B62 + "_-") + ".eyJ" + rand(40, _B62 + "_-") + "." + rand(43, _B62 + "_-")),
+    ("connection_string", "DATABASE_URL=postgres://app:" + rand(16) + "@db.prod.internal:5432/app"),
+    ("connection_string", "mongodb+srv://admin:" + rand(12) + "@cluster0.example.net/test"),
+    ("generic_secret", 'client_secret: "' + rand(8) + "-" + rand(8) + '"'),
+    ("generic_secret", "db_password=Summer2024!" + rand(4)),
+    ("generic_secret", 'api_key = "' + rand(32) + '"'),
+    ("high_entropy_string", "the signing value is " + rand(40) + " keep it safe"),
+]
+
+# Tricky negatives: shapes that look random but are not secrets.
+_FLOATS = [_rng.uniform(-1, 1) for _ in range(384)]
+_VECTOR_B64 = base64.b64encode(struct.pack("384f", *_FLOATS)).decode()
+_SHORT_VEC_B64 = base64.b64encode(struct.pack("8f", *_FLOATS[:8])).decode()
+_SHA1 = hashlib.sha1(b"commit").hexdigest()
+_SHA256 = hashlib.sha256(b"lockfile").hexdigest()
+_SHA512_B64 = base64.b64encode(hashlib.sha512(b"pkg").digest()).decode()
+
+NEGATIVES: list[str] = [
+    f"request id {uuid.UUID(int=_rng.getrandbits(128))} failed at 10:32",
+    f"fixed in commit {_SHA1}",
+    f"short sha {_SHA1[:7]} and full {_SHA1}",
+    f"checksum sha256:{_SHA256}",
+    f'"integrity": "sha512-{_SHA512_B64}"',
+    f"{_SHA256}  ./dist/app.tar.gz",
+    f"embedding blob: {_VECTOR_B64}",
+    f"vector {_SHORT_VEC_B64}",
+    "AbstractSingletonProxyFactoryBeanConfigurationManager2Impl is the class to extend",
+    "see src/components/UserProfileSettings/NotificationPreferencesPanel.tsx",
+    "password = os.environ['DB_PASSWORD']",
+    "token = get_token()",
+    "api_key: ${OPENAI_API_KEY}",
+    "password: changeme-in-production",
+    'secretKeyRef: {name: brain-db, key: password}',
+    "The password field must be at least 12 characters long.",
+    "set max_connections=200 and shared_buffers=256MB",
+    "postgres://localhost:5432/app (no credentials in dev)",
+    "The staging database moved to port 6543 on db-staging.internal",
+    "use `kubectl get secret brain-db -o jsonpath='{.data.password}'` to read it",
+    "docker image sha256:" + _SHA256,
+    "ULID 01JD3V8ZQ4K6R2XW5T9N7M1B0C identifies the entry",
+    "auth_token_ttl_seconds = 3600",
+]

@@ -1,0 +1,93 @@
+"""The embedding server as a real process with the offline model, and the client's resilience."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import numpy as np
+import pytest
+
+from brain.devdb import free_port
+from brain.embedder import EmbedderUnavailable, EmbeddingClient, LocalEmbedder, QueryCache
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "brain.embedder", "--port", str(port), "--threads", "1", "--max-chars", "2000"],
+        env={**os.environ},
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/readyz").status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("embedder did not become ready")
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_openai_compatible_embeddings(server: str, embedder: LocalEmbedder) -> None:
+    r = httpx.post(f"{server}/v1/embeddings", json={"input": ["postgres port changed", "bananas"], "model": "x"})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["object"] == "list" and [d["index"] for d in body["data"]] == [0, 1]
+    vec = np.array(body["data"][0]["embedding"], dtype=np.float32)
+    assert vec.shape == (384,) and abs(float(np.linalg.norm(vec)) - 1) < 1e-3
+    # Same model, same numbers as in-process.
+    local = embedder.embed_sync(["postgres port changed"])[0]
+    assert float(vec @ local) > 0.999
+    single = httpx.post(f"{server}/v1/embeddings", json={"input": "one string"}).json()
+    assert len(single["data"]) == 1
+
+
+def test_bad_and_oversize_input_get_a_4xx_that_says_the_limit(server: str) -> None:
+    r = httpx.post(f"{server}/v1/embeddings", json={"input": "x" * 2001})
+    assert r.status_code == 413 and "limit is 2000" in r.json()["error"]["message"]
+    r = httpx.post(f"{server}/v1/embeddings", json={"input": []})
+    assert r.status_code == 422 and "non-empty" in r.json()["error"]["message"]
+    r = httpx.post(f"{server}/v1/embeddings", json={"texts": ["wrong field"]})
+    assert r.status_code == 422 and "input" in r.json()["error"]["message"]
+    r = httpx.post(f"{server}/v1/embeddings", json={"input": ["a"] * 257})
+    assert r.status_code == 413 and "256" in r.json()["error"]["message"]
+
+
+def test_health_and_metrics(server: str) -> None:
+    assert httpx.get(f"{server}/healthz").json() == {"status": "ok"}
+    ready = httpx.get(f"{server}/readyz").json()
+    assert ready["dim"] == 384
+    text = httpx.get(f"{server}/metrics").text
+    assert 'brain_embedder_requests_total{code="413"}' in text and "brain_embedder_batch_size_bucket" in text
+
+
+async def test_client_batches_caches_and_trips_its_breaker(server: str) -> None:
+    client = EmbeddingClient(server, batch=3, failure_threshold=2, cooldown=60)
+    vecs = await client.embed([f"text {i}" for i in range(7)])
+    assert vecs.shape == (7, 384)
+    cached = QueryCache(client, size=2)
+    await cached.embed(["q1"])
+    await cached.embed(["q1"])
+    assert (cached.hits, cached.misses) == (1, 1)
+    await client.aclose()
+
+    dead = EmbeddingClient(f"http://127.0.0.1:{free_port()}", failure_threshold=2, cooldown=60)
+    for _ in range(2):
+        with pytest.raises(EmbedderUnavailable):
+            await dead.embed(["x"])
+    assert dead.open
+    with pytest.raises(EmbedderUnavailable, match="circuit open"):  # answered without a connection attempt
+        await dead.embed(["x"])
+    await dead.aclose()

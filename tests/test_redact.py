@@ -1,0 +1,49 @@
+"""The secret gate in both directions: every detector fires, and tricky negatives pass untouched."""
+
+from __future__ import annotations
+
+import pytest
+
+from brain.errors import SecretRejected
+from brain.redact import SecretGate, redact, scan
+from tests.secret_corpus import NEGATIVES, POSITIVES
+
+
+@pytest.mark.parametrize(("kind", "text"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _) in enumerate(POSITIVES)])
+def test_each_detector_finds_its_secret(kind: str, text: str) -> None:
+    found = {f.type for f in scan(text)}
+    assert kind in found, f"{kind} not detected in {text!r}; found {found}"
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_tricky_negatives_pass_untouched(text: str) -> None:
+    assert scan(text) == []
+    assert redact(text) == text
+
+
+def test_every_detector_has_a_positive() -> None:
+    from brain.redact import _DETECTORS
+
+    covered = {k for k, _ in POSITIVES}
+    assert {name for name, _, _ in _DETECTORS} | {"generic_secret", "high_entropy_string"} <= covered
+
+
+@pytest.mark.parametrize(("kind", "text"), POSITIVES[:6])
+def test_refuse_names_the_type_and_never_echoes_the_value(kind: str, text: str) -> None:
+    finding = scan(text)[0]
+    secret = text[finding.start : finding.end]
+    with pytest.raises(SecretRejected) as err:
+        SecretGate("refuse").check("body", text)
+    assert kind in err.value.message and "body" in err.value.message
+    assert secret not in err.value.message and secret[:12] not in err.value.message
+
+
+def test_redact_mode_masks_only_the_secret() -> None:
+    text = POSITIVES[2][1]
+    out = SecretGate("redact").check("body", text)
+    assert out == "export AWS_ACCESS_KEY_ID=«REDACTED:aws_access_key»"
+
+
+def test_generic_secret_keeps_the_key_name() -> None:
+    out = redact("db_password=Hunter2Hunter2xyz")
+    assert out == "db_password=«REDACTED:generic_secret»"
