@@ -20,7 +20,17 @@ from brain.embedder import EmbedderUnavailable, EmbeddingClient, LocalEmbedder, 
 def server() -> Iterator[str]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "brain.embedder", "--port", str(port), "--threads", "1", "--max-chars", "2000"],
+        [
+            sys.executable,
+            "-m",
+            "brain.embedder",
+            "--port",
+            str(port),
+            "--threads",
+            "1",
+            "--max-chars",
+            "2000",
+        ],
         env={**os.environ},
     )
     url = f"http://127.0.0.1:{port}"
@@ -41,7 +51,9 @@ def server() -> Iterator[str]:
 
 
 def test_openai_compatible_embeddings(server: str, embedder: LocalEmbedder) -> None:
-    r = httpx.post(f"{server}/v1/embeddings", json={"input": ["postgres port changed", "bananas"], "model": "x"})
+    r = httpx.post(
+        f"{server}/v1/embeddings", json={"input": ["postgres port changed", "bananas"], "model": "x"}
+    )
     assert r.status_code == 200
     body = r.json()
     assert body["object"] == "list" and [d["index"] for d in body["data"]] == [0, 1]

@@ -23,7 +23,10 @@ FACTS = [
     ("repo:payments", "Refunds are processed by the settlement worker every night at 02:00 UTC."),
     ("repo:web", "The web frontend is built with Vite and deployed to Cloudflare Pages."),
     ("shared", "Set FEATURE_FLAGS_URL to the flagd endpoint before running integration tests."),
-    ("shared", "Our incident process: page the on-call engineer through PagerDuty, then open a Slack channel."),
+    (
+        "shared",
+        "Our incident process: page the on-call engineer through PagerDuty, then open a Slack channel.",
+    ),
     ("agent:codex", "Codex scratch note: try the --no-verify flag when hooks are slow."),
 ]
 
@@ -52,17 +55,28 @@ async def test_meaning_and_identifiers_both_find_the_entry(service: MemoryServic
 
 async def test_namespace_scope_sees_own_plus_shared_only(service: MemoryService, owner: Actor) -> None:
     await _seed(service, owner)
-    res = await _retriever(service, top_k=20).retrieve("postgres port settlement vite flags", Scope.of(["repo:web"]))
+    res = await _retriever(service, top_k=20).retrieve(
+        "postgres port settlement vite flags", Scope.of(["repo:web"])
+    )
     assert {h.namespace for h in res.hits} <= {"repo:web", "shared"}
     assert res.hits and all(h.author == "cole" and h.valid_from for h in res.hits)
 
 
 async def test_superseded_versions_answer_only_as_of(service: MemoryService, owner: Actor) -> None:
     t0 = datetime(2025, 6, 1, tzinfo=UTC)
-    old = (await service.note(MemoryIn(body="The build cache lives in S3 bucket ci-cache-eu.", valid_from=t0),
-                              owner)).memory
-    new = await service.supersede(old.id, MemoryIn(body="The build cache lives in GCS bucket ci-cache-global.",
-                                                   valid_from=t0 + timedelta(days=10)), old.content_hash, owner)
+    old = (
+        await service.note(
+            MemoryIn(body="The build cache lives in S3 bucket ci-cache-eu.", valid_from=t0), owner
+        )
+    ).memory
+    new = await service.supersede(
+        old.id,
+        MemoryIn(
+            body="The build cache lives in GCS bucket ci-cache-global.", valid_from=t0 + timedelta(days=10)
+        ),
+        old.content_hash,
+        owner,
+    )
     r = _retriever(service)
     now = await r.retrieve("where is the build cache bucket", Scope.of([]))
     assert [h.id for h in now.hits] == [new.id]
@@ -78,7 +92,9 @@ class _DeadEmbedder:
         raise EmbedderUnavailable("connection refused")
 
 
-async def test_embedder_down_lexical_answers_alone_and_is_counted(service: MemoryService, owner: Actor) -> None:
+async def test_embedder_down_lexical_answers_alone_and_is_counted(
+    service: MemoryService, owner: Actor
+) -> None:
     ids = await _seed(service, owner)
     before = metrics.retrieval_degraded.labels("embedder_down")._value.get()
     r = Retriever(service.store, _DeadEmbedder())
@@ -90,17 +106,24 @@ async def test_embedder_down_lexical_answers_alone_and_is_counted(service: Memor
 
 async def test_required_entries_are_force_included(service: MemoryService, owner: Actor) -> None:
     await _seed(service, owner)
-    pinned = (await service.note(MemoryIn(body="Never run migrations by hand in production."), owner,
-                                 required=True)).memory
+    pinned = (
+        await service.note(MemoryIn(body="Never run migrations by hand in production."), owner, required=True)
+    ).memory
     res = await _retriever(service).retrieve("vite build", Scope.of(["repo:web"]), include_pinned=True)
     assert res.all_hits[0].id == pinned.id
 
 
 async def test_edge_expansion_pulls_connected_entries(service: MemoryService, owner: Actor) -> None:
-    a = (await service.note(MemoryIn(body="brain_hook.py calls the retriever before every request.",
-                                     kind="code"), owner)).memory
-    b = (await service.note(MemoryIn(body="Formatter: renders fenced blocks for injection.", kind="code"),
-                            owner)).memory
+    a = (
+        await service.note(
+            MemoryIn(body="brain_hook.py calls the retriever before every request.", kind="code"), owner
+        )
+    ).memory
+    b = (
+        await service.note(
+            MemoryIn(body="Formatter: renders fenced blocks for injection.", kind="code"), owner
+        )
+    ).memory
     await service.store.add_edge(a.lineage_id, b.lineage_id, "calls")
     res = await _retriever(service, top_k=1).retrieve("brain_hook.py retriever", Scope.of([]))
     assert res.hits[0].id == a.id and [h.id for h in res.expanded] == [b.id]
@@ -118,13 +141,27 @@ def test_rrf_rewards_agreement_between_legs() -> None:
 
 
 def _hit(i: int, body: str, score: float = 1.0) -> Hit:
-    return Hit(id=str(i), kind="note", namespace="shared", tier="episodic", origin="agent", author="a", title="",
-               body=body, valid_from=datetime(2026, 1, 1, tzinfo=UTC), score=score, content_hash=str(hash(body)))
+    return Hit(
+        id=str(i),
+        kind="note",
+        namespace="shared",
+        tier="episodic",
+        origin="agent",
+        author="a",
+        title="",
+        body=body,
+        valid_from=datetime(2026, 1, 1, tzinfo=UTC),
+        score=score,
+        content_hash=str(hash(body)),
+    )
 
 
 def test_diversity_drops_near_duplicates() -> None:
-    hits = [_hit(1, "the cache lives in s3 bucket one"), _hit(2, "the cache lives in s3 bucket one"),
-            _hit(3, "completely different words here")]
+    hits = [
+        _hit(1, "the cache lives in s3 bucket one"),
+        _hit(2, "the cache lives in s3 bucket one"),
+        _hit(3, "completely different words here"),
+    ]
     assert [h.id for h in diversify(hits, limit=5)] == ["1", "3"]
 
 

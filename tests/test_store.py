@@ -7,21 +7,41 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from brain.errors import Conflict, Forbidden, InstructionRejected, InvalidInput, NotFound, SchemaMismatch, SecretRejected
+from brain.devdb import EmbeddedPostgres
+from brain.errors import (
+    Conflict,
+    Forbidden,
+    InstructionRejected,
+    InvalidInput,
+    NotFound,
+    SchemaMismatch,
+    SecretRejected,
+)
 from brain.models import MAX_BODY, Actor, MemoryIn
 from brain.service import MemoryService, parse_memory
 from brain.store import Store
+from brain.store import migrate as mig
 from tests.secret_corpus import POSITIVES
 
 
 async def test_note_sets_governance_fields_from_the_key(service: MemoryService, agent: Actor) -> None:
-    item = parse_memory({"body": "Staging Postgres moved to port 6543.", "namespace": "repo:payments",
-                         "title": "staging db port"})
+    item = parse_memory(
+        {
+            "body": "Staging Postgres moved to port 6543.",
+            "namespace": "repo:payments",
+            "title": "staging db port",
+        }
+    )
     res = await service.note(item, agent)
     m = res.memory
     assert res.created
-    assert (m.author, m.origin, m.tier, m.namespace, m.status) == ("claude-mac", "agent", "episodic",
-                                                                    "repo:payments", "active")
+    assert (m.author, m.origin, m.tier, m.namespace, m.status) == (
+        "claude-mac",
+        "agent",
+        "episodic",
+        "repo:payments",
+        "active",
+    )
     assert len(m.content_hash) == 64 and m.embedded
     detail = await service.get(m.id, agent)
     assert detail.memory.body == "Staging Postgres moved to port 6543." and len(detail.history) == 1
@@ -34,7 +54,9 @@ async def test_caller_cannot_set_governance_fields() -> None:
         parse_memory({"body": "x", "author": "someone-else"})
 
 
-async def test_identical_body_in_same_namespace_returns_existing(service: MemoryService, agent: Actor) -> None:
+async def test_identical_body_in_same_namespace_returns_existing(
+    service: MemoryService, agent: Actor
+) -> None:
     first = await service.note(MemoryIn(body="Deploys freeze on Fridays."), agent)
     again = await service.note(MemoryIn(body="  Deploys freeze on Fridays.\n"), agent)
     other_ns = await service.note(MemoryIn(body="Deploys freeze on Fridays.", namespace="repo:web"), agent)
@@ -43,14 +65,18 @@ async def test_identical_body_in_same_namespace_returns_existing(service: Memory
 
 
 async def test_concurrent_identical_notes_store_one_row(service: MemoryService, agent: Actor) -> None:
-    results = await asyncio.gather(*(service.note(MemoryIn(body="Use pnpm, not npm."), agent) for _ in range(8)))
+    results = await asyncio.gather(
+        *(service.note(MemoryIn(body="Use pnpm, not npm."), agent) for _ in range(8))
+    )
     assert len({r.memory.id for r in results}) == 1
     assert sum(r.created for r in results) == 1
 
 
 async def test_supersede_is_compare_and_set_and_keeps_history(service: MemoryService, agent: Actor) -> None:
     old = (await service.note(MemoryIn(body="API rate limit is 100 rps."), agent)).memory
-    new = await service.supersede(old.id, MemoryIn(body="API rate limit is 250 rps."), old.content_hash, agent)
+    new = await service.supersede(
+        old.id, MemoryIn(body="API rate limit is 250 rps."), old.content_hash, agent
+    )
     assert new.version == 2 and new.supersedes == old.id and new.lineage_id == old.lineage_id
     detail = await service.get(old.id, agent)
     assert [h.body for h in detail.history] == ["API rate limit is 100 rps.", "API rate limit is 250 rps."]
@@ -69,8 +95,9 @@ async def test_point_in_time_reads(service: MemoryService, store: Store, agent: 
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     old = (await service.note(MemoryIn(body="On-call rotation is weekly.", valid_from=t0), agent)).memory
     t1 = t0 + timedelta(days=30)
-    await service.supersede(old.id, MemoryIn(body="On-call rotation is biweekly.", valid_from=t1),
-                            old.content_hash, agent)
+    await service.supersede(
+        old.id, MemoryIn(body="On-call rotation is biweekly.", valid_from=t1), old.content_hash, agent
+    )
     assert (await store.as_of(old.id, t0 + timedelta(days=1))).body == "On-call rotation is weekly."  # type: ignore[union-attr]
     assert (await store.as_of(old.id, t1 + timedelta(days=1))).body == "On-call rotation is biweekly."  # type: ignore[union-attr]
     assert await store.as_of(old.id, t0 - timedelta(days=1)) is None
@@ -88,7 +115,9 @@ async def test_forget_is_soft_and_needs_a_reason(service: MemoryService, agent: 
         await service.forget(m.id, "again", agent)
 
 
-async def test_promote_is_owner_only_and_never_untrusted(service: MemoryService, agent: Actor, owner: Actor) -> None:
+async def test_promote_is_owner_only_and_never_untrusted(
+    service: MemoryService, agent: Actor, owner: Actor
+) -> None:
     m = (await service.note(MemoryIn(body="We deploy with Argo CD."), agent)).memory
     with pytest.raises(Forbidden, match="owner"):
         await service.promote(m.id, agent)
@@ -100,11 +129,15 @@ async def test_promote_is_owner_only_and_never_untrusted(service: MemoryService,
         await service.promote(u.id, owner)
 
 
-async def test_curated_entries_need_an_owner_to_change(service: MemoryService, agent: Actor, owner: Actor) -> None:
+async def test_curated_entries_need_an_owner_to_change(
+    service: MemoryService, agent: Actor, owner: Actor
+) -> None:
     m = (await service.note(MemoryIn(body="Releases are cut from main."), owner)).memory
     assert m.tier == "curated"
     with pytest.raises(Forbidden, match="curated"):
-        await service.supersede(m.id, MemoryIn(body="Releases are cut from release/*."), m.content_hash, agent)
+        await service.supersede(
+            m.id, MemoryIn(body="Releases are cut from release/*."), m.content_hash, agent
+        )
     with pytest.raises(Forbidden, match="curated"):
         await service.forget(m.id, "outdated", agent)
 
@@ -112,7 +145,7 @@ async def test_curated_entries_need_an_owner_to_change(service: MemoryService, a
 async def test_list_is_newest_first_without_bodies(service: MemoryService, agent: Actor) -> None:
     for i in range(3):
         await service.note(MemoryIn(body=f"fact number {i}", title=f"t{i}"), agent)
-    rows = await service.list(agent)
+    rows = await service.list_memories(agent)
     assert [r.title for r in rows] == ["t2", "t1", "t0"]
     assert "body" not in rows[0].model_dump()
 
@@ -141,7 +174,7 @@ async def test_bad_input_is_refused_with_a_clear_error_and_loses_nothing(
         await service.get("01jdoesnotexist", agent)
     with pytest.raises(SecretRejected, match="query"):
         await service.search(f"where is {secret}", agent)
-    assert [r.id for r in await service.list(agent)] == [kept.id]
+    assert [r.id for r in await service.list_memories(agent)] == [kept.id]
 
 
 async def test_confined_and_read_keys(service: MemoryService) -> None:
@@ -161,3 +194,26 @@ async def test_migrations_are_idempotent_and_the_dimension_is_fixed(dsn: str, st
     await again.close()
     with pytest.raises(SchemaMismatch, match="768"):
         await Store.open(dsn, dim=768)
+
+
+async def test_destructive_migration_needs_the_flag(
+    pg: EmbeddedPostgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncpg
+
+    name = f"t_destr_{id(monkeypatch)}"
+    dsn = await pg.create_database(name)
+    conn = await asyncpg.connect(dsn)
+    try:
+        await mig.migrate(conn, dim=384)
+        real = mig.available()
+        extra = (real[-1][0] + 1, "drop_events", "-- destructive\nDROP TABLE events;")
+        monkeypatch.setattr(mig, "available", lambda: [*real, extra])
+        with pytest.raises(SchemaMismatch, match="allow_destructive"):
+            await mig.migrate(conn, dim=384)
+        assert await conn.fetchval("SELECT to_regclass('events') IS NOT NULL")
+        await mig.migrate(conn, dim=384, allow_destructive=True)
+        assert not await conn.fetchval("SELECT to_regclass('events') IS NOT NULL")
+    finally:
+        await conn.close()
+        await pg.drop_database(name)

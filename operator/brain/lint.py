@@ -14,8 +14,16 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             r"your|the|system)\b[^.\n]{0,20}\b(?:instructions?|prompts?|rules|directions|guidelines|guardrails)\b"
         ),
     ),
-    ("role_reassignment", re.compile(r"(?i)\b(?:you are now|from now on,? you (?:are|will|must)|act as if you)\b")),
-    ("fake_system_turn", re.compile(r"(?i)(?:<\|?(?:system|im_start|im_end)\|?>|</?system>|^\s*(?:system|developer)\s*:)", re.M)),
+    (
+        "role_reassignment",
+        re.compile(r"(?i)\b(?:you are now|from now on,? you (?:are|will|must)|act as if you)\b"),
+    ),
+    (
+        "fake_system_turn",
+        re.compile(
+            r"(?i)(?:<\|?(?:system|im_start|im_end)\|?>|</?system>|^\s*(?:system|developer)\s*:)", re.M
+        ),
+    ),
     (
         "exfiltration",
         re.compile(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import math
 import re
 import struct
@@ -31,11 +32,19 @@ class Finding:
 
 # (type, pattern, group): `group` is the part that is secret (0 = the whole match).
 _DETECTORS: list[tuple[str, re.Pattern[str], int]] = [
-    ("private_key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*-----|$)"), 0),
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*-----|$)"
+        ),
+        0,
+    ),
     ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"), 0),
     (
         "aws_secret_key",
-        re.compile(r"(?i)aws[\w.-]{0,20}?(?:secret|sk)[\w.-]{0,20}['\"]?\s*[:=]\s*['\"]?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"),
+        re.compile(
+            r"(?i)aws[\w.-]{0,20}?(?:secret|sk)[\w.-]{0,20}['\"]?\s*[:=]\s*['\"]?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"
+        ),
         1,
     ),
     ("gcp_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), 0),
@@ -45,7 +54,11 @@ _DETECTORS: list[tuple[str, re.Pattern[str], int]] = [
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), 0),
     ("gitlab_token", re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt)-[A-Za-z0-9_\-]{20,}\b"), 0),
     ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}\b"), 0),
-    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"), 0),
+    (
+        "slack_webhook",
+        re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"),
+        0,
+    ),
     ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
     ("anthropic_key", re.compile(r"\bsk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{20,}"), 0),
     ("openai_key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), 0),
@@ -103,7 +116,7 @@ def _looks_random(tok: str) -> bool:
     classes = {_class(c) for c in tok}
     if not {0, 1, 2} <= classes:
         return False
-    switches = sum(_class(a) != _class(b) for a, b in zip(tok, tok[1:], strict=False)) / (len(tok) - 1)
+    switches = sum(_class(a) != _class(b) for a, b in itertools.pairwise(tok)) / (len(tok) - 1)
     return switches >= 0.3 and _entropy(tok) >= 4.2 and not _is_float_blob(tok)
 
 

@@ -41,8 +41,14 @@ def tier_for(actor: Actor) -> str:
 
 
 class MemoryService:
-    def __init__(self, store: Store, embedder: Embedder | None, *, gate: SecretGate | None = None,
-                 retriever: Retriever | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        *,
+        gate: SecretGate | None = None,
+        retriever: Retriever | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.gate = gate or SecretGate("refuse")
@@ -93,7 +99,9 @@ class MemoryService:
 
     # ------------------------------------------------------------------ writes
 
-    async def note(self, item: MemoryIn, actor: Actor, *, standing: bool = False, required: bool = False) -> NoteResult:
+    async def note(
+        self, item: MemoryIn, actor: Actor, *, standing: bool = False, required: bool = False
+    ) -> NoteResult:
         self._authorize_write(actor, item.namespace)
         if (standing or required) and actor.origin not in ("owner", "import"):
             raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
@@ -107,7 +115,9 @@ class MemoryService:
             required=required,
         )
 
-    async def supersede(self, memory_id: str, item: MemoryIn, expected_hash: str | None, actor: Actor) -> Memory:
+    async def supersede(
+        self, memory_id: str, item: MemoryIn, expected_hash: str | None, actor: Actor
+    ) -> Memory:
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)
         if current.tier == "curated" and actor.role != "owner" and actor.origin != "import":
@@ -130,15 +140,18 @@ class MemoryService:
         self._authorize_write(actor, current.namespace)
         if current.tier == "curated" and actor.role != "owner":
             raise Forbidden(f"memory {memory_id} is curated; only an owner can forget it")
-        return await self.store.set_status(memory_id, "forgotten", self.gate.check("reason", reason), actor=actor)
+        return await self.store.set_status(
+            memory_id, "forgotten", self.gate.check("reason", reason), actor=actor
+        )
 
     async def retire(self, memory_id: str, reason: str, actor: Actor) -> Memory:
         if actor.role != "owner" and actor.origin != "import":
             raise Forbidden("only an owner can retire a memory")
         return await self.store.set_status(memory_id, "retired", reason, actor=actor)
 
-    async def promote(self, memory_id: str, actor: Actor, *, standing: bool | None = None,
-                      required: bool | None = None) -> Memory:
+    async def promote(
+        self, memory_id: str, actor: Actor, *, standing: bool | None = None, required: bool | None = None
+    ) -> Memory:
         return await self.store.promote(memory_id, actor=actor, standing=standing, required=required)
 
     # ------------------------------------------------------------------ reads
@@ -148,26 +161,40 @@ class MemoryService:
         self._authorize_read(actor, detail.memory.namespace)
         return detail
 
-    async def list(self, actor: Actor, namespaces: list[str] | None = None, *, kind: str | None = None,
-                   limit: int = 50, before: datetime | None = None) -> list[MemorySummary]:
+    async def list_memories(
+        self,
+        actor: Actor,
+        namespaces: list[str] | None = None,
+        *,
+        kind: str | None = None,
+        limit: int = 50,
+        before: datetime | None = None,
+    ) -> list[MemorySummary]:
         scope = self.scope_for(actor, namespaces)
-        return await self.store.list(scope.namespaces, kind=kind, limit=limit, before=before)
+        return await self.store.list_memories(scope.namespaces, kind=kind, limit=limit, before=before)
 
-    async def search(self, query: str, actor: Actor, namespaces: list[str] | None = None, *, limit: int = 6,
-                     as_of: datetime | None = None, kinds: list[str] | None = None) -> list[Hit]:
+    async def search(
+        self,
+        query: str,
+        actor: Actor,
+        namespaces: list[str] | None = None,
+        *,
+        limit: int = 6,
+        as_of: datetime | None = None,
+        kinds: list[str] | None = None,
+    ) -> list[Hit]:
         if not query.strip():
             raise InvalidInput("query is empty", field="query")
         # Queries leave the process (to the embedder), so they pass the gate too: refused, never echoed.
         SecretGate("refuse").check("query", query)
-        scope = self.scope_for(
-            actor, namespaces, as_of=as_of, **({"kinds": tuple(kinds)} if kinds else {})
-        )
+        scope = self.scope_for(actor, namespaces, as_of=as_of, **({"kinds": tuple(kinds)} if kinds else {}))
         result = await self.retriever.retrieve(query, scope, limit=limit)
         await self.store.touch([h.id for h in result.hits])
         return result.hits + result.expanded
 
-    async def context(self, actor: Actor, namespaces: list[str] | None = None, *, budget: int = 1500,
-                      decisions: int = 10) -> dict[str, list[Hit]]:
+    async def context(
+        self, actor: Actor, namespaces: list[str] | None = None, *, budget: int = 1500, decisions: int = 10
+    ) -> dict[str, list[Hit]]:
         """Session start: standing facts (curated, within ~`budget` tokens) plus the latest decisions."""
         scope = self.scope_for(actor, namespaces)
         standing, used = [], 0

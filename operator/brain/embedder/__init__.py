@@ -3,4 +3,11 @@
 from brain.embedder.client import EmbedderUnavailable, EmbeddingClient
 from brain.embedder.model import DEFAULT_MODEL, Embedder, LocalEmbedder, QueryCache
 
-__all__ = ["DEFAULT_MODEL", "Embedder", "EmbedderUnavailable", "EmbeddingClient", "LocalEmbedder", "QueryCache"]
+__all__ = [
+    "DEFAULT_MODEL",
+    "Embedder",
+    "EmbedderUnavailable",
+    "EmbeddingClient",
+    "LocalEmbedder",
+    "QueryCache",
+]

@@ -19,14 +19,27 @@ def main(argv: list[str] | None = None) -> None:
     )
     p.add_argument("--host", default=os.environ.get("BRAIN_EMBEDDER_HOST", "127.0.0.1"), help="bind address")
     p.add_argument("--port", type=int, default=int(os.environ.get("BRAIN_EMBEDDER_PORT", "8080")))
-    p.add_argument("--model", default=os.environ.get("BRAIN_EMBEDDING_MODEL", DEFAULT_MODEL),
-                   help="fastembed model name (default %(default)s)")
-    p.add_argument("--model-path", default=os.environ.get("BRAIN_EMBEDDING_MODEL_PATH"),
-                   help="a local model directory; loads offline, never downloads")
-    p.add_argument("--cache-dir", default=os.environ.get("FASTEMBED_CACHE_PATH"),
-                   help="fastembed cache directory holding a baked model")
-    p.add_argument("--threads", type=int, default=int(os.environ.get("BRAIN_EMBEDDER_THREADS", "0")) or None,
-                   help="onnxruntime threads (default: all cores)")
+    p.add_argument(
+        "--model",
+        default=os.environ.get("BRAIN_EMBEDDING_MODEL", DEFAULT_MODEL),
+        help="fastembed model name (default %(default)s)",
+    )
+    p.add_argument(
+        "--model-path",
+        default=os.environ.get("BRAIN_EMBEDDING_MODEL_PATH"),
+        help="a local model directory; loads offline, never downloads",
+    )
+    p.add_argument(
+        "--cache-dir",
+        default=os.environ.get("FASTEMBED_CACHE_PATH"),
+        help="fastembed cache directory holding a baked model",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=int(os.environ.get("BRAIN_EMBEDDER_THREADS", "0")) or None,
+        help="onnxruntime threads (default: all cores)",
+    )
     p.add_argument("--max-inputs", type=int, default=256, help="inputs per request before 413")
     p.add_argument("--max-chars", type=int, default=8192, help="characters per input before 413")
     p.add_argument("--max-batch", type=int, default=64, help="texts per model call")

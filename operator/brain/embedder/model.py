@@ -7,7 +7,7 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class LocalEmbedder:
         from fastembed import TextEmbedding
 
         path = Path(model_path) if model_path else (offline_model_path() if model == DEFAULT_MODEL else None)
-        kwargs: dict[str, object] = {"threads": threads}
+        kwargs: dict[str, Any] = {"threads": threads}
         if path is not None:
             kwargs.update(specific_model_path=str(path), local_files_only=True)
         elif cache_dir:

@@ -36,15 +36,22 @@ class Limits:
 class _Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.requests = Counter(
-            "brain_embedder_requests_total", "Embedding requests by HTTP status code.", ["code"], registry=registry
+            "brain_embedder_requests_total",
+            "Embedding requests by HTTP status code.",
+            ["code"],
+            registry=registry,
         )
         self.texts = Counter("brain_embedder_texts_total", "Texts embedded.", registry=registry)
         self.batch = Histogram(
-            "brain_embedder_batch_size", "Texts per model call.", buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+            "brain_embedder_batch_size",
+            "Texts per model call.",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
             registry=registry,
         )
         self.latency = Histogram(
-            "brain_embedder_request_duration_seconds", "Time to answer one embedding request.", registry=registry,
+            "brain_embedder_request_duration_seconds",
+            "Time to answer one embedding request.",
+            registry=registry,
             buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
         )
 
@@ -73,19 +80,20 @@ class Batcher:
 
     async def _run(self) -> None:
         while True:
-            batch = [await self.queue.get()]
-            size = len(batch[0][0])
+            first = await self.queue.get()
+            batch = [first]
+            size = len(first[0])
             deadline = time.monotonic() + self.limits.batch_wait_s
             while size < self.limits.max_batch:
                 timeout = deadline - time.monotonic()
                 if timeout <= 0:
                     break
                 try:
-                    item = await asyncio.wait_for(self.queue.get(), timeout)
+                    queued = await asyncio.wait_for(self.queue.get(), timeout)
                 except TimeoutError:
                     break
-                batch.append(item)
-                size += len(item[0])
+                batch.append(queued)
+                size += len(queued[0])
             texts = [t for item, _ in batch for t in item]
             self.metrics.batch.observe(len(texts))
             try:
@@ -156,7 +164,9 @@ def create_app(embedder_factory: Any, limits: Limits | None = None) -> FastAPI:
         longest = max(len(t) for t in texts)
         if longest > limits.max_chars:
             metrics.requests.labels("413").inc()
-            return _error(413, f"an input has {longest} characters; the limit is {limits.max_chars} per input")
+            return _error(
+                413, f"an input has {longest} characters; the limit is {limits.max_chars} per input"
+            )
         if "batcher" not in state:
             metrics.requests.labels("503").inc()
             return _error(503, "the model is still loading", "server_error")
@@ -166,13 +176,19 @@ def create_app(embedder_factory: Any, limits: Limits | None = None) -> FastAPI:
         metrics.latency.observe(time.perf_counter() - started)
 
         def enc(v: np.ndarray) -> Any:
-            return base64.b64encode(v.astype(np.float32).tobytes()).decode() if req.encoding_format == "base64" else v.tolist()
+            return (
+                base64.b64encode(v.astype(np.float32).tobytes()).decode()
+                if req.encoding_format == "base64"
+                else v.tolist()
+            )
 
         tokens = sum(len(t.split()) for t in texts)
         return JSONResponse(
             {
                 "object": "list",
-                "data": [{"object": "embedding", "index": i, "embedding": enc(v)} for i, v in enumerate(vectors)],
+                "data": [
+                    {"object": "embedding", "index": i, "embedding": enc(v)} for i, v in enumerate(vectors)
+                ],
                 "model": state["embedder"].model,
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             }

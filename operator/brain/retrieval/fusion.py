@@ -26,7 +26,9 @@ def rrf(
     return sorted(((d, s, found[d]) for d, s in scores.items()), key=lambda t: (-t[1], t[0]))
 
 
-def boost(hit: Hit, *, now: datetime, importance_weight: float, recency_weight: float, half_life_days: float) -> float:
+def boost(
+    hit: Hit, *, now: datetime, importance_weight: float, recency_weight: float, half_life_days: float
+) -> float:
     """Importance and recency nudge the fused score; they never outrank relevance by much."""
     age_days = max((now - hit.valid_from).total_seconds() / 86400.0, 0.0)
     recency = math.exp(-age_days * math.log(2) / half_life_days) if half_life_days > 0 else 0.0

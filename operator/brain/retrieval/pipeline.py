@@ -66,7 +66,9 @@ class RetrievalResult:
 
 
 class Retriever:
-    def __init__(self, store: Store, embedder: Embedder | None, config: RetrievalConfig | None = None) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder | None, config: RetrievalConfig | None = None
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.config = config or RetrievalConfig()

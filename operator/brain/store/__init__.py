@@ -1,6 +1,5 @@
 """Postgres is the truth: memories, edges, keys, events, proposals, job runs."""
 
-from brain.store.migrate import migrate
 from brain.store.store import Scope, Store
 
-__all__ = ["Scope", "Store", "migrate"]
+__all__ = ["Scope", "Store"]

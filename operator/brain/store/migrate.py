@@ -52,9 +52,13 @@ async def migrate(conn: asyncpg.Connection, *, dim: int, allow_destructive: bool
                 )
             async with conn.transaction():
                 await conn.execute(sql.replace("{dim}", str(int(dim))))
-                await conn.execute("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name
+                )
                 if version == 1:
-                    await conn.execute("INSERT INTO brain_meta (key, value) VALUES ('embedding_dim', $1)", str(dim))
+                    await conn.execute(
+                        "INSERT INTO brain_meta (key, value) VALUES ('embedding_dim', $1)", str(dim)
+                    )
         stored = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_dim'")
         if stored is not None and int(stored) != dim:
             raise SchemaMismatch(

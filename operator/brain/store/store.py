@@ -129,7 +129,9 @@ class Store:
             await register_vector(c)
             await c.execute("SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = 100")
 
-        pool = await asyncpg.create_pool(dsn, min_size=min_size, max_size=max_size, init=init, timeout=timeout)
+        pool = await asyncpg.create_pool(
+            dsn, min_size=min_size, max_size=max_size, init=init, timeout=timeout
+        )
         assert pool is not None
         return cls(pool, dim=dim, embedding_model=embedding_model)
 
@@ -140,7 +142,9 @@ class Store:
 
     def _check_embedding(self, embedding: np.ndarray | None) -> np.ndarray | None:
         if embedding is not None and embedding.shape != (self.dim,):
-            raise InvalidInput(f"embedding has shape {embedding.shape}, this brain stores {self.dim} dimensions")
+            raise InvalidInput(
+                f"embedding has shape {embedding.shape}, this brain stores {self.dim} dimensions"
+            )
         return embedding
 
     async def _insert(
@@ -256,7 +260,9 @@ class Store:
                     "SELECT id FROM memories WHERE lineage_id = $1 AND status = 'active'", old["lineage_id"]
                 )
                 hint = f"; the current version is {current}" if current else ""
-                raise Conflict(f"memory {memory_id} is {old['status']}, not the current version{hint}", field="id")
+                raise Conflict(
+                    f"memory {memory_id} is {old['status']}, not the current version{hint}", field="id"
+                )
             if expected_hash is not None and old["content_hash"] != expected_hash:
                 raise Conflict(
                     f"memory {memory_id} changed since you read it (content_hash is {old['content_hash'][:12]}…, "
@@ -265,7 +271,8 @@ class Store:
                 )
             if item.namespace != old["namespace"]:
                 raise InvalidInput(
-                    f"supersede keeps the namespace ({old['namespace']!r}); got {item.namespace!r}", field="namespace"
+                    f"supersede keeps the namespace ({old['namespace']!r}); got {item.namespace!r}",
+                    field="namespace",
                 )
             now = item.valid_from or datetime.now(UTC)
             await conn.execute(
@@ -315,7 +322,9 @@ class Store:
         async with self.pool.acquire() as conn, conn.transaction():
             old = await self._current(conn, memory_id, lock=True)
             if old["status"] != "active":
-                raise Conflict(f"memory {memory_id} is {old['status']}; promote the current version", field="id")
+                raise Conflict(
+                    f"memory {memory_id} is {old['status']}; promote the current version", field="id"
+                )
             if old["origin"] == "untrusted":
                 raise Forbidden(f"memory {memory_id} is untrusted (imported text); it cannot be promoted")
             row = await conn.fetchrow(
@@ -339,7 +348,8 @@ class Store:
 
     async def unembedded(self, limit: int = 256) -> list[tuple[str, str]]:
         rows = await self.pool.fetch(
-            "SELECT id, title, body FROM memories WHERE embedding IS NULL AND status = 'active' LIMIT $1", limit
+            "SELECT id, title, body FROM memories WHERE embedding IS NULL AND status = 'active' LIMIT $1",
+            limit,
         )
         return [(r["id"], embed_text(r["title"], r["body"])) for r in rows]
 
@@ -364,7 +374,7 @@ class Store:
         )
         return _record_to_memory(row) if row else None
 
-    async def list(
+    async def list_memories(
         self,
         namespaces: Sequence[str],
         *,
@@ -482,7 +492,9 @@ class Store:
     async def hits(self, ids: Sequence[str]) -> dict[str, Hit]:
         if not ids:
             return {}
-        rows = await self.pool.fetch(f"SELECT {_HIT_COLUMNS} FROM memories WHERE id = ANY($1::text[])", list(ids))
+        rows = await self.pool.fetch(
+            f"SELECT {_HIT_COLUMNS} FROM memories WHERE id = ANY($1::text[])", list(ids)
+        )
         return {r["id"]: _record_to_hit(r) for r in rows}
 
     async def standing(self, scope: Scope, limit: int = 50) -> list[Hit]:
@@ -546,7 +558,9 @@ class Store:
 
     # ------------------------------------------------------------------ events and health
 
-    async def record_event(self, type_: str, *, key_name: str | None, namespace: str | None, payload: dict) -> None:
+    async def record_event(
+        self, type_: str, *, key_name: str | None, namespace: str | None, payload: dict
+    ) -> None:
         await self.pool.execute(
             "INSERT INTO events (type, key_name, namespace, payload) VALUES ($1, $2, $3, $4::jsonb)",
             type_,

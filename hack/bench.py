@@ -1,0 +1,335 @@
+"""`make bench`: measure the memory core and write docs/benchmarks.md.
+
+Sections (each can be run alone with --only):
+- quality: LoCoMo through `brainctl eval`'s code, next to the baseline (BM25Okapi + exact dense + RRF,
+  as in shared/data/baselines.md) recomputed in the same run from the same embeddings;
+- latency: retrieval p50/p95 (embed + search + fuse + render) at 10k and 100k memories, HNSW build time;
+- ingest: notes/s end to end (embed + store) in batches.
+Every figure is the median of --runs runs where it is a timing. Loopback only; bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
+
+
+def machine() -> str:
+    cpu = "unknown cpu"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout
+    return (
+        f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
+        f"commit {commit.strip() or 'uncommitted'}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    )
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+# ---------------------------------------------------------------------- baseline (shared/data/baselines.md)
+
+
+def baseline(
+    ds: Any, mem_vecs: np.ndarray, query_vecs: np.ndarray, ks: list[int]
+) -> dict[str, dict[str, float]]:
+    """BM25Okapi (\\w+ lower-cased) and exact cosine per namespace, RRF(k=60) of each leg's top 40."""
+    from rank_bm25 import BM25Okapi
+
+    tok = re.compile(r"\w+")
+    by_ns: dict[str, list[int]] = defaultdict(list)
+    for i, m in enumerate(ds.memories):
+        by_ns[m.namespace].append(i)
+    bm25 = {
+        ns: BM25Okapi([tok.findall(f"{ds.memories[i].title} {ds.memories[i].body}".lower()) for i in idx])
+        for ns, idx in by_ns.items()
+    }
+    rows: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for qi, q in enumerate(ds.queries):
+        idx = by_ns[q.namespace] + (by_ns["shared"] if q.namespace != "shared" else [])
+        ids = [ds.memories[i].id for i in idx]
+        lex = bm25[q.namespace].get_scores(tok.findall(q.query.lower()))
+        if q.namespace != "shared" and "shared" in bm25:
+            lex = np.concatenate([lex, bm25["shared"].get_scores(tok.findall(q.query.lower()))])
+        dense = mem_vecs[idx] @ query_vecs[qi]
+        lex_rank = [ids[i] for i in np.argsort(-lex, kind="stable")]
+        dense_rank = [ids[i] for i in np.argsort(-dense, kind="stable")]
+        fused: dict[str, float] = defaultdict(float)
+        for ranking in (lex_rank[:40], dense_rank[:40]):
+            for r, d in enumerate(ranking, start=1):
+                fused[d] += 1 / (60 + r)
+        rrf_rank = sorted(fused, key=lambda d: -fused[d])
+        for name, ranking in (("BM25 only", lex_rank), ("dense only", dense_rank), ("RRF of both", rrf_rank)):
+            rel = set(q.relevant)
+            row = {f"recall@{k}": len(rel & set(ranking[:k])) / len(rel) for k in ks}
+            first = next((i for i, d in enumerate(ranking[: max(ks)], start=1) if d in rel), None)
+            row["mrr"] = 1 / first if first else 0.0
+            rows[name].append(row)
+    return {name: {key: statistics.fmean(r[key] for r in rs) for key in rs[0]} for name, rs in rows.items()}
+
+
+async def quality(runs: int) -> str:
+    from brain.devdb import EmbeddedPostgres
+    from brain.embedder import LocalEmbedder
+    from brain.eval import MODES, embed_corpus, evaluate, load_dataset, load_into
+    from brain.store import Store
+    from brain.store.store import embed_text
+
+    ks = [1, 5, 10, 20]
+    ds = load_dataset(json.loads(LOCOMO.read_text()))
+    embedder = LocalEmbedder()
+    pg = EmbeddedPostgres().start()
+    try:
+        dsn = await pg.create_database("bench_quality")
+        store = await Store.open(dsn, dim=embedder.dim)
+        t0 = time.perf_counter()
+        mapping = await load_into(store, embedder, ds)
+        load_s = time.perf_counter() - t0
+        reports = [
+            await evaluate(store, embedder, ds, mapping, modes=list(MODES), ks=ks) for _ in range(runs)
+        ]
+        await store.close()
+    finally:
+        pg.stop()
+    mem_vecs = await embed_corpus(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+    query_vecs = await embedder.embed([q.query for q in ds.queries])
+    base = baseline(ds, mem_vecs, query_vecs, ks)
+    report = reports[-1]
+    out = [
+        "## Retrieval quality: LoCoMo (`brainctl eval`)",
+        "",
+        f"`{len(ds.memories)}` memories, `{len(ds.queries)}` queries, offline all-MiniLM-L6-v2 (int8). "
+        f"Load into Postgres (embeddings cached on disk): {load_s:.1f} s. Baseline recomputed in this run "
+        "from the same embeddings, as described in `shared/data/baselines.md`.",
+        "",
+        "| method | recall@1 | recall@5 | recall@10 | recall@20 | MRR | p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, m in base.items():
+        out.append(
+            f"| baseline: {name} | "
+            + " | ".join(f"{m[f'recall@{k}']:.3f}" for k in ks)
+            + f" | {m['mrr']:.3f} | | |"
+        )
+    for mode, m in report["modes"].items():
+        p50 = statistics.median(r["modes"][mode]["latency_ms"]["p50"] for r in reports)
+        p95 = statistics.median(r["modes"][mode]["latency_ms"]["p95"] for r in reports)
+        out.append(
+            f"| brain: {mode} | "
+            + " | ".join(f"{m[f'recall@{k}']:.3f}" for k in ks)
+            + f" | {m['mrr']:.3f} | {p50:.1f} | {p95:.1f} |"
+        )
+    h, b = report["modes"]["hybrid"], base["RRF of both"]
+    out += [
+        "",
+        f"Ratio hybrid / baseline RRF: recall@10 {h['recall@10'] / b['recall@10']:.2f}×, "
+        f"MRR {h['mrr'] / b['mrr']:.2f}×. Latency is the median over {runs} runs of each run's percentile, "
+        "per query: embed + legs + fuse + fetch + render.",
+        "",
+        "| category | queries | hybrid recall@10 | hybrid MRR |",
+        "|---|---|---|---|",
+    ]
+    for cat, c in h["by_category"].items():
+        out.append(f"| {cat} | {c['queries']} | {c['recall@10']:.3f} | {c['mrr']:.3f} |")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------- latency at scale
+
+
+async def latency(runs: int, sizes: list[int]) -> str:
+    from brain.devdb import EmbeddedPostgres
+    from brain.embedder import LocalEmbedder
+    from brain.eval import embed_corpus, load_dataset
+    from brain.models import Actor, MemoryIn
+    from brain.retrieval import Retriever, render_block
+    from brain.retrieval.render import within_budget
+    from brain.store import Scope, Store
+    from brain.store.store import embed_text
+
+    ds = load_dataset(json.loads(LOCOMO.read_text()))
+    embedder = LocalEmbedder()
+    base_vecs = await embed_corpus(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+    queries = [q.query for q in ds.queries[:200]]
+    rng = np.random.default_rng(1)
+    out = [
+        "## Retrieval latency at scale",
+        "",
+        "LoCoMo turns copied into namespaces `bench-0…` (vectors jittered so copies differ) until the store "
+        "holds N active memories; 200 LoCoMo questions scoped to one namespace + `shared`, each embedded "
+        "for real (no cache), then legs, fusion, fetch, budget and rendering — the gateway's path.",
+        "",
+        "| memories | HNSW build s | p50 ms | p95 ms | runs |",
+        "|---|---|---|---|---|",
+    ]
+    pg = EmbeddedPostgres().start()
+    try:
+        for size in sizes:
+            dsn = await pg.create_database(f"bench_lat_{size}")
+            store = await Store.open(dsn, dim=embedder.dim)
+            await store.pool.execute("DROP INDEX memories_embedding")
+            actor = Actor(name="bench", role="owner", origin="import")
+            n = 0
+            copy = 0
+            while n < size:
+                batch = []
+                for i, m in enumerate(ds.memories):
+                    if n + len(batch) >= size:
+                        break
+                    v = base_vecs[i] + rng.normal(0, 0.02, base_vecs.shape[1]).astype(np.float32)
+                    batch.append(
+                        (
+                            MemoryIn(body=m.body, title=m.title, namespace=f"bench-{copy}"),
+                            v / np.linalg.norm(v),
+                        )
+                    )
+                for j in range(0, len(batch), 1000):
+                    await store.note_many(batch[j : j + 1000], actor=actor)
+                n += len(batch)
+                copy += 1
+            t0 = time.perf_counter()
+            await store.pool.execute(
+                "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
+                "WITH (m = 16, ef_construction = 64)"
+            )
+            build = time.perf_counter() - t0
+            await store.pool.execute("ANALYZE memories")
+            retriever = Retriever(store, embedder)
+            p50s, p95s = [], []
+            for _ in range(runs):
+                lat = []
+                for q in queries:
+                    t = time.perf_counter()
+                    res = await retriever.retrieve(q, Scope.of(["bench-1"]), include_pinned=True)
+                    render_block(within_budget(res.all_hits, 1500))
+                    lat.append((time.perf_counter() - t) * 1000)
+                p50s.append(pct(lat, 0.5))
+                p95s.append(pct(lat, 0.95))
+            out.append(
+                f"| {size:,} | {build:.1f} | {statistics.median(p50s):.1f} | {statistics.median(p95s):.1f} | {runs} |"
+            )
+            await store.close()
+            await pg.drop_database(f"bench_lat_{size}")
+    finally:
+        pg.stop()
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------- ingest
+
+
+async def ingest(runs: int) -> str:
+    from brain.devdb import EmbeddedPostgres
+    from brain.embedder import LocalEmbedder
+    from brain.eval import load_dataset
+    from brain.models import Actor, MemoryIn
+    from brain.store import Store
+    from brain.store.store import embed_text
+
+    ds = load_dataset(json.loads(LOCOMO.read_text()))
+    notes = ds.memories[:1000]
+    embedder = LocalEmbedder()
+    actor = Actor(name="bench", role="owner", origin="import")
+    rates = []
+    pg = EmbeddedPostgres().start()
+    try:
+        for r in range(runs):
+            dsn = await pg.create_database(f"bench_ingest_{r}_{uuid.uuid4().hex[:6]}")
+            store = await Store.open(dsn, dim=embedder.dim)
+            t0 = time.perf_counter()
+            for i in range(0, len(notes), 128):
+                chunk = notes[i : i + 128]
+                vecs = await embedder.embed([embed_text(m.title, m.body) for m in chunk])
+                await store.note_many(
+                    [
+                        (MemoryIn(body=m.body, title=m.title, namespace=m.namespace), v)
+                        for m, v in zip(chunk, vecs, strict=True)
+                    ],
+                    actor=actor,
+                )
+            rates.append(len(notes) / (time.perf_counter() - t0))
+            await store.close()
+    finally:
+        pg.stop()
+    return "\n".join(
+        [
+            "## Ingest",
+            "",
+            f"{len(notes)} LoCoMo turns (≈{statistics.fmean(len(m.body) for m in notes):.0f} characters each), "
+            "embedded in batches of 128 with the offline model and stored with every index maintained "
+            "(HNSW, GIN full-text, trigram, lexeme statistics).",
+            "",
+            f"Median over {runs} runs: **{statistics.median(rates):.0f} memories/s** (runs: "
+            + ", ".join(f"{x:.0f}" for x in rates)
+            + ").",
+        ]
+    )
+
+
+SECTIONS = ("quality", "latency", "ingest")
+
+
+async def run(args: argparse.Namespace) -> None:
+    parts = [
+        "# Benchmarks",
+        "",
+        f"Machine: {machine()}.",
+        f"Command: `make bench` (`python hack/bench.py --runs {args.runs}`). Timings are medians of the runs.",
+        "",
+    ]
+    only = args.only.split(",") if args.only else SECTIONS
+    if "quality" in only:
+        parts.append(await quality(args.runs))
+    if "latency" in only:
+        parts.append(await latency(args.runs, [int(s) for s in args.sizes.split(",")]))
+    if "ingest" in only:
+        parts.append(await ingest(args.runs))
+    extra = ROOT / "hack" / "bench_gateway.py"
+    if "gateway" in only and extra.exists():
+        parts.append(subprocess.run([sys.executable, str(extra)], capture_output=True, text=True).stdout)
+    text = "\n\n".join(parts) + "\n"
+    if args.out:
+        Path(args.out).write_text(text)
+    print(text)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", help="write Markdown here (docs/benchmarks.md)")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--sizes", default="10000,100000")
+    p.add_argument("--only", help=f"comma-separated subset of {', '.join(SECTIONS)}, gateway")
+    asyncio.run(run(p.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
