@@ -12,7 +12,7 @@ from brain import metrics
 from brain.embedder import EmbedderUnavailable
 from brain.models import Actor, Hit, MemoryIn
 from brain.retrieval import RetrievalConfig, Retriever
-from brain.retrieval.fusion import diversify, rrf
+from brain.retrieval.fusion import diversify, rrf, zscore_fusion
 from brain.retrieval.query import identifier_tokens, shape_query
 from brain.retrieval.render import estimate_tokens, fence_for, render_block, render_hit, within_budget
 from brain.service import MemoryService
@@ -190,3 +190,18 @@ def test_identifier_tokens_and_query_shaping() -> None:
     assert identifier_tokens("how do we deploy the frontend") == []
     q = shape_query("Fix this:\n```py\nraise KeyError('x')\n```\nplease")
     assert q.startswith("Fix this:") and "KeyError" in q
+
+
+def test_zscore_fusion_uses_score_gaps_and_handles_constant_legs() -> None:
+    fused = zscore_fusion(
+        {
+            "vector": [("a", 0.9), ("b", 0.5), ("c", 0.49)],
+            "lexical": [("b", 10.0), ("c", 9.9), ("d", 1.0)],
+            "trigram": [("d", 1.0)],
+        },
+        weights={"vector": 1.0, "lexical": 1.0, "trigram": 0.6},
+    )
+    order = [d for d, _, _ in fused]
+    assert order[0] == "b"  # strong on both legs beats a single-leg winner
+    assert set(order) == {"a", "b", "c", "d"} and fused[-1][1] == 0.0
+    assert dict((d, legs) for d, _, legs in fused)["d"] == ["lexical", "trigram"]

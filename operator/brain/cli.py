@@ -244,6 +244,50 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+# ---------------------------------------------------------------------- up and keys
+
+
+@command("up")
+async def cmd_up(args: argparse.Namespace) -> int:
+    from brain.up import up
+
+    return await up(args.file, state_dir=args.state_dir, host=args.host, port=args.port)
+
+
+@command("keys")
+async def cmd_keys(args: argparse.Namespace) -> int:
+    """Per-agent keys: the key's name is the author of what it writes; the value is shown once."""
+    from datetime import UTC, timedelta
+
+    from brain.keys import KeyStore
+    from brain.store import Store
+
+    if not args.dsn:
+        raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL")
+    store = await Store.open(args.dsn, dim=int(os.environ.get("BRAIN_EMBEDDING_DIM", "384")))
+    try:
+        ks = KeyStore(store.pool)
+        if args.keys_command == "create":
+            expires = datetime.now(UTC) + timedelta(days=args.expires_days) if args.expires_days else None
+            key, info = await ks.create(
+                args.name, args.role, namespaces=args.namespace or None, expires_at=expires
+            )
+            _print({"key": key, **info.public()})
+            print("store this key now: it is not shown again", file=sys.stderr)
+        elif args.keys_command == "list":
+            for k in await ks.list(include_revoked=args.all):
+                p = k.public()
+                ns = ",".join(p["namespaces"]) if p["namespaces"] else "*"
+                print(
+                    f"{p['name']:<24} {p['role']:<6} {p['state']:<8} {ns:<30} last used {p['last_used_at'] or '-'}"
+                )
+        else:
+            _print((await ks.revoke(args.name)).public())
+    finally:
+        await store.close()
+    return 0
+
+
 # ---------------------------------------------------------------------- parser
 
 
@@ -311,6 +355,31 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("reindex", help="embed entries that have no vector")
     sub.add_parser("doctor", help="check the database and the index")
+
+    u = sub.add_parser(
+        "up",
+        help="run the whole stack locally from a Brain manifest (embedded Postgres, offline model)",
+        description="Start embedded Postgres, the echo upstream (when a model points at a free loopback port) "
+        "and the gateway with the offline model, then print URLs and keys. Ctrl-C stops everything.",
+    )
+    u.add_argument(
+        "-f", "--file", action="append", required=True, help="Brain (and RoutingPolicy) YAML; repeatable"
+    )
+    u.add_argument("--state-dir", help="where data and keys live (default ~/.local/state/brain/<name>)")
+    u.add_argument("--host", default="127.0.0.1")
+    u.add_argument("--port", type=int, default=4000)
+
+    k = sub.add_parser("keys", help="create, list and revoke per-agent keys")
+    ksub = k.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    kc = ksub.add_parser("create", help="create a key (its value is printed once)")
+    kc.add_argument("name", help="who uses it, e.g. claude-mac; the author of everything it writes")
+    kc.add_argument("--role", choices=["read", "agent", "owner"], default="agent")
+    kc.add_argument("--namespace", action="append", help="confine the key to this namespace (repeatable)")
+    kc.add_argument("--expires-days", type=float, help="expire after this many days")
+    kl = ksub.add_parser("list", help="keys and their state (never their values)")
+    kl.add_argument("--all", action="store_true", help="include revoked keys")
+    kr = ksub.add_parser("revoke", help="revoke a key by name or id")
+    kr.add_argument("name")
     return p
 
 

@@ -169,19 +169,19 @@ async def load_into(
             valid_from=m.valid_from,
         )
 
+    ordered = plain + chained
+    vectors = await embed_corpus(embedder, [embed_text(m.title, m.body) for m in ordered], progress=progress)
     for i in range(0, len(plain), batch):
         chunk = plain[i : i + batch]
-        vectors = await embedder.embed([embed_text(m.title, m.body) for m in chunk])
-        stored = await store.note_many(
-            [(to_in(m), v) for m, v in zip(chunk, vectors, strict=True)], actor=actor
-        )
+        stored = await store.note_many([(to_in(m), vectors[i + j]) for j, m in enumerate(chunk)], actor=actor)
         mapping.update({m.id: s.id for m, s in zip(chunk, stored, strict=True)})
-        if progress:
-            progress(len(mapping), len(ds.memories))
-    for m in chained:
-        vec = (await embedder.embed([embed_text(m.title, m.body)]))[0]
+    for j, m in enumerate(chained):
         new = await store.supersede(
-            mapping[m.supersedes or ""], to_in(m), expected_hash=None, actor=actor, embedding=vec
+            mapping[m.supersedes or ""],
+            to_in(m),
+            expected_hash=None,
+            actor=actor,
+            embedding=vectors[len(plain) + j],
         )
         mapping[m.id] = new.id
     return mapping

@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -19,7 +19,7 @@ from brain import metrics
 from brain.embedder.client import EmbedderUnavailable
 from brain.embedder.model import Embedder
 from brain.models import Hit
-from brain.retrieval.fusion import boost, diversify, rrf
+from brain.retrieval.fusion import boost, diversify, rrf, zscore_fusion
 from brain.retrieval.query import identifier_tokens
 from brain.store.store import Scope, Store
 
@@ -31,13 +31,15 @@ async def _none() -> None:
 
 
 class RetrievalConfig(BaseModel):
-    """Knobs of Brain.spec.gateway.retrieval; defaults from the seeds (RRF k=60, 80 candidates a leg)."""
+    """Knobs of Brain.spec.gateway.retrieval. Seeds' defaults (80 candidates a leg, RRF k=60 available as
+    `fusion: rrf`); z-score fusion is the default because it measured better (docs/benchmarks.md)."""
 
     top_k: int = Field(default=6, ge=1, le=50)
     legs: tuple[str, ...] = ("vector", "lexical", "trigram")
     candidates: int = Field(default=80, ge=5, le=500)
+    fusion: Literal["zscore", "rrf"] = "zscore"
     rrf_k: int = Field(default=60, ge=1)
-    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "lexical": 1.0, "trigram": 1.0})
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "lexical": 1.0, "trigram": 0.6})
     importance_weight: float = 0.2
     recency_weight: float = 0.05
     recency_half_life_days: float = 90.0
@@ -123,18 +125,24 @@ class Retriever:
             legs["vector"] = self._timed(result, "vector", self.store.vector_leg(vec, scope, n))
         names = list(legs)
         outcomes = await asyncio.gather(*legs.values(), return_exceptions=True)
-        ranked: dict[str, list[str]] = {}
+        scored: dict[str, list[tuple[str, float]]] = {}
         for name, outcome in zip(names, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 result.degraded.append(f"{name}_failed")
                 metrics.retrieval_degraded.labels("error").inc()
                 continue
-            ranked[name] = [doc for doc, _ in outcome]
-        if not ranked and outcomes and isinstance(outcomes[0], BaseException):
+            scored[name] = outcome
+        if not scored and outcomes and isinstance(outcomes[0], BaseException):
             raise outcomes[0]
 
         t0 = time.perf_counter()
-        fused = rrf(ranked, k=cfg.rrf_k, weights=cfg.weights)[: n * 2]
+        if cfg.fusion == "rrf":
+            fused = rrf(
+                {leg: [d for d, _ in s] for leg, s in scored.items()}, k=cfg.rrf_k, weights=cfg.weights
+            )
+        else:
+            fused = zscore_fusion(scored, weights=cfg.weights)
+        fused = fused[: n * 2]
         result.timings["fuse"] = time.perf_counter() - t0
         hits_by_id = await self._timed(result, "fetch", self.store.hits([d for d, _, _ in fused]))
         now = scope.as_of or datetime.now(UTC)

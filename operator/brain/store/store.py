@@ -432,8 +432,9 @@ class Store:
         return st
 
     async def lexical_leg(self, query: str, scope: Scope, n: int) -> list[tuple[str, float]]:
-        """BM25 over the Postgres full-text index: IDF from `lexeme_stats`, term frequency from positions.
+        """BM25 (k1 1.2, b 0.3: memories are short, so length matters less) over the full-text index.
 
+        IDF comes from `lexeme_stats`, term frequency from the tsvector's positions.
         Candidates come from the GIN index using the query's rarer lexemes only, so a word that
         appears everywhere cannot turn the candidate set into a scan.
         """
@@ -458,7 +459,7 @@ class Store:
         rows = await self.pool.fetch(
             f"""WITH q(lexeme, idf) AS (SELECT * FROM unnest($1::text[], $2::float8[])),
                 cand AS (SELECT m.id, m.tsv FROM memories m WHERE m.tsv @@ $3::text::tsquery AND {where})
-                SELECT c.id, sum(q.idf * (tf * 2.2) / (tf + 1.2 * (0.25 + 0.75 * length(c.tsv) / $4::float8)))
+                SELECT c.id, sum(q.idf * (tf * 2.2) / (tf + 1.2 * (0.7 + 0.3 * length(c.tsv) / $4::float8)))
                          AS score
                   FROM cand c
                  CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf

@@ -1,0 +1,97 @@
+"""Authentication for every surface: LiteLLM's `custom_auth` hook, REST and MCP, all over our `keys` table.
+
+LiteLLM's own virtual keys need its Prisma database; we do not run it. `user_api_key_auth` is the
+`general_settings.custom_auth` entry point: it verifies the key, and hands the key's Actor to our
+hooks in the returned `UserAPIKeyAuth.metadata`. The raw key never leaves this module (LiteLLM logs
+and labels see a digest prefix only).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from fastapi import Request
+
+from brain.errors import Forbidden, Unauthorized
+from brain.gateway import metrics as gm
+from brain.gateway.runtime import get_runtime
+from brain.keys import KeyVerifier, hash_key
+from brain.models import Actor
+
+ACTOR_KEY = "brain_actor"
+_fallback: KeyVerifier | None = None
+
+
+def verifier() -> KeyVerifier:
+    rt = get_runtime()
+    if rt is not None:
+        return rt.keys
+    global _fallback
+    if _fallback is None:  # LiteLLM loaded us without the brain runtime: only the master key works
+        _fallback = KeyVerifier(None, master_key=os.environ.get("BRAIN_MASTER_KEY"))
+    return _fallback
+
+
+def key_from_headers(headers: Any) -> str:
+    auth = headers.get("authorization") or ""
+    if auth:
+        return str(auth)
+    return str(headers.get("x-api-key") or "")
+
+
+def _reason(e: Unauthorized) -> str:
+    m = e.message
+    return (
+        "missing"
+        if m.startswith("no key")
+        else "revoked"
+        if "revoked" in m
+        else "expired"
+        if "expired" in m
+        else "db_down"
+        if "unavailable" in m
+        else "unknown"
+    )
+
+
+async def authenticate(key: str, surface: str) -> Actor:
+    try:
+        actor = await verifier().verify(key)
+    except Unauthorized as e:
+        gm.auth_failures.labels(surface, _reason(e)).inc()
+        raise
+    if surface == "mcp" and actor.role == "owner":
+        gm.auth_failures.labels(surface, "owner_on_mcp").inc()
+        raise Forbidden(
+            "owner keys work only on the REST API, never on MCP: no client an agent drives may carry owner "
+            "authority. Use an agent or read key here."
+        )
+    return actor
+
+
+def actor_of(user_api_key_dict: Any) -> Actor | None:
+    meta = getattr(user_api_key_dict, "metadata", None) or {}
+    raw = meta.get(ACTOR_KEY) if isinstance(meta, dict) else None
+    return Actor.model_validate(raw) if raw else None
+
+
+async def user_api_key_auth(request: Request, api_key: str) -> Any:
+    """LiteLLM `custom_auth`: our key → `UserAPIKeyAuth` carrying the Actor; refusals are 401s."""
+    from litellm.proxy._types import ProxyErrorTypes, ProxyException, UserAPIKeyAuth
+
+    try:
+        actor = await authenticate(api_key, "proxy")
+    except Unauthorized as e:
+        raise ProxyException(
+            message=e.message, type=ProxyErrorTypes.auth_error, param="api_key", code=401
+        ) from None
+    digest = hash_key(api_key.removeprefix("Bearer ").strip())[:16]
+    return UserAPIKeyAuth(
+        api_key=f"brain-{digest}",
+        token=f"brain-{digest}",
+        key_alias=actor.name,
+        key_name=actor.name,
+        user_id=actor.name,
+        metadata={ACTOR_KEY: actor.model_dump(mode="json")},
+    )

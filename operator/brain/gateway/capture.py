@@ -1,0 +1,229 @@
+"""Capture and learn: decide what of a finished exchange is worth keeping, and keep it off the request path.
+
+The heuristics are the seed's: code blocks of ≥ `min_code_lines` lines become `code` entries,
+architectural insight becomes a `summary`, and a problem with a substantive answer becomes an
+`experience` whose outcome (resolved / uncertain / failed) is inferred from the answer's own
+language. Two quality gates come first: venting prompts and noisy answers (self-corrections, stack
+traces, hedging) are not training data. Reasoning content counts, so reasoning-heavy models are not
+excluded. A response that echoes injected memory is never captured (that would be a feedback loop).
+
+`CaptureQueue` is a bounded queue drained by a few workers: `submit` never waits; a full queue
+drops the job and counts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from brain.gateway import metrics as gm
+
+log = logging.getLogger("brain.gateway.capture")
+
+_FENCE = re.compile(r"^(`{3,}|~{3,})([^\n`]*)\n(.*?)^\1[ \t]*$", re.S | re.M)
+_ARCH_MARKERS = re.compile(
+    r"(?i)\b(design pattern|best practice|the reason is|the reason why|trade-?offs?|architectur\w*|convention|"
+    r"we (?:chose|decided)|invariant|root cause|rule of thumb|under the hood|this works because)\b"
+)
+_PROBLEM_MARKERS = re.compile(
+    r"(?i)\b(error|errors|bug|fix|fixes|fixing|why does|why is|how do i fix|exception|traceback|crash\w*|fails?|"
+    r"failing|failed|broken|doesn't work|does not work|not working|panic|segfault|regression|stack ?trace)\b"
+)
+_VENTING = re.compile(
+    r"(?i)\b(fuck\w*|shit\w*|cunt|bitch\w*|bastard|idiot\w*|stupid|useless|moron\w*|dumbass|crap|garbage|"
+    r"you suck|you're terrible|you are terrible|wtf|shut up|pathetic|incompetent)\b"
+)
+_NOISE = re.compile(
+    r"(?i)(I apologi[sz]e|my apologies|let me correct (?:that|myself)|I made a mistake|as an AI (?:language )?model|"
+    r"I'm not sure (?:about|if|whether)|I am not sure (?:about|if|whether)|I cannot help with|I can't help with|"
+    r"Traceback \(most recent call last\)|^\s+at [\w.$]+\(.*:\d+\)$|I (?:don't|do not) have access to)",
+    re.M,
+)
+_RESOLVED = re.compile(
+    r"(?i)\b(this (?:should|will) (?:fix|resolve|solve)|that (?:should|will) (?:fix|resolve)|fixed by|the fix is|"
+    r"resolves? the|solves? the|the solution is|the problem was|the issue was|root cause (?:is|was)|works now)\b"
+)
+_UNCERTAIN = re.compile(
+    r"(?i)\b(might|maybe|perhaps|possibly|one (?:approach|option) (?:is|might)|another option|could try|"
+    r"it depends|not certain|hard to say)\b"
+)
+_FAILED = re.compile(
+    r"(?i)\b(unfortunately[^.]{0,60}(?:doesn't|does not|won't|will not|can't|cannot)|no (?:known )?(?:way|fix|"
+    r"workaround)|isn't possible|is not possible|there is no solution|I couldn't find)\b"
+)
+MEMORY_MARKER = "[team memory "
+MIN_RESPONSE_CHARS = 80
+MAX_BODY = 6000
+MAX_CODE_BLOCKS = 3
+
+
+@dataclass
+class Item:
+    """One entry to store: fields of `MemoryIn` (namespace and author are set by the caller)."""
+
+    kind: str
+    title: str
+    body: str
+    tags: list[str]
+    attrs: dict[str, Any] = field(default_factory=dict)
+    importance: float = 0.3
+
+
+@dataclass
+class Decision:
+    items: list[Item]
+    filtered: str | None = None  # why nothing was kept, when a gate refused the exchange
+
+
+def infer_outcome(answer: str) -> str:
+    """resolved / uncertain / failed, from the answer's own language (the seed's `_infer_outcome`)."""
+    if _FAILED.search(answer):
+        return "failed"
+    resolved = len(_RESOLVED.findall(answer))
+    uncertain = len(_UNCERTAIN.findall(answer))
+    if resolved and resolved >= uncertain:
+        return "resolved"
+    if uncertain >= 2 or not resolved:
+        return "uncertain"
+    return "resolved"
+
+
+def _title(query: str, prefix: str = "") -> str:
+    first = " ".join(query.strip().split())
+    first = re.sub(r"```.*", "", first).strip() or "captured exchange"
+    return (prefix + first)[:120]
+
+
+def _paragraphs_with_markers(text: str, limit: int = 1500) -> str:
+    out, used = [], 0
+    for para in re.split(r"\n\s*\n", _FENCE.sub("", text)):
+        p = para.strip()
+        if p and _ARCH_MARKERS.search(p) and used + len(p) <= limit:
+            out.append(p)
+            used += len(p)
+    return "\n\n".join(out)
+
+
+def analyse(
+    query: str,
+    answer: str,
+    reasoning: str = "",
+    *,
+    min_code_lines: int = 10,
+    venting: bool = True,
+    noise: bool = True,
+) -> Decision:
+    """Pure: what this exchange would store, or why nothing."""
+    text = answer or ""
+    if not (text.strip() or reasoning.strip()):
+        return Decision([], "empty")
+    if MEMORY_MARKER in text:
+        return Decision([], "echo_of_memory")
+    if venting and _VENTING.search(query):
+        return Decision([], "venting")
+    if noise and _NOISE.search(text):
+        return Decision([], "noise")
+    if len(text.strip()) + len(reasoning.strip()) < MIN_RESPONSE_CHARS:
+        return Decision([], "too_short")
+
+    items: list[Item] = []
+    for m in _FENCE.finditer(text):
+        code = m.group(3).rstrip("\n")
+        lines = [ln for ln in code.splitlines() if ln.strip()]
+        if len(lines) >= min_code_lines and len(items) < MAX_CODE_BLOCKS:
+            lang = m.group(2).strip().split()[0] if m.group(2).strip() else ""
+            fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", code)), default=0) + 1)
+            body = f"From an answer to: {_title(query)}\n\n{fence}{lang}\n{code}\n{fence}"
+            items.append(
+                Item(
+                    "code",
+                    _title(query, "code: "),
+                    body[:MAX_BODY],
+                    ["captured", "code", *([lang] if lang else [])],
+                    {"language": lang, "lines": len(lines)},
+                )
+            )
+
+    insight = _paragraphs_with_markers(text) or _paragraphs_with_markers(reasoning)
+    if insight:
+        items.append(Item("summary", _title(query, "insight: "), insight[:MAX_BODY], ["captured", "summary"]))
+
+    prose = _FENCE.sub("[code]", text).strip() or reasoning.strip()
+    if _PROBLEM_MARKERS.search(query) and len(prose) >= 200:
+        outcome = infer_outcome(text or reasoning)
+        body = f"Problem: {query.strip()[:1500]}\n\nSolution: {prose[:3500]}\n\nOutcome: {outcome}"
+        items.append(
+            Item(
+                "experience",
+                _title(query, "experience: "),
+                body[:MAX_BODY],
+                ["captured", "experience", outcome],
+                {"outcome": outcome},
+                importance={"resolved": 0.5, "uncertain": 0.3, "failed": 0.2}[outcome],
+            )
+        )
+    return Decision(items, None if items else "nothing_worth_keeping")
+
+
+Job = Callable[[], Awaitable[None]]
+
+
+class CaptureQueue:
+    """A bounded queue with workers. `submit` never blocks a response: a full queue drops and counts."""
+
+    def __init__(self, size: int = 1000, workers: int = 2) -> None:
+        self.size = size
+        self.workers = workers
+        self._queue: asyncio.Queue[Job] = asyncio.Queue(maxsize=size)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        self._queue = asyncio.Queue(maxsize=self.size)
+        self._tasks = [
+            asyncio.create_task(self._work(), name=f"brain-capture-{i}") for i in range(self.workers)
+        ]
+
+    def submit(self, job: Job, what: str = "capture") -> bool:
+        try:
+            self._queue.put_nowait(job)
+        except asyncio.QueueFull:
+            gm.queue_dropped.labels(what).inc()
+            return False
+        gm.queue_depth.set(self._queue.qsize())
+        return True
+
+    @property
+    def depth(self) -> int:
+        return self._queue.qsize()
+
+    async def join(self, timeout: float = 10.0) -> None:
+        """Wait until the queued jobs are done (tests, shutdown)."""
+        await asyncio.wait_for(self._queue.join(), timeout)
+
+    async def _work(self) -> None:
+        while True:
+            job = await self._queue.get()
+            try:
+                await job()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("a capture job failed", exc_info=True)
+                gm.capture_errors.inc()
+            finally:
+                self._queue.task_done()
+                gm.queue_depth.set(self._queue.qsize())
+
+    async def stop(self, drain: float = 5.0) -> None:
+        try:
+            await asyncio.wait_for(self._queue.join(), drain)
+        except TimeoutError:
+            log.warning("capture queue not drained at shutdown; %d jobs dropped", self._queue.qsize())
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []

@@ -1,0 +1,186 @@
+"""The LiteLLM callback: explicit overrides, then retrieve-and-inject before the call; capture after it.
+
+`proxy_handler_instance` is what the rendered config lists under `litellm_settings.callbacks`.
+Every path is wrapped so that a brain failure (database, embedder, timeout, bug) degrades to "no
+memory" and is counted, never to an error for the request.
+
+Request headers a caller may send:
+- `x-brain-memory: off` — neither inject nor capture; `read` — inject, do not capture; `on` (default).
+- `x-brain-namespaces: repo:a,repo:b` — retrieve from these namespaces (within what the key may see)
+  and capture into the first one the key may write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from litellm.integrations.custom_logger import CustomLogger
+
+from brain import metrics
+from brain.gateway import metrics as gm
+from brain.gateway.auth import actor_of
+from brain.gateway.inject import api_of, inject, query_of, response_texts
+from brain.gateway.routing import pick_override, routing_decision
+from brain.gateway.runtime import DB_ERRORS, CallContext, Injection, Runtime, get_runtime
+from brain.models import SHARED, Actor
+
+log = logging.getLogger("brain.gateway.hooks")
+
+MEMORY_HEADER = "x-brain-memory"
+NAMESPACES_HEADER = "x-brain-namespaces"
+
+
+def _headers(data: dict[str, Any]) -> dict[str, str]:
+    psr = data.get("proxy_server_request") or {}
+    raw = psr.get("headers") if isinstance(psr, dict) else None
+    return {str(k).lower(): str(v) for k, v in (raw or {}).items()}
+
+
+def _write_namespace(actor: Actor, requested: list[str]) -> str:
+    for ns in requested:
+        if actor.can_write(ns):
+            return ns
+    if actor.namespaces:
+        return actor.namespaces[0]
+    return SHARED
+
+
+class BrainHooks(CustomLogger):
+    # ------------------------------------------------------------------ pre-call
+
+    async def async_pre_call_hook(
+        self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
+    ) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        rt = get_runtime()
+        api = api_of(str(call_type))
+        if rt is None or api is None:
+            return data
+        try:
+            await self._pre_call(rt, api, user_api_key_dict, data)
+        except Exception:  # a bug here must never fail the request
+            log.exception("brain pre-call hook failed; the request goes on without memory")
+            metrics.retrieval_degraded.labels("error").inc()
+            gm.requests.labels(api, "degraded").inc()
+        finally:
+            gm.hook_seconds.labels("pre_call").observe(time.perf_counter() - t0)
+        return data
+
+    async def _pre_call(self, rt: Runtime, api: str, user_api_key_dict: Any, data: dict[str, Any]) -> None:
+        headers = _headers(data)
+        query = query_of(data)
+        actor = actor_of(user_api_key_dict) or Actor(name="anonymous", role="read", origin="agent")
+        route: dict[str, str] = {}
+        ov = pick_override(data.get("model"), query, rt.settings.routing.overrides)
+        if ov is not None:
+            route = {"router": str(data.get("model")), "tier": "override", "model": ov.model}
+            data["model"] = ov.model
+
+        mode = headers.get(MEMORY_HEADER, "on").strip().lower()
+        requested = [ns.strip() for ns in headers.get(NAMESPACES_HEADER, "").split(",") if ns.strip()]
+        scope = rt.scope_for(actor, requested)
+        ctx = CallContext(
+            actor=actor,
+            api=api,
+            query=query,
+            namespaces=scope.namespaces,
+            write_namespace=_write_namespace(actor, requested),
+            capture=mode not in ("off", "read", "false", "0", "no"),
+            route=route,
+        )
+        call_id = data.get("litellm_call_id")
+        if isinstance(call_id, str):
+            rt.remember(call_id, ctx)
+        if mode in ("off", "false", "0", "no") or not rt.settings.retrieval.enabled:
+            ctx.memory = "off"
+        elif not query:
+            ctx.memory = "skipped"
+        else:
+            ctx.memory = await self._retrieve(rt, ctx, scope, data)
+        gm.requests.labels(api, ctx.memory).inc()
+
+    async def _retrieve(self, rt: Runtime, ctx: CallContext, scope: Any, data: dict[str, Any]) -> str:
+        timeout = rt.settings.retrieval.timeout_ms / 1000
+        injection: Injection | None = None
+        try:
+            injection = await asyncio.wait_for(rt.memory_block(ctx.actor, scope, ctx.query), timeout)
+        except TimeoutError:
+            metrics.retrieval_degraded.labels("timeout").inc()
+            return "degraded"
+        except DB_ERRORS:
+            metrics.retrieval_degraded.labels("db_down").inc()
+            return "degraded"
+        except Exception:
+            log.warning("retrieval failed; the request goes on without memory", exc_info=True)
+            metrics.retrieval_degraded.labels("error").inc()
+            return "degraded"
+        finally:
+            rt.after_injection(ctx, injection)
+        if not injection.text:
+            metrics.retrieval_queries.labels("no_hit").inc()
+            return "no_hit"
+        inject(data, ctx.api, injection.text)
+        ctx.injected = injection.ids
+        metrics.retrieval_queries.labels("hit").inc()
+        metrics.injected_tokens.observe(injection.tokens)
+        return "injected"
+
+    # ------------------------------------------------------------------ post-call
+
+    async def async_post_call_response_headers_hook(
+        self,
+        data: dict[str, Any],
+        user_api_key_dict: Any,
+        response: Any,
+        request_headers: dict[str, str] | None = None,
+        litellm_call_info: dict[str, Any] | None = None,
+    ) -> dict[str, str] | None:
+        rt = get_runtime()
+        if rt is None:
+            return None
+        ctx = rt.recall(data.get("litellm_call_id"), pop=False)
+        out: dict[str, str] = {}
+        route = (ctx.route if ctx else {}) or routing_decision(data) or {}
+        if route.get("model"):
+            out["x-brain-route-tier"] = route.get("tier") or ""
+            out["x-brain-route-model"] = route["model"]
+            if ctx is not None and not ctx.route:
+                ctx.route = route
+            if response is not None:
+                gm.router_decisions.labels(
+                    route.get("router", ""), route.get("tier", ""), route["model"]
+                ).inc()
+        if ctx is not None:
+            out["x-brain-memory"] = ctx.memory
+            if ctx.injected:
+                out["x-brain-memory-ids"] = ",".join(ctx.injected[:20])
+        return out or None
+
+    async def async_log_success_event(
+        self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        rt = get_runtime()
+        if rt is None:
+            return
+        try:
+            ctx = rt.recall(kwargs.get("litellm_call_id"))
+            if ctx is None:
+                return
+            answer, reasoning = response_texts(response_obj)
+            rt.capture_exchange(ctx, answer, reasoning, str(kwargs.get("model") or ""))
+        except Exception:
+            log.warning("capture hand-off failed", exc_info=True)
+            gm.captures_filtered.labels("error").inc()
+
+    async def async_log_failure_event(
+        self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        rt = get_runtime()
+        if rt is not None:
+            rt.recall(kwargs.get("litellm_call_id"))
+
+
+proxy_handler_instance = BrainHooks()

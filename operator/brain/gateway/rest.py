@@ -1,0 +1,225 @@
+"""REST under `/brain/v1/`: the MCP operations plus owner operations (promote, retire, keys, proposals).
+
+Errors are JSON `{"code", "message"[, "field"]}` (BrainError.to_dict). Keys go in
+`Authorization: Bearer <key>` (or `x-api-key`); the master key acts as an owner here. Other
+modules extend the API by adding routes to `owner_router` (owner-only) or `router` before the app
+is built — the proposals endpoints of the jobs live in `brain.gateway.proposals`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from brain.errors import BrainError
+from brain.gateway import tools
+from brain.gateway.auth import authenticate, key_from_headers
+from brain.gateway.runtime import get_runtime
+from brain.keys import KeyStore, require_role
+from brain.models import Actor
+
+PREFIX = "/brain/v1"
+
+
+async def current_actor(request: Request) -> Actor:
+    return await authenticate(key_from_headers(request.headers), "rest")
+
+
+async def owner_actor(actor: Annotated[Actor, Depends(current_actor)]) -> Actor:
+    require_role(actor, "owner")
+    return actor
+
+
+ActorDep = Annotated[Actor, Depends(current_actor)]
+OwnerDep = Annotated[Actor, Depends(owner_actor)]
+
+router = APIRouter(prefix=PREFIX, tags=["memory"])
+owner_router = APIRouter(prefix=PREFIX, tags=["owner"])
+
+
+class NoteBody(BaseModel):
+    body: str
+    title: str | None = None
+    kind: str | None = None
+    namespace: str | None = None
+    tags: list[str] | None = None
+    importance: float | None = None
+    valid_from: str | None = None
+    attrs: dict[str, Any] | None = None
+    source_key: str | None = None
+    domain_keywords: list[str] | None = Field(default=None, description="persona matching words")
+    standing: bool = Field(default=False, description="owner only: load at every session start")
+    required: bool = Field(default=False, description="owner only: inject into every request")
+
+
+class SupersedeBody(BaseModel):
+    body: str
+    expected_hash: str | None = Field(
+        default=None, description="content_hash you read; refused if it changed"
+    )
+    title: str | None = None
+    kind: str | None = None
+    tags: list[str] | None = None
+    importance: float | None = None
+    valid_from: str | None = None
+    attrs: dict[str, Any] | None = None
+
+
+class SearchBody(BaseModel):
+    query: str
+    namespaces: list[str] | None = None
+    limit: int = 6
+    as_of: str | None = None
+    kinds: list[str] | None = None
+
+
+class ReasonBody(BaseModel):
+    reason: str
+
+
+class PromoteBody(BaseModel):
+    standing: bool | None = None
+    required: bool | None = None
+
+
+class KeyBody(BaseModel):
+    name: str = Field(description="who writes with it, e.g. 'claude-mac' (the author of its entries)")
+    role: str = Field(default="agent", description="read | agent | owner")
+    namespaces: list[str] | None = Field(default=None, description="confine the key to these namespaces")
+    expires_at: datetime | None = None
+    expires_in_days: float | None = Field(default=None, gt=0)
+
+
+def _fields(model: BaseModel, *drop: str) -> dict[str, Any]:
+    return {k: v for k, v in model.model_dump(exclude=set(drop)).items() if v is not None}
+
+
+@router.get("/context", summary="standing facts plus the latest decisions (session start)")
+async def get_context(
+    actor: ActorDep, namespace: Annotated[list[str] | None, Query()] = None
+) -> dict[str, Any]:
+    return await tools.context(actor, namespace)
+
+
+@router.post("/search", summary="hybrid search with provenance on every hit")
+async def post_search(actor: ActorDep, q: SearchBody) -> dict[str, Any]:
+    return await tools.search(actor, q.query, q.namespaces, q.limit, q.as_of, q.kinds)
+
+
+@router.get("/search", summary="hybrid search (query string form)")
+async def get_search(
+    actor: ActorDep,
+    q: str,
+    namespace: Annotated[list[str] | None, Query()] = None,
+    limit: int = 6,
+    as_of: str | None = None,
+) -> dict[str, Any]:
+    return await tools.search(actor, q, namespace, limit, as_of)
+
+
+@router.get("/memories", summary="entries newest first, without bodies")
+async def list_memories(
+    actor: ActorDep,
+    namespace: Annotated[list[str] | None, Query()] = None,
+    kind: str | None = None,
+    limit: int = 50,
+    before: str | None = None,
+) -> dict[str, Any]:
+    return await tools.list_(actor, namespace, kind, limit, before)
+
+
+@router.post(
+    "/memories", status_code=201, summary="save an entry (identical body in a namespace: the existing one)"
+)
+async def post_memory(actor: ActorDep, item: NoteBody) -> dict[str, Any]:
+    return await tools.note(
+        actor, _fields(item, "standing", "required"), standing=item.standing, required=item.required
+    )
+
+
+@router.get("/memories/{memory_id}", summary="one entry with its content hash and history")
+async def get_memory(actor: ActorDep, memory_id: str) -> dict[str, Any]:
+    return await tools.get(actor, memory_id)
+
+
+@router.post("/memories/{memory_id}/supersede", summary="replace the current version (compare-and-set)")
+async def post_supersede(actor: ActorDep, memory_id: str, item: SupersedeBody) -> dict[str, Any]:
+    return await tools.supersede(actor, memory_id, _fields(item, "expected_hash"), item.expected_hash)
+
+
+@router.post("/memories/{memory_id}/forget", summary="soft delete, with a reason")
+async def post_forget(actor: ActorDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
+    return await tools.forget(actor, memory_id, body.reason)
+
+
+@owner_router.post("/memories/{memory_id}/retire", summary="retire an entry that is no longer true (owner)")
+async def post_retire(actor: OwnerDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
+    return await tools.retire(actor, memory_id, body.reason)
+
+
+@owner_router.post("/memories/{memory_id}/promote", summary="move an entry to the curated tier (owner)")
+async def post_promote(
+    actor: OwnerDep, memory_id: str, body: Annotated[PromoteBody | None, Body()] = None
+) -> dict[str, Any]:
+    b = body or PromoteBody()
+    return await tools.promote(actor, memory_id, b.standing, b.required)
+
+
+def _keystore() -> KeyStore:
+    rt = get_runtime()
+    if rt is None or rt.store is None:
+        raise tools.Unavailable("the brain database is not reachable right now; try again shortly")
+    return KeyStore(rt.store.pool)
+
+
+@owner_router.get("/keys", summary="keys (never their values)")
+async def list_keys(actor: OwnerDep, include_revoked: bool = False) -> dict[str, Any]:
+    return {"keys": [k.public() for k in await _keystore().list(include_revoked=include_revoked)]}
+
+
+@owner_router.post("/keys", status_code=201, summary="create a key; its value is shown once")
+async def create_key(actor: OwnerDep, body: KeyBody) -> dict[str, Any]:
+    expires = body.expires_at
+    if expires is None and body.expires_in_days:
+        expires = datetime.now(UTC) + timedelta(days=body.expires_in_days)
+    key, info = await _keystore().create(body.name, body.role, namespaces=body.namespaces, expires_at=expires)
+    return {"key": key, **info.public()}
+
+
+@owner_router.delete("/keys/{name}", summary="revoke a key (by name or id)")
+async def revoke_key(actor: OwnerDep, name: str) -> dict[str, Any]:
+    info = await _keystore().revoke(name)
+    rt = get_runtime()
+    if rt is not None:
+        rt.keys.forget()
+    return info.public()
+
+
+async def brain_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, BrainError)
+    headers = {"www-authenticate": 'Bearer realm="brain"'} if exc.status == 401 else None
+    return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+
+
+async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    errors = getattr(exc, "errors", lambda: [])()
+    first = errors[0] if errors else {"loc": ["body"], "msg": "invalid request"}
+    loc = ".".join(str(p) for p in first.get("loc", []) if p not in ("body", "query", "path")) or "body"
+    return JSONResponse(
+        {"code": "invalid_input", "message": f"{loc}: {first.get('msg')}", "field": loc}, status_code=422
+    )
+
+
+async def database_down_handler(request: Request, exc: Exception) -> JSONResponse:
+    """The database went away mid-request: a 503 that says so, not a 500 with a traceback."""
+    return JSONResponse(
+        {
+            "code": "unavailable",
+            "message": "the brain database is not reachable right now; try again shortly",
+        },
+        status_code=503,
+    )

@@ -1,0 +1,88 @@
+"""Gateway settings: the `brain:` section of the LiteLLM config plus the process environment.
+
+The config file is the same one the operator renders into the gateway ConfigMap (and `brainctl up`
+writes on a laptop), so every knob a Brain manifest sets arrives here. Connection details and
+secrets come from the environment only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field
+
+
+class RetrievalSettings(BaseModel):
+    enabled: bool = True
+    top_k: int = Field(default=5, ge=1, le=50)
+    token_budget: int = Field(default=2000, ge=100)
+    timeout_ms: int = Field(default=500, ge=1)
+    skill_slots: int = Field(default=2, ge=0, le=10)
+    persona: bool = True
+    cache_ttl_s: float = 30.0  # agent loops resend the same question with every tool call
+
+
+class CaptureFilters(BaseModel):
+    venting: bool = True
+    noise: bool = True
+    min_code_lines: int = Field(default=10, ge=1)
+
+
+class CaptureSettings(BaseModel):
+    enabled: bool = True
+    filters: CaptureFilters = Field(default_factory=CaptureFilters)
+    queue_size: int = Field(default=1000, ge=1)
+    workers: int = Field(default=2, ge=1, le=32)
+
+
+class EmbeddingSettings(BaseModel):
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    dim: int = 384
+
+
+class Override(BaseModel):
+    phrase: str
+    model: str
+    router: str | None = None
+    policy: str | None = None
+
+
+class RoutingSettings(BaseModel):
+    overrides: list[Override] = Field(default_factory=list)
+
+
+class GatewaySettings(BaseModel):
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    capture: CaptureSettings = Field(default_factory=CaptureSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    heartbeat_s: float = Field(default=20.0, gt=0)
+    database_url: str | None = None
+    embedder_url: str | None = None
+    master_key: str | None = None
+
+    model_config = {"extra": "ignore"}
+
+
+def load_settings(
+    config: dict[str, Any] | str | Path | None = None, env: dict[str, str] | None = None
+) -> GatewaySettings:
+    """Settings from a config dict or file (its `brain:` section) and the environment."""
+    env = dict(os.environ if env is None else env)
+    if isinstance(config, (str, Path)):
+        config = yaml.safe_load(Path(config).read_text()) or {}
+    section = dict((config or {}).get("brain") or {})
+    settings = GatewaySettings.model_validate(section)
+    if env.get("BRAIN_EMBEDDING_DIM"):
+        settings.embedding.dim = int(env["BRAIN_EMBEDDING_DIM"])
+    if env.get("BRAIN_EMBEDDING_MODEL"):
+        settings.embedding.model = env["BRAIN_EMBEDDING_MODEL"]
+    if env.get("BRAIN_SSE_HEARTBEAT_S"):
+        settings.heartbeat_s = float(env["BRAIN_SSE_HEARTBEAT_S"])
+    settings.database_url = env.get("BRAIN_DATABASE_URL") or settings.database_url
+    settings.embedder_url = env.get("BRAIN_EMBEDDER_URL") or settings.embedder_url
+    settings.master_key = env.get("BRAIN_MASTER_KEY") or settings.master_key
+    return settings

@@ -1,0 +1,171 @@
+"""The brain operations behind both MCP tools and REST endpoints: one implementation, two surfaces.
+
+Each takes the calling key's Actor (never an author from the payload) and returns plain JSON-able
+data. Errors are `BrainError`s with a code and a message that names the field.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from brain.errors import BrainError, InvalidInput
+from brain.gateway.runtime import Runtime, get_runtime
+from brain.models import Actor, Hit, Memory
+from brain.service import MemoryService, parse_memory
+
+WRITE_FIELDS = (
+    "body",
+    "title",
+    "kind",
+    "namespace",
+    "tags",
+    "importance",
+    "valid_from",
+    "attrs",
+    "source_key",
+    "domain_keywords",
+)
+
+
+class Unavailable(BrainError):
+    code = "unavailable"
+    status = 503
+
+
+def _rt() -> Runtime:
+    rt = get_runtime()
+    if rt is None:
+        raise Unavailable("the brain runtime is not running")
+    return rt
+
+
+def service() -> MemoryService:
+    svc = _rt().service
+    if svc is None:
+        raise Unavailable("the brain database is not reachable right now; try again shortly")
+    return svc
+
+
+def hit_json(h: Hit) -> dict[str, Any]:
+    d = h.model_dump(mode="json", exclude={"legs", "lineage_id"})
+    d["score"] = round(h.score, 4)
+    if d.get("via") is None:
+        d.pop("via", None)
+    return d
+
+
+def memory_json(m: Memory) -> dict[str, Any]:
+    return m.model_dump(mode="json")
+
+
+def _namespaces(value: Any) -> list[str] | None:
+    if value is None or value == "" or value == []:
+        return None
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise InvalidInput(
+        "namespaces: a list of namespace names (or one comma-separated string)", field="namespaces"
+    )
+
+
+def _when(value: Any, field: str) -> datetime | None:
+    if value in (None, ""):
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"{field}: an ISO-8601 time such as 2026-05-01T12:00:00Z", field=field) from None
+
+
+def _item(args: dict[str, Any]) -> Any:
+    unknown = sorted(set(args) - set(WRITE_FIELDS))
+    if unknown:
+        raise InvalidInput(
+            f"unknown field(s) {', '.join(unknown)}; an entry has {', '.join(WRITE_FIELDS)} "
+            "(author, tier, origin and hashes are set by the brain)",
+            field=unknown[0],
+        )
+    return parse_memory({k: v for k, v in args.items() if v is not None})
+
+
+async def context(actor: Actor, namespaces: Any = None) -> dict[str, Any]:
+    out = await service().context(actor, _namespaces(namespaces))
+    return {k: [hit_json(h) for h in v] for k, v in out.items()}
+
+
+async def search(
+    actor: Actor, query: str, namespaces: Any = None, limit: int = 6, as_of: Any = None, kinds: Any = None
+) -> dict[str, Any]:
+    if not isinstance(limit, int) or not 1 <= limit <= 50:
+        raise InvalidInput("limit must be an integer from 1 to 50", field="limit")
+    hits = await service().search(
+        query,
+        actor,
+        _namespaces(namespaces),
+        limit=limit,
+        as_of=_when(as_of, "as_of"),
+        kinds=_namespaces(kinds),
+    )
+    return {"hits": [hit_json(h) for h in hits]}
+
+
+async def get(actor: Actor, memory_id: str) -> dict[str, Any]:
+    detail = await service().get(memory_id, actor)
+    return {"memory": memory_json(detail.memory), "history": [memory_json(m) for m in detail.history]}
+
+
+async def list_(
+    actor: Actor, namespaces: Any = None, kind: str | None = None, limit: int = 50, before: Any = None
+) -> dict[str, Any]:
+    rows = await service().list_memories(
+        actor, _namespaces(namespaces), kind=kind, limit=limit, before=_when(before, "before")
+    )
+    return {"entries": [r.model_dump(mode="json") for r in rows]}
+
+
+async def note(
+    actor: Actor, args: dict[str, Any], *, standing: bool = False, required: bool = False
+) -> dict[str, Any]:
+    item = _item(args)
+    res = await service().note(item, actor, standing=standing, required=required)
+    _rt().invalidate(catalog=item.kind in ("persona", "skill"))
+    return {
+        "id": res.memory.id,
+        "created": res.created,
+        "content_hash": res.memory.content_hash,
+        "memory": memory_json(res.memory),
+    }
+
+
+async def supersede(
+    actor: Actor, memory_id: str, args: dict[str, Any], expected_hash: str | None
+) -> dict[str, Any]:
+    current = (await service().get(memory_id, actor)).memory
+    args = {"namespace": current.namespace, "kind": current.kind, **args}
+    m = await service().supersede(memory_id, _item(args), expected_hash, actor)
+    _rt().invalidate()
+    return {"id": m.id, "supersedes": m.supersedes, "content_hash": m.content_hash, "memory": memory_json(m)}
+
+
+async def forget(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
+    await service().get(memory_id, actor)  # invisible entries are "not found", never "forbidden"
+    m = await service().forget(memory_id, reason, actor)
+    _rt().invalidate()
+    return {"id": m.id, "status": m.status}
+
+
+async def retire(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
+    m = await service().retire(memory_id, reason, actor)
+    _rt().invalidate()
+    return {"id": m.id, "status": m.status}
+
+
+async def promote(
+    actor: Actor, memory_id: str, standing: bool | None, required: bool | None
+) -> dict[str, Any]:
+    m = await service().promote(memory_id, actor, standing=standing, required=required)
+    _rt().invalidate()
+    return {"id": m.id, "tier": m.tier, "standing": m.standing, "required": m.required}

@@ -1,0 +1,281 @@
+"""Per-agent keys over the `keys` table: create, list, revoke, and verify with a small cache.
+
+A key is 256 random bits (`brk_` + url-safe base64), shown once at creation; only its SHA-256 is
+stored. A fast hash is enough here because the input is uniformly random, not a password: there is
+nothing to brute-force. The key's name is the author of everything written with it.
+
+Verification sits on every proxied request, so `KeyVerifier` caches lookups (30 s), remembers
+unknown keys briefly (so a bad key cannot hammer the database) and, when the database is down,
+keeps honouring keys it verified recently: a DB outage must not lock agents out (the brain degrades
+to "no memory", never to an error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+
+from brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from brain.models import Actor, check_namespace
+
+KEY_PREFIX = "brk_"
+ROLES = ("read", "agent", "owner")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}$")
+MASTER_NAME = "master"
+
+
+def generate_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    id: str
+    name: str
+    role: str
+    namespaces: tuple[str, ...] | None
+    expires_at: datetime | None
+    created_at: datetime
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+    @property
+    def expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= datetime.now(UTC)
+
+    def actor(self) -> Actor:
+        return Actor(
+            name=self.name,
+            role=self.role,  # type: ignore[arg-type]
+            origin="owner" if self.role == "owner" else "agent",
+            namespaces=self.namespaces,
+        )
+
+    def public(self) -> dict[str, Any]:
+        """What listings show: never the key or its hash."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "role": self.role,
+            "namespaces": list(self.namespaces) if self.namespaces is not None else None,
+            "expires_at": self.expires_at,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+            "last_used_at": self.last_used_at,
+            "state": "revoked" if self.revoked_at else "expired" if self.expired else "active",
+        }
+
+
+def _info(r: asyncpg.Record) -> KeyInfo:
+    ns = r["namespaces"]
+    return KeyInfo(
+        id=r["id"],
+        name=r["name"],
+        role=r["role"],
+        namespaces=tuple(ns) if ns is not None else None,
+        expires_at=r["expires_at"],
+        created_at=r["created_at"],
+        revoked_at=r["revoked_at"],
+        last_used_at=r["last_used_at"],
+    )
+
+
+_COLS = "id, name, role, namespaces, expires_at, created_at, revoked_at, last_used_at"
+
+
+class KeyStore:
+    """CRUD over the `keys` table. Owners call it through REST or brainctl; nothing else writes keys."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self.pool = pool
+
+    async def create(
+        self,
+        name: str,
+        role: str = "agent",
+        *,
+        namespaces: list[str] | None = None,
+        expires_at: datetime | None = None,
+    ) -> tuple[str, KeyInfo]:
+        """Returns (the key in plain text — shown once, never stored —, its record)."""
+        if not NAME_RE.match(name or ""):
+            raise InvalidInput(
+                f"invalid key name {name!r}: 1-64 letters, digits and . _ @ : -, e.g. 'claude-mac'",
+                field="name",
+            )
+        if name == MASTER_NAME:
+            raise InvalidInput(f"{MASTER_NAME!r} is reserved for the gateway master key", field="name")
+        if role not in ROLES:
+            raise InvalidInput(f"role must be one of {', '.join(ROLES)}; got {role!r}", field="role")
+        if namespaces is not None:
+            if not namespaces:
+                raise InvalidInput(
+                    "namespaces: give at least one, or omit it for every namespace", field="namespaces"
+                )
+            try:
+                namespaces = [check_namespace(ns) for ns in namespaces]
+            except ValueError as e:
+                raise InvalidInput(str(e), field="namespaces") from None
+        if expires_at is not None and expires_at.tzinfo is None:
+            expires_at = expires_at.replace(tzinfo=UTC)
+        key = generate_key()
+        from ulid import ULID
+
+        try:
+            row = await self.pool.fetchrow(
+                f"""INSERT INTO keys (id, name, key_hash, role, namespaces, expires_at)
+                    VALUES ($1, $2, $3, $4, $5, $6) RETURNING {_COLS}""",
+                str(ULID()).lower(),
+                name,
+                hash_key(key),
+                role,
+                namespaces,
+                expires_at,
+            )
+        except asyncpg.UniqueViolationError:
+            raise Conflict(
+                f"a key named {name!r} already exists; revoke it first or pick another name", field="name"
+            ) from None
+        return key, _info(row)
+
+    async def list(self, *, include_revoked: bool = False) -> list[KeyInfo]:
+        rows = await self.pool.fetch(
+            f"SELECT {_COLS} FROM keys WHERE $1 OR revoked_at IS NULL ORDER BY created_at", include_revoked
+        )
+        return [_info(r) for r in rows]
+
+    async def revoke(self, name_or_id: str) -> KeyInfo:
+        row = await self.pool.fetchrow(
+            f"""UPDATE keys SET revoked_at = coalesce(revoked_at, now())
+                 WHERE name = $1 OR id = $1 RETURNING {_COLS}""",
+            name_or_id,
+        )
+        if row is None:
+            raise NotFound(f"no key named {name_or_id!r}", field="name")
+        return _info(row)
+
+    async def lookup(self, key: str) -> KeyInfo | None:
+        row = await self.pool.fetchrow(f"SELECT {_COLS} FROM keys WHERE key_hash = $1", hash_key(key))
+        return _info(row) if row else None
+
+    async def touch(self, key_id: str) -> None:
+        await self.pool.execute("UPDATE keys SET last_used_at = now() WHERE id = $1", key_id)
+
+
+@dataclass
+class _Cached:
+    info: KeyInfo | None
+    at: float
+
+
+class KeyVerifier:
+    """Key → Actor, with the master key as owner, a TTL cache and stale-if-the-database-is-down."""
+
+    def __init__(
+        self,
+        keys: KeyStore | None,
+        *,
+        master_key: str | None = None,
+        ttl: float = 30.0,
+        negative_ttl: float = 5.0,
+        stale_for: float = 3600.0,
+        touch_every: float = 60.0,
+        size: int = 10_000,
+    ) -> None:
+        self.keys = keys
+        self.master_key = master_key or None
+        self.ttl = ttl
+        self.negative_ttl = negative_ttl
+        self.stale_for = stale_for
+        self.touch_every = touch_every
+        self.size = size
+        self._cache: OrderedDict[str, _Cached] = OrderedDict()
+        self._touched: dict[str, float] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def forget(self) -> None:
+        """Drop every cached verdict (after a revoke on this replica)."""
+        self._cache.clear()
+
+    def _master(self, key: str) -> bool:
+        return self.master_key is not None and hmac.compare_digest(key.encode(), self.master_key.encode())
+
+    async def verify(self, key: str | None) -> Actor:
+        """The key's Actor, or Unauthorized with a reason that never repeats the key."""
+        key = (key or "").strip()
+        if key.lower().startswith("bearer "):
+            key = key[7:].strip()
+        if not key:
+            raise Unauthorized("no key: send 'Authorization: Bearer <key>' (or x-api-key)")
+        if self._master(key):
+            return Actor(name=MASTER_NAME, role="owner", origin="owner")
+        info = await self._lookup(hash_key(key), key)
+        if info is None:
+            raise Unauthorized("unknown key")
+        if info.revoked_at is not None:
+            raise Unauthorized(f"key {info.name!r} was revoked")
+        if info.expired:
+            raise Unauthorized(f"key {info.name!r} expired at {info.expires_at:%Y-%m-%d %H:%M} UTC")
+        self._maybe_touch(info)
+        return info.actor()
+
+    async def _lookup(self, digest: str, key: str) -> KeyInfo | None:
+        now = time.monotonic()
+        hit = self._cache.get(digest)
+        if hit is not None:
+            fresh = self.ttl if hit.info is not None else self.negative_ttl
+            if now - hit.at < fresh:
+                return hit.info
+        if self.keys is None:
+            if hit is not None and hit.info is not None and now - hit.at < self.stale_for:
+                return hit.info
+            raise Unauthorized("the key database is unavailable and this key was not verified recently")
+        try:
+            info = await self.keys.lookup(key)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as e:
+            if hit is not None and hit.info is not None and now - hit.at < self.stale_for:
+                return hit.info  # the database is down: a key verified within the hour keeps working
+            raise Unauthorized(
+                "the key database is unavailable and this key was not verified recently"
+            ) from e
+        self._cache[digest] = _Cached(info, now)
+        self._cache.move_to_end(digest)
+        while len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return info
+
+    def _maybe_touch(self, info: KeyInfo) -> None:
+        if self.keys is None:
+            return
+        now = time.monotonic()
+        if now - self._touched.get(info.id, 0.0) < self.touch_every:
+            return
+        self._touched[info.id] = now
+        task = asyncio.create_task(self._touch(info.id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _touch(self, key_id: str) -> None:
+        assert self.keys is not None
+        with contextlib.suppress(Exception):  # last_used_at is a convenience; never fail a request over it
+            await self.keys.touch(key_id)
+
+
+def require_role(actor: Actor, *roles: str) -> None:
+    if actor.role not in roles:
+        raise Forbidden(f"key {actor.name!r} has role {actor.role!r}; this needs {' or '.join(roles)}")

@@ -1,0 +1,340 @@
+"""`brainctl up -f brain.yaml`: the whole stack on a laptop from the same manifest a cluster uses.
+
+Starts, in order: an embedded Postgres (data kept in the state directory), the built-in echo
+upstream (for models whose apiBase is a loopback address nothing listens on), and the gateway
+(LiteLLM proxy + brain, with the offline embedding model in-process) on 127.0.0.1:4000. On first
+run it creates an owner key and an agent key and keeps them (0600) in the state directory, so the
+banner can show them again. Ctrl-C stops everything.
+
+Provider keys in the environment add real models next to the manifest's: OPENAI_API_KEY → `gpt`,
+ANTHROPIC_API_KEY → `claude`, DEEPSEEK_API_KEY → `deepseek` (and fill the apiKeySecretRef of
+manifest models of that provider).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import yaml
+
+PROVIDERS: dict[str, tuple[str, str, str]] = {
+    # env var → (provider prefix, model name offered, LiteLLM model)
+    "OPENAI_API_KEY": ("openai", "gpt", "openai/gpt-4o-mini"),
+    "ANTHROPIC_API_KEY": ("anthropic", "claude", "anthropic/claude-sonnet-4-5"),
+    "DEEPSEEK_API_KEY": ("deepseek", "deepseek", "deepseek/deepseek-chat"),
+}
+
+
+def default_state_dir(name: str) -> Path:
+    if os.geteuid() == 0:  # Postgres runs as `nobody`, which cannot enter /root
+        return Path("/var/lib/brain") / name
+    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    return base / "brain" / name
+
+
+def load_manifests(paths: Sequence[str | Path]) -> tuple[Any, list[Any]]:
+    """The Brain and the RoutingPolicies that reference it, from one or more (multi-document) files."""
+    from brain_operator.api import Brain, RoutingPolicy
+
+    docs: list[dict[str, Any]] = []
+    for p in paths:
+        docs += [d for d in yaml.safe_load_all(Path(p).read_text()) if isinstance(d, dict)]
+    brains = [Brain.model_validate(d) for d in docs if d.get("kind") == "Brain"]
+    if len(brains) != 1:
+        raise SystemExit(
+            f"brainctl up: expected exactly one Brain in {', '.join(map(str, paths))}, found {len(brains)}"
+        )
+    brain = brains[0]
+    policies = [
+        RoutingPolicy.model_validate(d)
+        for d in docs
+        if d.get("kind") == "RoutingPolicy"
+        and (d.get("spec", {}).get("brainRef") or {}).get("name") == brain.metadata.name
+    ]
+    return brain, policies
+
+
+def local_config(
+    brain: Any, policies: Sequence[Any], env: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The gateway config for a laptop, and the model-key environment it needs."""
+    from brain_operator.api import GatewayModel
+    from brain_operator.render.litellm_config import model_api_key_env, render_litellm_config
+
+    spec = brain.spec.model_copy(deep=True)
+    model_env: dict[str, str] = {}
+    names = {m.name for m in spec.gateway.models}
+    for var, (prefix, name, model) in PROVIDERS.items():
+        if not env.get(var):
+            continue
+        for m in spec.gateway.models:
+            if m.api_key_secret_ref is not None and m.model.startswith(prefix + "/"):
+                model_env[model_api_key_env(m.name)] = env[var]
+        if name not in names:
+            spec.gateway.models.append(
+                GatewayModel.model_validate(
+                    {"name": name, "model": model, "apiKeySecretRef": {"name": "env", "key": var}}
+                )
+            )
+            model_env[model_api_key_env(name)] = env[var]
+    config = render_litellm_config(spec, policies)
+    return config, model_env
+
+
+def loopback_upstreams(config: dict[str, Any]) -> list[int]:
+    """Ports of loopback api_bases in the config: the echo upstream serves them when nothing else does."""
+    ports = set()
+    for entry in config.get("model_list", []):
+        base = entry.get("litellm_params", {}).get("api_base")
+        if base:
+            u = urlparse(base)
+            if u.hostname in ("127.0.0.1", "localhost") and u.port:
+                ports.add(u.port)
+    return sorted(ports)
+
+
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.2)
+        return s.connect_ex((host, port)) == 0
+
+
+def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    out = open(log, "ab")  # noqa: SIM115 - owned by the child for its lifetime
+    return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[bytes] | None, timeout: float = 15.0) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
+async def wait_http(
+    url: str, *, timeout: float = 180.0, proc: subprocess.Popen[bytes] | None = None, check: Any = None
+) -> None:
+    """Poll `url` until it answers 200 (and `check(json)` holds); fail early when `proc` exits."""
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient(timeout=2.0) as client:
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
+            with contextlib.suppress(httpx.HTTPError, ValueError):
+                r = await client.get(url)
+                if r.status_code == 200 and (check is None or check(r.json())):
+                    return
+            await asyncio.sleep(0.3)
+    raise TimeoutError(f"{url} did not become ready within {timeout:.0f}s")
+
+
+def gateway_command(config_path: Path, host: str, port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "brain.gateway",
+        "--config",
+        str(config_path),
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
+
+
+def _secret_file(path: Path, make: Any) -> str:
+    if path.exists():
+        return path.read_text().strip()
+    value = str(make())
+    path.write_text(value + "\n")
+    path.chmod(0o600)
+    return value
+
+
+@dataclass
+class Stack:
+    state: Path
+    host: str
+    port: int
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    pg: Any = None
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+
+async def ensure_database(pg: Any, name: str = "brain") -> str:
+    import asyncpg
+
+    conn = await asyncpg.connect(pg.dsn)
+    try:
+        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+            await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+    return str(pg.dsn_for(name))
+
+
+async def ensure_keys(dsn: str, state: Path, dim: int) -> dict[str, str]:
+    """First run: an owner key and an agent key, kept in the state directory (0600)."""
+    path = state / "keys.json"
+    if path.exists():
+        return dict(json.loads(path.read_text()))
+    from brain.keys import KeyStore
+    from brain.store import Store
+
+    store = await Store.open(dsn, dim=dim)
+    try:
+        ks = KeyStore(store.pool)
+        owner, _ = await ks.create("owner", "owner")
+        agent, _ = await ks.create("agent", "agent")
+    finally:
+        await store.close()
+    keys = {"owner": owner, "agent": agent}
+    path.write_text(json.dumps(keys, indent=2) + "\n")
+    path.chmod(0o600)
+    return keys
+
+
+def banner(stack: Stack, keys: dict[str, str], models: list[str], echo: list[int]) -> str:
+    u = stack.url
+    lines = [
+        "",
+        "  brain is up",
+        "",
+        f"  gateway     {u}   (OpenAI /v1/chat/completions · Anthropic /v1/messages)",
+        f"  MCP         {u}/mcp",
+        f"  REST        {u}/brain/v1   (docs: {u}/brain/v1/docs)",
+        f"  metrics     {u}/metrics    health: {u}/brain/v1/health",
+        f"  models      {', '.join(models)}"
+        + (f"   (echo upstream on :{', :'.join(map(str, echo))})" if echo else ""),
+        f"  state       {stack.state}",
+        "",
+        f"  owner key   {keys['owner']}   (REST only)",
+        f"  agent key   {keys['agent']}",
+        "",
+        "  try it:",
+        f"    export BRAIN_KEY={keys['agent']}",
+        f"    curl -s {u}/brain/v1/memories -H \"Authorization: Bearer $BRAIN_KEY\" -H 'content-type: application/json' \\",
+        '      -d \'{"body": "The staging database listens on port 6543.", "kind": "fact"}\'',
+        f"    curl -s {u}/v1/chat/completions -H \"Authorization: Bearer $BRAIN_KEY\" -H 'content-type: application/json' \\",
+        f'      -d \'{{"model": "{models[0] if models else "echo"}", "messages": [{{"role": "user", "content": '
+        '"which port does the staging database use?"}]}\'',
+        f'    claude mcp add --transport http brain {u}/mcp --header "Authorization: Bearer $BRAIN_KEY"',
+        "",
+        "  Ctrl-C stops everything.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+async def up(
+    manifests: Sequence[str | Path],
+    *,
+    state_dir: str | Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 4000,
+    ready: asyncio.Event | None = None,
+    stop_event: asyncio.Event | None = None,
+) -> int:
+    from brain.devdb import EmbeddedPostgres
+
+    brain, policies = load_manifests(manifests)
+    name = brain.metadata.name or "brain"
+    state = Path(state_dir) if state_dir else default_state_dir(name)
+    state.mkdir(parents=True, exist_ok=True)
+    if port_in_use(port, host):
+        print(f"brainctl up: {host}:{port} is already in use (another `brainctl up`?)", file=sys.stderr)
+        return 1
+    env = dict(os.environ)
+    config, model_env = local_config(brain, policies, env)
+    config_path = state / "litellm.yaml"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    master = _secret_file(state / "master.key", lambda: "sk-brain-" + secrets.token_urlsafe(24))
+    dim = brain.spec.embedding.dim
+    stack = Stack(state=state, host=host, port=port)
+    stop_event = stop_event or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop_event.set)
+    try:
+        print(f"starting Postgres (data in {state / 'pgdata'}) …", file=sys.stderr)
+        stack.pg = await asyncio.to_thread(EmbeddedPostgres(data_dir=state / "pgdata", fast=False).start)
+        dsn = await ensure_database(stack.pg)
+        keys = await ensure_keys(dsn, state, dim)
+        echo_ports = [p for p in loopback_upstreams(config) if not port_in_use(p)]
+        for p in echo_ports:
+            stack.procs.append(
+                spawn(
+                    [sys.executable, "-m", "brain.fakeupstream", "--port", str(p)],
+                    env,
+                    state / f"echo-{p}.log",
+                )
+            )
+        gw_env = {
+            **env,
+            **model_env,
+            "BRAIN_DATABASE_URL": dsn,
+            "BRAIN_MASTER_KEY": master,
+            "BRAIN_EMBEDDING_DIM": str(dim),
+        }
+        gw_env.pop("BRAIN_EMBEDDER_URL", None)  # the offline model, in the gateway process
+        print(
+            f"starting the gateway on {stack.url} (first start takes a while; log: {state / 'gateway.log'}) …",
+            file=sys.stderr,
+        )
+        gw = spawn(gateway_command(config_path, host, port), gw_env, state / "gateway.log")
+        stack.procs.append(gw)
+        waiter = asyncio.create_task(
+            wait_http(stack.url + "/brain/v1/health", proc=gw, check=lambda d: d.get("database") == "ok")
+        )
+        stopper = asyncio.create_task(stop_event.wait())
+        await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if not waiter.done():
+            waiter.cancel()
+            return 130
+        stopper.cancel()
+        waiter.result()
+        for p in echo_ports:
+            await wait_http(f"http://127.0.0.1:{p}/healthz", timeout=30)
+        models = [e["model_name"] for e in config["model_list"]]
+        print(banner(stack, keys, models, echo_ports), flush=True)
+        if ready is not None:
+            ready.set()
+        while not stop_event.is_set():
+            if any(p.poll() is not None for p in stack.procs):
+                print("brainctl up: a component exited; see the logs in " + str(state), file=sys.stderr)
+                return 1
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop_event.wait(), 1.0)
+        return 0
+    finally:
+        print("stopping …", file=sys.stderr)
+        for p in reversed(stack.procs):
+            await asyncio.to_thread(stop, p)
+        if stack.pg is not None:
+            await asyncio.to_thread(stack.pg.stop)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
