@@ -14,6 +14,8 @@ from brain.models import Actor
 from brain.service import MemoryService
 from brain.store import Store
 
+pytest_plugins = ["tests.kube_fixtures"]
+
 
 @pytest.fixture(scope="session")
 def pg() -> Iterator[EmbeddedPostgres]:

@@ -11,7 +11,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -88,7 +88,6 @@ class LexicalStats:
     docs: int = 0
     avg_len: float = 1.0
     refreshed: float = 0.0
-    df: dict[str, int] = field(default_factory=dict)
 
 
 def _record_to_memory(r: asyncpg.Record) -> Memory:
@@ -397,14 +396,6 @@ class Store:
             limit,
         )
         return [MemorySummary.model_validate(dict(r)) for r in rows]
-
-    async def find_by_source(self, source_prefix: str) -> dict[str, Memory]:
-        """Active entries imported from one source, keyed by item identity (for idempotent imports)."""
-        rows = await self.pool.fetch(
-            f"SELECT {_COLUMNS} FROM memories WHERE status = 'active' AND source_key LIKE $1 || '%'",
-            source_prefix,
-        )
-        return {r["source_key"]: _record_to_memory(r) for r in rows}
 
     # ------------------------------------------------------------------ retrieval legs
 
