@@ -313,9 +313,13 @@ async def run(args: argparse.Namespace) -> None:
         parts.append(await latency(args.runs, [int(s) for s in args.sizes.split(",")]))
     if "ingest" in only:
         parts.append(await ingest(args.runs))
-    extra = ROOT / "hack" / "bench_gateway.py"
-    if "gateway" in only and extra.exists():
-        parts.append(subprocess.run([sys.executable, str(extra)], capture_output=True, text=True).stdout)
+    # Other parts of the product measure themselves in hack/bench_<part>.py, each printing Markdown.
+    for script in sorted((ROOT / "hack").glob("bench_*.py")):
+        part = script.stem.removeprefix("bench_")
+        if args.only and part not in only:
+            continue
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT)
+        parts.append(done.stdout if done.returncode == 0 else f"## {part}\n\nFAILED: {done.stderr[-2000:]}")
     text = "\n\n".join(parts) + "\n"
     if args.out:
         Path(args.out).write_text(text)
@@ -327,7 +331,9 @@ def main() -> None:
     p.add_argument("--out", help="write Markdown here (docs/benchmarks.md)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--sizes", default="10000,100000")
-    p.add_argument("--only", help=f"comma-separated subset of {', '.join(SECTIONS)}, gateway")
+    p.add_argument(
+        "--only", help=f"comma-separated subset of {', '.join(SECTIONS)} and hack/bench_<part>.py parts"
+    )
     asyncio.run(run(p.parse_args()))
 
 

@@ -1,0 +1,3 @@
+from brain_operator.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1058 @@
+"""The brain.dev/v1alpha1 API: Brain, MemorySource and RoutingPolicy as pydantic v2 models.
+
+These models are the single source of truth. ``crdgen`` turns them into the CRD schemas the API
+server validates with (descriptions become ``kubectl explain`` text, so they are written for the
+platform engineer who reads them); the renderers and handlers parse custom objects with them.
+Python field names are snake_case; the Kubernetes names are the camelCase aliases.
+
+Validation lives in two places that must agree: OpenAPI bounds/enums/patterns and CEL rules
+(``x-kubernetes-validations``, attached through ``json_schema_extra``) for the API server, and the
+same constraints as pydantic validators so a bad spec is also refused in ``brainctl up``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
+
+from brain_operator import API_VERSION
+
+# --------------------------------------------------------------------------------------------
+# Shared building blocks
+# --------------------------------------------------------------------------------------------
+
+#: Kubernetes resource.Quantity, as the API server spells it (e.g. ``500m``, ``2Gi``, ``1``).
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+MODEL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"
+DURATION_PATTERN = r"^[0-9]+(ms|s|m|h)$"
+MEMORY_NAMESPACE_PATTERN = r"^[a-z0-9][a-z0-9._/-]*$"
+
+
+def _cron_regex() -> str:
+    """A regex for the five-field cron syntax CronJob accepts (plus the @-macros).
+
+    Each field is a comma list of ``*``, a number or a range, each optionally stepped; month and
+    weekday also take three-letter names. Numeric bounds are per field so ``61 * * * *`` fails.
+    """
+    names = "[A-Za-z]{3}"
+    fields = [
+        "[0-5]?[0-9]",  # minute
+        "(1[0-9]|2[0-3]|0?[0-9])",  # hour
+        "(3[01]|[12][0-9]|0?[1-9])",  # day of month
+        f"(1[0-2]|0?[1-9]|{names})",  # month
+        f"([0-7]|{names})",  # day of week
+    ]
+    parts = []
+    for value in fields:
+        item = f"(\\*|\\?|{value}(-{value})?)(/[0-9]{{1,2}})?"
+        parts.append(f"{item}(,{item})*")
+    body = " +".join(parts)
+    macros = "@(yearly|annually|monthly|weekly|daily|midnight|hourly)"
+    return f"^(({body})|{macros})$"
+
+
+CRON_REGEX = _cron_regex()
+_CRON_RE = re.compile(CRON_REGEX)
+
+
+def _quantity_to_str(value: Any) -> Any:
+    """Quantities may be written as YAML numbers (``cpu: 1``); Kubernetes treats both alike."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+Quantity = Annotated[
+    str,
+    BeforeValidator(_quantity_to_str),
+    Field(pattern=QUANTITY_PATTERN, json_schema_extra={"x-kubernetes-int-or-string": True}),
+]
+
+
+def cel(rule: str, message: str, **extra: str) -> JsonDict:
+    """One ``x-kubernetes-validations`` entry; ``message`` names the field it is about."""
+    return {"rule": rule, "message": message, **extra}
+
+
+def immutable(field: str, why: str) -> dict[str, Any]:
+    """A transition rule refusing any change once the field is set."""
+    return {"x-kubernetes-validations": [cel("self == oldSelf", f"{field} is immutable: {why}")]}
+
+
+class _Model(BaseModel):
+    """camelCase on the wire, unknown fields refused (the API server prunes them too)."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        use_attribute_docstrings=False,
+    )
+
+    def to_k8s(self) -> dict[str, Any]:
+        """The object as the API server would store it (camelCase, no unset optionals)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class SecretKeyRef(_Model):
+    """A key in a Secret in the Brain's namespace."""
+
+    name: str = Field(
+        description="Name of the Secret, in the same namespace as the resource that refers to it.",
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+    )
+    key: str = Field(
+        description="Key inside the Secret's data whose value is used.",
+        min_length=1,
+        max_length=253,
+        pattern=r"^[-._a-zA-Z0-9]+$",
+    )
+
+
+class ResourceList(_Model):
+    """CPU and memory amounts, as Kubernetes quantities."""
+
+    cpu: Quantity | None = Field(default=None, description="CPU, e.g. `250m` or `2`.")
+    memory: Quantity | None = Field(default=None, description="Memory, e.g. `512Mi` or `2Gi`.")
+
+
+class Resources(_Model):
+    """Compute resources for the pods of one component.
+
+    Anything left out falls back to the component's default (listed in each field's description),
+    so setting only ``limits.memory`` keeps the default requests.
+    """
+
+    requests: ResourceList | None = Field(
+        default=None, description="Minimum resources the scheduler reserves for each pod."
+    )
+    limits: ResourceList | None = Field(
+        default=None, description="Maximum resources each pod may use before it is throttled or killed."
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Brain
+# --------------------------------------------------------------------------------------------
+
+
+class GatewayModel(_Model):
+    """An upstream LLM the gateway can route to."""
+
+    name: str = Field(
+        description=(
+            "Model name agents ask for (the `model` field of an OpenAI or Anthropic request) and that "
+            "RoutingPolicy tiers refer to. Unique within the Brain."
+        ),
+        min_length=1,
+        max_length=128,
+        pattern=MODEL_NAME_PATTERN,
+    )
+    model: str = Field(
+        description=(
+            "Provider model in LiteLLM notation, `<provider>/<model>`, e.g. `openai/gpt-4o`, "
+            "`anthropic/claude-sonnet-4-5` or `openai/echo` for any OpenAI-compatible server."
+        ),
+        min_length=1,
+        max_length=256,
+    )
+    api_base: str | None = Field(
+        default=None,
+        description=(
+            "Base URL of the provider API, e.g. `https://api.deepseek.com/v1`. Omit for the provider default."
+        ),
+        max_length=2048,
+        pattern=r"^https?://\S+$",
+    )
+    api_key_secret_ref: SecretKeyRef | None = Field(
+        default=None,
+        description=(
+            "Secret key holding the provider API key. It reaches the gateway as an environment variable, "
+            "never through the rendered config. Omit for upstreams that need no key."
+        ),
+    )
+
+
+class GatewayAuth(_Model):
+    """How agents authenticate to the gateway."""
+
+    master_key_secret_ref: SecretKeyRef | None = Field(
+        default=None,
+        description=(
+            "Secret key holding the gateway master key (admin access; agents get their own keys via "
+            "`brainctl keys`). When omitted the operator generates one in Secret `<brain>-master-key`, "
+            "key `masterKey`."
+        ),
+    )
+
+
+class Retrieval(_Model):
+    """What the gateway injects into each request before it reaches the model."""
+
+    enabled: bool = Field(default=True, description="Inject memories into requests. Off: a plain proxy.")
+    top_k: int = Field(default=5, ge=1, le=50, description="Most memories injected per request.")
+    token_budget: int = Field(
+        default=2000, ge=100, le=32000, description="Most tokens of injected context per request."
+    )
+    timeout_ms: int = Field(
+        default=500,
+        ge=50,
+        le=10000,
+        description=(
+            "Time budget for retrieval in milliseconds. Past it the request goes on without memory; "
+            "it never fails because of the brain."
+        ),
+    )
+    skill_slots: int = Field(default=2, ge=0, le=10, description="Skills appended after memories, at most.")
+    persona: bool = Field(
+        default=True, description="Prefix a matching agent persona (from `personas` MemorySources)."
+    )
+
+
+class CaptureFilters(_Model):
+    """Quality gates applied before a response is captured as an episodic memory."""
+
+    venting: bool = Field(default=True, description="Skip exchanges whose prompt is venting or abuse.")
+    noise: bool = Field(
+        default=True,
+        description="Skip responses with self-corrections, stack traces or hallucination markers.",
+    )
+    min_code_lines: int = Field(
+        default=10, ge=0, le=1000, description="Smallest code block (in lines) worth capturing on its own."
+    )
+
+
+class Capture(_Model):
+    """What the gateway learns from responses (fire-and-forget, after the response is sent)."""
+
+    enabled: bool = Field(default=True, description="Capture valuable responses as episodic memories.")
+    filters: CaptureFilters = Field(default_factory=CaptureFilters, description=CaptureFilters.__doc__)
+
+
+class Gateway(_Model):
+    """The LiteLLM gateway agents talk to.
+
+    OpenAI `/v1/chat/completions`, Anthropic `/v1/messages`, MCP `/mcp` and REST `/brain/v1`.
+    """
+
+    replicas: int = Field(
+        default=2, ge=1, le=50, description="Gateway pods. Two or more keep a PDB meaningful."
+    )
+    resources: Resources | None = Field(
+        default=None,
+        description="Gateway pod resources. Defaults: requests 250m CPU / 512Mi, limits 2 CPU / 2Gi.",
+    )
+    models: list[GatewayModel] = Field(
+        description="Upstream models the gateway serves. Names are unique.",
+        min_length=1,
+        max_length=64,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]},
+    )
+    auth: GatewayAuth = Field(default_factory=GatewayAuth, description=GatewayAuth.__doc__)
+    retrieval: Retrieval = Field(default_factory=Retrieval, description=Retrieval.__doc__)
+    capture: Capture = Field(default_factory=Capture, description=Capture.__doc__)
+    service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(
+        default="ClusterIP", description="Type of the gateway Service."
+    )
+
+
+class Embedding(_Model):
+    """The embedder that turns memories and queries into vectors."""
+
+    model: str = Field(
+        default="BAAI/bge-small-en-v1.5",
+        min_length=1,
+        max_length=256,
+        description=(
+            "fastembed model name. Changing it needs `brainctl reindex`; entries keep working "
+            "through full-text search meanwhile."
+        ),
+    )
+    dim: int = Field(
+        default=384,
+        ge=8,
+        le=4096,
+        description="Vector dimension of the model. Fixed at creation: the memories table is built for it.",
+        json_schema_extra=immutable(
+            "spec.embedding.dim", "stored vectors have this dimension; create a new Brain to change it"
+        ),
+    )
+    replicas: int = Field(default=1, ge=1, le=20, description="Embedder pods.")
+    resources: Resources | None = Field(
+        default=None,
+        description="Embedder pod resources. Defaults: requests 250m CPU / 1Gi, limits 2 CPU / 2Gi.",
+    )
+
+
+class ManagedDatabase(_Model):
+    """A single Postgres (pgvector) StatefulSet run by the operator."""
+
+    storage: Quantity = Field(
+        default="10Gi",
+        description=(
+            "Size of the data volume. Fixed at creation (a StatefulSet's volume template cannot change)."
+        ),
+        json_schema_extra={
+            **immutable(
+                "spec.database.managed.storage", "the StatefulSet volume claim template cannot change"
+            ),
+            "x-kubernetes-int-or-string": True,
+        },
+    )
+    storage_class_name: str | None = Field(
+        default=None,
+        max_length=253,
+        description="StorageClass of the data volume; omit for the cluster default. Fixed at creation.",
+        json_schema_extra=immutable(
+            "spec.database.managed.storageClassName", "the StatefulSet volume claim template cannot change"
+        ),
+    )
+    resources: Resources | None = Field(
+        default=None,
+        description="Postgres pod resources. Defaults: requests 250m CPU / 512Mi, limits 2 CPU / 4Gi.",
+    )
+
+
+class ExternalDatabase(_Model):
+    """A Postgres you run (with the `vector` and `pg_trgm` extensions available)."""
+
+    secret_ref: SecretKeyRef = Field(
+        description="Secret key holding the connection string, e.g. `postgresql://user:pw@host:5432/brain`."
+    )
+
+
+class CloudNativePGDatabase(_Model):
+    """A CloudNativePG `Cluster` (needs the CloudNativePG operator installed)."""
+
+    instances: int = Field(
+        default=3, ge=1, le=9, description="Postgres instances (one primary, the rest replicas)."
+    )
+    storage: Quantity = Field(default="10Gi", description="Volume size per instance.")
+    storage_class_name: str | None = Field(
+        default=None,
+        max_length=253,
+        description="StorageClass for the volumes; omit for the cluster default.",
+    )
+
+
+_DB_MODES = "spec.database.managed, spec.database.external or spec.database.cloudNativePG"
+
+
+class Database(_Model):
+    """Where memories live. Set exactly one of `managed`, `external`, `cloudNativePG`; the choice is fixed."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "[has(self.managed), has(self.external), has(self.cloudNativePG)]"
+                    ".filter(x, x).size() == 1",
+                    f"exactly one of {_DB_MODES} must be set",
+                ),
+                cel(
+                    "has(self.managed) == has(oldSelf.managed) && has(self.external) == has(oldSelf.external)"
+                    " && has(self.cloudNativePG) == has(oldSelf.cloudNativePG)",
+                    "spec.database mode is immutable: switching would strand the stored memories; "
+                    "create a new Brain and import",
+                ),
+            ]
+        }
+    )
+
+    managed: ManagedDatabase | None = Field(default=None, description=ManagedDatabase.__doc__)
+    external: ExternalDatabase | None = Field(default=None, description=ExternalDatabase.__doc__)
+    cloud_native_pg: CloudNativePGDatabase | None = Field(
+        default=None, alias="cloudNativePG", description=CloudNativePGDatabase.__doc__
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Database:
+        if sum(x is not None for x in (self.managed, self.external, self.cloud_native_pg)) != 1:
+            raise ValueError(f"exactly one of {_DB_MODES} must be set")
+        return self
+
+    @property
+    def mode(self) -> Literal["managed", "external", "cloudNativePG"]:
+        if self.external is not None:
+            return "external"
+        if self.cloud_native_pg is not None:
+            return "cloudNativePG"
+        return "managed"
+
+
+def _schedule_field(default: str, path: str, what: str) -> Any:
+    return Field(
+        default=default,
+        max_length=128,
+        description=f"Cron schedule (five fields, UTC, or @daily etc.) of {what}.",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    f"self.matches(r'{CRON_REGEX}')",
+                    f"{path} must be a cron schedule like '0 3 * * *' or '@daily'",
+                )
+            ]
+        },
+    )
+
+
+def _check_cron(value: str, path: str) -> str:
+    if not _CRON_RE.match(value):
+        raise ValueError(f"{path} must be a cron schedule like '0 3 * * *' or '@daily'")
+    return value
+
+
+class Distill(_Model):
+    """The distill CronJob: clusters captured episodes and drafts proposals for an owner to promote."""
+
+    schedule: str = _schedule_field("0 3 * * *", "spec.distill.schedule", "the distill job")
+    model: str | None = Field(
+        default=None,
+        max_length=128,
+        description=(
+            "Gateway model (a `spec.gateway.models[].name`) that drafts proposals; omit for the first one."
+        ),
+    )
+    suspend: bool = Field(default=False, description="Pause scheduling; a running job is not stopped.")
+    resources: Resources | None = Field(
+        default=None,
+        description="Job pod resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        return _check_cron(v, "spec.distill.schedule")
+
+
+class Digest(_Model):
+    """The digest CronJob: aggregates usage signals into a team digest."""
+
+    schedule: str = _schedule_field("0 6 * * 1", "spec.digest.schedule", "the digest job")
+    model: str | None = Field(
+        default=None,
+        max_length=128,
+        description=(
+            "Gateway model (a `spec.gateway.models[].name`) that writes the digest; omit for the first one."
+        ),
+    )
+    suspend: bool = Field(default=False, description="Pause scheduling; a running job is not stopped.")
+    resources: Resources | None = Field(
+        default=None,
+        description="Job pod resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        return _check_cron(v, "spec.digest.schedule")
+
+
+class Tunnel(_Model):
+    """Expose the gateway through a Cloudflare Tunnel (a cloudflared sidecar); no inbound port needed."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "has(self.tokenSecretRef)",
+                    "spec.tunnel.tokenSecretRef is required: cloudflared needs the tunnel token",
+                )
+            ]
+        }
+    )
+
+    provider: Literal["cloudflare"] = Field(default="cloudflare", description="Tunnel provider.")
+    token_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Secret key holding the tunnel token (`cloudflared tunnel token <name>`)."
+    )
+    hostname: str | None = Field(
+        default=None,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description="Public hostname routed to the tunnel; reported as the gateway endpoint.",
+    )
+
+    @model_validator(mode="after")
+    def _token(self) -> Tunnel:
+        if self.token_secret_ref is None:
+            raise ValueError("spec.tunnel.tokenSecretRef is required: cloudflared needs the tunnel token")
+        return self
+
+
+class ServiceMonitorSpec(_Model):
+    """A prometheus-operator ServiceMonitor for the gateway and embedder."""
+
+    enabled: bool = Field(default=False, description="Create the ServiceMonitor (needs its CRD installed).")
+    interval: str = Field(default="30s", pattern=DURATION_PATTERN, description="Scrape interval, e.g. `30s`.")
+    labels: dict[str, str] | None = Field(
+        default=None, description="Extra labels, e.g. the `release` label your Prometheus selects on."
+    )
+
+
+class GrafanaDashboards(_Model):
+    """Grafana dashboards as ConfigMaps, for the Grafana sidecar to pick up."""
+
+    enabled: bool = Field(default=False, description="Create the dashboard ConfigMap.")
+    labels: dict[str, str] = Field(
+        default={"grafana_dashboard": "1"},
+        description="Labels the Grafana dashboard sidecar selects on.",
+    )
+
+
+class Monitoring(_Model):
+    """Prometheus and Grafana integration."""
+
+    service_monitor: ServiceMonitorSpec = Field(
+        default_factory=ServiceMonitorSpec, description=ServiceMonitorSpec.__doc__
+    )
+    grafana_dashboards: GrafanaDashboards = Field(
+        default_factory=GrafanaDashboards, description=GrafanaDashboards.__doc__
+    )
+
+
+class NetworkPolicies(_Model):
+    """NetworkPolicies that keep everything but the gateway private to the Brain."""
+
+    enabled: bool = Field(
+        default=True,
+        description=(
+            "Only the gateway accepts traffic from outside the Brain; the database only from this Brain's "
+            "pods; the embedder only from the gateway and jobs."
+        ),
+    )
+
+
+class BrainSpec(_Model):
+    """Desired state of a team brain."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "!has(self.distill) || !has(self.distill.model) || "
+                    "self.gateway.models.exists(m, m.name == self.distill.model)",
+                    "spec.distill.model must name one of spec.gateway.models",
+                ),
+                cel(
+                    "!has(self.digest) || !has(self.digest.model) || "
+                    "self.gateway.models.exists(m, m.name == self.digest.model)",
+                    "spec.digest.model must name one of spec.gateway.models",
+                ),
+            ]
+        }
+    )
+
+    gateway: Gateway = Field(description=Gateway.__doc__)
+    embedding: Embedding = Field(default_factory=Embedding, description=Embedding.__doc__)
+    database: Database = Field(
+        default_factory=lambda: Database(managed=ManagedDatabase()),
+        description=Database.__doc__,
+        json_schema_extra={"default": {"managed": {}}},
+    )
+    distill: Distill = Field(default_factory=Distill, description=Distill.__doc__)
+    digest: Digest = Field(default_factory=Digest, description=Digest.__doc__)
+    tunnel: Tunnel | None = Field(default=None, description=Tunnel.__doc__)
+    monitoring: Monitoring = Field(default_factory=Monitoring, description=Monitoring.__doc__)
+    network_policies: NetworkPolicies = Field(
+        default_factory=NetworkPolicies, description=NetworkPolicies.__doc__
+    )
+
+    @model_validator(mode="after")
+    def _job_models_exist(self) -> BrainSpec:
+        names = [m.name for m in self.gateway.models]
+        if len(set(names)) != len(names):
+            raise ValueError("spec.gateway.models names must be unique")
+        for path, job in (("spec.distill.model", self.distill), ("spec.digest.model", self.digest)):
+            if job.model is not None and job.model not in names:
+                raise ValueError(f"{path} must name one of spec.gateway.models")
+        return self
+
+
+class Condition(_Model):
+    """One aspect of the resource's state, Kubernetes-style."""
+
+    type: str = Field(description="Condition type, e.g. `Ready`.", max_length=64)
+    status: Literal["True", "False", "Unknown"] = Field(description="Whether the condition holds.")
+    reason: str = Field(default="", max_length=128, description="CamelCase reason for the last transition.")
+    message: str = Field(default="", max_length=4096, description="What happened, for a person.")
+    last_transition_time: str | None = Field(
+        default=None,
+        description="When status last changed (RFC 3339).",
+        json_schema_extra={"format": "date-time"},
+    )
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="metadata.generation the condition was computed for."
+    )
+
+
+class Endpoints(_Model):
+    """Where agents reach the brain."""
+
+    gateway: str | None = Field(default=None, description="Gateway base URL (OpenAI and Anthropic APIs).")
+    mcp: str | None = Field(default=None, description="MCP endpoint URL.")
+
+
+class IndexStatus(_Model):
+    """Index health as reported by the gateway's `/brain/v1/health`."""
+
+    total_entries: int | None = Field(default=None, ge=0, description="All live entries.")
+    entries_by_kind: dict[str, int] | None = Field(default=None, description="Live entries per kind.")
+    entries_by_namespace: dict[str, int] | None = Field(
+        default=None, description="Live entries per memory namespace."
+    )
+    embedded_ratio: float | None = Field(
+        default=None, ge=0, le=1, description="Share of entries that have an embedding (1.0 = fully indexed)."
+    )
+    stale_entries: int | None = Field(default=None, ge=0, description="Entries past their review date.")
+    pending_proposals: int | None = Field(default=None, ge=0, description="Proposals awaiting an owner.")
+    last_ingest: str | None = Field(default=None, description="Last successful ingest (RFC 3339).")
+    last_distill: str | None = Field(default=None, description="Last successful distill (RFC 3339).")
+    last_digest: str | None = Field(default=None, description="Last successful digest (RFC 3339).")
+    embedding_model: str | None = Field(default=None, description="Model the stored vectors come from.")
+    embedding_dim: int | None = Field(default=None, ge=0, description="Dimension of the stored vectors.")
+    last_checked: str | None = Field(
+        default=None, description="When the operator last read the health endpoint."
+    )
+
+
+BrainPhase = Literal["Pending", "Progressing", "Ready", "Degraded", "Failed"]
+
+
+class BrainStatus(_Model):
+    """Observed state, written by the operator only."""
+
+    phase: BrainPhase | None = Field(
+        default=None,
+        description=(
+            "Pending: nothing running yet. Progressing: rolling out. Ready: serving. "
+            "Degraded: serving with a problem (see conditions). "
+            "Failed: cannot be reconciled (see conditions)."
+        ),
+    )
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="Last metadata.generation reconciled."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None,
+        max_length=16,
+        description="Ready, DatabaseReady, EmbedderReady, GatewayReady, IndexHealthy.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    endpoints: Endpoints | None = Field(default=None, description=Endpoints.__doc__)
+    index: IndexStatus | None = Field(default=None, description=IndexStatus.__doc__)
+    config_hash: str | None = Field(default=None, description="Hash of the rendered gateway config.")
+
+
+class ObjectMeta(BaseModel):
+    """The metadata fields the operator reads; everything else passes through untouched."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    name: str = ""
+    namespace: str | None = None
+    uid: str | None = None
+    generation: int | None = None
+    resource_version: str | None = Field(default=None, alias="resourceVersion")
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+
+class _Resource(_Model):
+    """Common envelope of a brain.dev object."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    api_version: str = Field(default=API_VERSION, alias="apiVersion")
+    kind: str
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+
+
+class Brain(_Resource):
+    """A team brain: gateway, embedder, database and jobs, reconciled by brain-operator."""
+
+    kind: Literal["Brain"] = "Brain"
+    spec: BrainSpec
+    status: BrainStatus | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# MemorySource
+# --------------------------------------------------------------------------------------------
+
+
+class BrainRef(_Model):
+    """The Brain (in the same namespace) this resource belongs to."""
+
+    name: str = Field(
+        min_length=1,
+        max_length=63,
+        pattern=DNS_LABEL_PATTERN,
+        description="Name of the Brain. Fixed at creation.",
+    )
+
+
+_brain_ref_immutable = immutable("spec.brainRef", "move the resource by deleting and recreating it")
+
+
+class GitSource(_Model):
+    """A git repository to read from."""
+
+    url: str = Field(
+        min_length=1,
+        max_length=2048,
+        pattern=r"^(https://|http://|ssh://|git@|file://)\S+$",
+        description="Clone URL (https, ssh or git@host:path).",
+    )
+    ref: str = Field(default="main", min_length=1, max_length=255, description="Branch, tag or commit.")
+    paths: list[str] | None = Field(
+        default=None,
+        max_length=64,
+        description="Paths or globs inside the repository to import; omit for the whole tree.",
+    )
+    credentials_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Secret key holding a token or SSH private key for private repositories."
+    )
+
+
+class GitMemories(GitSource):
+    """Markdown memories (with front matter) or source code (chunked along its syntax tree)."""
+
+    format: Literal["markdown", "code"] = Field(
+        default="markdown",
+        description=(
+            "`markdown`: one memory per file, front matter for metadata. `code`: AST chunks and edges."
+        ),
+    )
+
+
+class InlineSource(_Model):
+    """Memories kept in a ConfigMap: each key is one markdown memory."""
+
+    config_map_name: str = Field(
+        min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN, description="Name of the ConfigMap."
+    )
+
+
+_SOURCE_KINDS = "spec.git, spec.skills, spec.personas or spec.inline"
+
+
+class MemorySourceSpec(_Model):
+    """Something to import into a Brain on a schedule. Set exactly one of git, skills, personas, inline."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "[has(self.git), has(self.skills), has(self.personas), has(self.inline)]"
+                    ".filter(x, x).size() == 1",
+                    f"exactly one of {_SOURCE_KINDS} must be set",
+                ),
+            ]
+        }
+    )
+
+    brain_ref: BrainRef = Field(description=BrainRef.__doc__, json_schema_extra=_brain_ref_immutable)
+    namespace: str = Field(
+        default="shared",
+        min_length=1,
+        max_length=128,
+        pattern=MEMORY_NAMESPACE_PATTERN,
+        description="Memory namespace the imported entries land in (retrieval scopes by it).",
+    )
+    origin: Literal["import", "untrusted"] = Field(
+        default="import",
+        description=(
+            "Origin class recorded on every entry. `untrusted` entries are never injected as curated."
+        ),
+    )
+    schedule: str = _schedule_field("0 * * * *", "spec.schedule", "re-imports")
+    suspend: bool = Field(default=False, description="Pause scheduled imports.")
+    git: GitMemories | None = Field(default=None, description=GitMemories.__doc__)
+    skills: GitSource | None = Field(default=None, description="A repository of `SKILL.md` skills.")
+    personas: GitSource | None = Field(
+        default=None, description="A repository of agent persona markdown files."
+    )
+    inline: InlineSource | None = Field(default=None, description=InlineSource.__doc__)
+    resources: Resources | None = Field(
+        default=None,
+        description="Ingest job resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        return _check_cron(v, "spec.schedule")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> MemorySourceSpec:
+        if sum(x is not None for x in (self.git, self.skills, self.personas, self.inline)) != 1:
+            raise ValueError(f"exactly one of {_SOURCE_KINDS} must be set")
+        return self
+
+    @property
+    def source_type(self) -> Literal["git", "skills", "personas", "inline"]:
+        if self.git is not None:
+            return "git"
+        if self.skills is not None:
+            return "skills"
+        if self.personas is not None:
+            return "personas"
+        return "inline"
+
+
+class IngestCounts(_Model):
+    """What the last import did (from the ingest job's summary line)."""
+
+    added: int = Field(default=0, ge=0, description="New entries.")
+    superseded: int = Field(
+        default=0, ge=0, description="Changed entries (the old version is kept as history)."
+    )
+    skipped: int = Field(default=0, ge=0, description="Unchanged entries.")
+    retired: int = Field(default=0, ge=0, description="Entries whose source item disappeared.")
+    rejected: int = Field(default=0, ge=0, description="Items refused by the secret gate or lint.")
+
+
+class MemorySourceStatus(_Model):
+    """Observed state, written by the operator only."""
+
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="Last metadata.generation reconciled."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None,
+        max_length=16,
+        description="Ready (the import is scheduled) and Synced (the last import succeeded).",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    last_sync: str | None = Field(default=None, description="When the last import finished (RFC 3339).")
+    last_job: str | None = Field(default=None, description="Name of the last import Job.")
+    spec_hash: str | None = Field(
+        default=None, description="Hash of the spec the last immediate import ran for."
+    )
+    counts: IngestCounts | None = Field(default=None, description=IngestCounts.__doc__)
+
+
+class MemorySource(_Resource):
+    """Something a Brain imports on a schedule: memories, code, skills or personas."""
+
+    kind: Literal["MemorySource"] = "MemorySource"
+    spec: MemorySourceSpec
+    status: MemorySourceStatus | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# RoutingPolicy
+# --------------------------------------------------------------------------------------------
+
+
+class Tiers(_Model):
+    """Which gateway model serves each complexity tier (names from `spec.gateway.models` of the Brain)."""
+
+    simple: str = Field(min_length=1, max_length=128, description="Greetings, lookups, short questions.")
+    medium: str = Field(min_length=1, max_length=128, description="Everyday coding.")
+    complex: str = Field(
+        min_length=1, max_length=128, description="Architecture, refactors, multi-file changes."
+    )
+    reasoning: str = Field(min_length=1, max_length=128, description="Hard multi-step reasoning.")
+
+
+def _weight(default: float, what: str) -> Any:
+    return Field(default=default, ge=0, le=1, description=what)
+
+
+class DimensionWeights(_Model):
+    """How much each signal counts toward the complexity score (0 to 1 each)."""
+
+    token_count: float = _weight(0.10, "Prompt length.")
+    code_presence: float = _weight(0.30, "Code and programming keywords.")
+    reasoning_markers: float = _weight(0.25, "'step by step', 'think through', ...")
+    technical_terms: float = _weight(0.25, "Architecture and infrastructure vocabulary.")
+    simple_indicators: float = _weight(0.05, "'what is', 'define' (lowers the score).")
+    multi_step_patterns: float = _weight(0.03, "'first ... then', numbered steps.")
+    question_complexity: float = _weight(0.02, "Several questions in one prompt.")
+
+
+_BOUNDARIES_MESSAGE = (
+    "spec.tierBoundaries must be strictly increasing: simpleMedium < mediumComplex < complexReasoning"
+)
+
+
+class TierBoundaries(_Model):
+    """Score thresholds between tiers; strictly increasing."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "self.simpleMedium < self.mediumComplex && self.mediumComplex < self.complexReasoning",
+                    _BOUNDARIES_MESSAGE,
+                )
+            ]
+        }
+    )
+
+    simple_medium: float = Field(
+        default=0.15, ge=0, le=1, description="Score above which a request is MEDIUM."
+    )
+    medium_complex: float = Field(
+        default=0.35, ge=0, le=1, description="Score above which a request is COMPLEX."
+    )
+    complex_reasoning: float = Field(
+        default=0.60, ge=0, le=1, description="Score above which a request is REASONING."
+    )
+
+    @model_validator(mode="after")
+    def _increasing(self) -> TierBoundaries:
+        if not (self.simple_medium < self.medium_complex < self.complex_reasoning):
+            raise ValueError(_BOUNDARIES_MESSAGE)
+        return self
+
+
+class TokenThresholds(_Model):
+    """Prompt lengths (in tokens) that count as short or long."""
+
+    simple: int = Field(default=15, ge=0, le=100000, description="Below this a prompt counts as short.")
+    complex: int = Field(default=400, ge=1, le=1000000, description="Above this a prompt counts as long.")
+
+
+class Keywords(_Model):
+    """Keyword lists replacing the router's built-in ones; omit a list to keep the default."""
+
+    code: list[str] | None = Field(default=None, max_length=256, description="Words that signal code.")
+    reasoning: list[str] | None = Field(
+        default=None, max_length=256, description="Phrases that ask for reasoning."
+    )
+    technical: list[str] | None = Field(default=None, max_length=256, description="Technical vocabulary.")
+    simple: list[str] | None = Field(default=None, max_length=256, description="Phrases of simple questions.")
+
+
+class Override(_Model):
+    """An explicit request ("use pro") that bypasses the complexity score."""
+
+    phrase: str = Field(
+        min_length=1,
+        max_length=128,
+        description="Case-insensitive phrase in the last user message, e.g. `use pro`.",
+    )
+    model: str = Field(
+        min_length=1, max_length=128, description="Gateway model to use when the phrase appears."
+    )
+
+
+class RoutingPolicySpec(_Model):
+    """The complexity router of a Brain: a virtual model that picks a real one per request."""
+
+    brain_ref: BrainRef = Field(description=BrainRef.__doc__, json_schema_extra=_brain_ref_immutable)
+    model_name: str = Field(
+        default="smart-router",
+        min_length=1,
+        max_length=128,
+        pattern=MODEL_NAME_PATTERN,
+        description="The virtual model name agents ask for to be routed.",
+    )
+    tiers: Tiers = Field(description=Tiers.__doc__)
+    default_model: str | None = Field(
+        default=None,
+        max_length=128,
+        description="Model used when no tier can be determined; omit for `tiers.medium`.",
+    )
+    dimension_weights: DimensionWeights = Field(
+        default_factory=DimensionWeights, description=DimensionWeights.__doc__
+    )
+    tier_boundaries: TierBoundaries = Field(
+        default_factory=TierBoundaries, description=TierBoundaries.__doc__
+    )
+    token_thresholds: TokenThresholds = Field(
+        default_factory=TokenThresholds, description=TokenThresholds.__doc__
+    )
+    keywords: Keywords | None = Field(default=None, description=Keywords.__doc__)
+    overrides: list[Override] | None = Field(
+        default=None,
+        max_length=64,
+        description="Explicit overrides, checked before scoring. Phrases are unique.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["phrase"]},
+    )
+
+    def referenced_models(self) -> set[str]:
+        """Every gateway model name this policy routes to (must exist in the Brain)."""
+        names = {self.tiers.simple, self.tiers.medium, self.tiers.complex, self.tiers.reasoning}
+        if self.default_model:
+            names.add(self.default_model)
+        names.update(o.model for o in self.overrides or [])
+        return names
+
+
+class RoutingPolicyStatus(_Model):
+    """Observed state, written by the operator only."""
+
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="Last metadata.generation reconciled."
+    )
+    conditions: list[Condition] | None = Field(
+        default=None,
+        max_length=16,
+        description="Applied: the policy is in the Brain's gateway config.",
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    brain: str | None = Field(default=None, description="The Brain whose gateway serves this policy.")
+    config_hash: str | None = Field(
+        default=None, description="Hash of the gateway config the policy is part of."
+    )
+
+
+class RoutingPolicy(_Resource):
+    """The complexity router for a Brain: tiers to models, weights, boundaries, keywords, overrides."""
+
+    kind: Literal["RoutingPolicy"] = "RoutingPolicy"
+    spec: RoutingPolicySpec
+    status: RoutingPolicyStatus | None = None
+
+
+#: The custom resources, with what crdgen needs to know about each.
+RESOURCES: dict[str, dict[str, Any]] = {
+    "Brain": {
+        "model": Brain,
+        "spec": BrainSpec,
+        "status": BrainStatus,
+        "plural": "brains",
+        "singular": "brain",
+        "short_names": ["brain"],
+    },
+    "MemorySource": {
+        "model": MemorySource,
+        "spec": MemorySourceSpec,
+        "status": MemorySourceStatus,
+        "plural": "memorysources",
+        "singular": "memorysource",
+        "short_names": ["msrc"],
+    },
+    "RoutingPolicy": {
+        "model": RoutingPolicy,
+        "spec": RoutingPolicySpec,
+        "status": RoutingPolicyStatus,
+        "plural": "routingpolicies",
+        "singular": "routingpolicy",
+        "short_names": ["rpol"],
+    },
+}

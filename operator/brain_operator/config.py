@@ -1,0 +1,45 @@
+"""Operator settings: command-line flags with environment-variable defaults (for the Deployment)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from brain_operator.render.common import DEFAULT_IMAGES, Images
+
+DEFAULT_HEALTH_URL = "http://{name}-gateway.{namespace}.svc:4000/brain/v1/health"
+HEALTH_URL_ANNOTATION = "brain.dev/health-url"
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name, default) or default
+
+
+def images_from_env() -> Images:
+    """``BRAIN_OPERATOR_<COMPONENT>_IMAGE`` overrides each image (air-gapped registries, pinning)."""
+    return Images(
+        **{
+            key: _env(f"BRAIN_OPERATOR_{key.upper()}_IMAGE", DEFAULT_IMAGES[key])
+            for key in Images.__dataclass_fields__
+        }
+    )
+
+
+@dataclass
+class OperatorConfig:
+    namespaces: list[str] = field(default_factory=list)  # empty: all namespaces
+    resync_seconds: float = 60.0
+    health_seconds: float = 30.0
+    health_url_template: str = DEFAULT_HEALTH_URL
+    metrics_host: str = "0.0.0.0"
+    metrics_port: int = 8080
+    peering_name: str | None = None
+    standalone: bool = False
+    priority: int = 0
+    images: Images = field(default_factory=images_from_env)
+
+    def health_url(self, name: str, namespace: str, annotations: dict[str, str] | None) -> str:
+        """Where to read a Brain's health: its annotation (tests, unusual networks) or the template."""
+        if annotations and annotations.get(HEALTH_URL_ANNOTATION):
+            return annotations[HEALTH_URL_ANNOTATION]
+        return self.health_url_template.format(name=name, namespace=namespace)

@@ -1,0 +1,77 @@
+"""kopf wiring for Brains and their children. Thin: every handler only enqueues or polls.
+
+- any Brain event → reconcile that Brain (debounced);
+- any event of a child we manage (Deployment status, a deleted Service, ...) → reconcile its Brain,
+  which restores drift and refreshes readiness;
+- a resync timer → reconcile (catches drift on kinds we do not watch: Secrets, ConfigMaps);
+- a health timer → read the gateway's /brain/v1/health, and reconcile when the answer changed.
+
+Timers make kopf put a finalizer on each Brain; deleting a Brain while no operator runs waits
+for one to come back (or for the finalizer to be removed by hand).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from brain_operator import GROUP, VERSION
+from brain_operator.config import OperatorConfig
+from brain_operator.health import fetch_health
+from brain_operator.render.common import BRAIN_LABEL, MANAGED_BY
+from brain_operator.runtime import get_runtime
+
+log = logging.getLogger("brain_operator.handlers")
+
+#: Children whose changes are watched (cheap kinds; Secrets and ConfigMaps are left to the resync).
+WATCHED_CHILDREN = (
+    ("apps", "v1", "deployments"),
+    ("apps", "v1", "statefulsets"),
+    ("", "v1", "services"),
+    ("batch", "v1", "cronjobs"),
+    ("networking.k8s.io", "v1", "networkpolicies"),
+    ("policy", "v1", "poddisruptionbudgets"),
+)
+MANAGED = {"app.kubernetes.io/managed-by": MANAGED_BY}
+
+
+def register(registry: kopf.OperatorRegistry, cfg: OperatorConfig) -> None:
+    @kopf.on.event(GROUP, VERSION, "brains", registry=registry, id="brain-event")
+    async def brain_event(name: str, namespace: str | None, **_: Any) -> None:
+        if namespace:
+            get_runtime().queue.enqueue(namespace, name)
+
+    @kopf.timer(GROUP, VERSION, "brains", interval=cfg.resync_seconds, registry=registry, id="resync")
+    async def resync(name: str, namespace: str | None, **_: Any) -> None:
+        if namespace:
+            await get_runtime().queue.run(namespace, name)
+
+    @kopf.timer(
+        GROUP,
+        VERSION,
+        "brains",
+        interval=cfg.health_seconds,
+        initial_delay=1.0,
+        registry=registry,
+        id="index-health",
+    )
+    async def index_health(name: str, namespace: str | None, annotations: Any, **_: Any) -> None:
+        if not namespace:
+            return
+        rt = get_runtime()
+        url = rt.cfg.health_url(name, namespace, dict(annotations))
+        health = await fetch_health(url)
+        key = (namespace, name)
+        if rt.reconciler.health.get(key) != health:
+            rt.reconciler.health[key] = health
+            await rt.queue.run(namespace, name)
+
+    for group, version, plural in WATCHED_CHILDREN:
+
+        @kopf.on.event(group, version, plural, labels=MANAGED, registry=registry, id=f"child-{plural}")
+        async def child_event(labels: Any, namespace: str | None, **_: Any) -> None:
+            brain = labels.get(BRAIN_LABEL)
+            if brain and namespace:
+                get_runtime().queue.enqueue(namespace, brain)

@@ -1,0 +1,69 @@
+"""The gateway's ``/brain/v1/health`` JSON → ``status.index`` (pure parsing, one small HTTP read)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from brain_operator.api import IndexStatus
+
+HEALTH_PATH = "/brain/v1/health"
+
+
+@dataclass(frozen=True)
+class Health:
+    """What the gateway says about itself; ``error`` is set when it could not be asked."""
+
+    status: str = "unknown"
+    database: str = "unknown"
+    embedder: str = "unknown"
+    index: IndexStatus | None = None
+    error: str | None = None
+
+    @property
+    def healthy(self) -> bool:
+        return self.error is None and self.status == "ok" and self.database == "ok" and self.embedder == "ok"
+
+
+def parse_health(doc: dict[str, Any]) -> Health:
+    """Tolerant of missing fields (an older gateway) but never of wrong types in what it keeps."""
+    raw = doc.get("index") or {}
+    by_kind = {str(k): int(v) for k, v in (raw.get("entriesByKind") or {}).items()}
+    by_ns = {str(k): int(v) for k, v in (raw.get("entriesByNamespace") or {}).items()}
+    index = IndexStatus.model_validate(
+        {
+            "totalEntries": sum(by_kind.values()) if by_kind else sum(by_ns.values()),
+            "entriesByKind": by_kind,
+            "entriesByNamespace": by_ns,
+            "embeddedRatio": raw.get("embeddedRatio"),
+            "staleEntries": raw.get("staleEntries"),
+            "pendingProposals": raw.get("pendingProposals"),
+            "lastIngest": raw.get("lastIngest"),
+            "lastDistill": raw.get("lastDistill"),
+            "lastDigest": raw.get("lastDigest"),
+            "embeddingModel": raw.get("embeddingModel"),
+            "embeddingDim": raw.get("embeddingDim"),
+        }
+    )
+    return Health(
+        status=str(doc.get("status", "unknown")),
+        database=str(doc.get("database", "unknown")),
+        embedder=str(doc.get("embedder", "unknown")),
+        index=index,
+    )
+
+
+async def fetch_health(url: str, timeout: float = 3.0) -> Health:
+    """Never raises. The error text is deliberately stable (no timings, no ports) so an unreachable
+    gateway does not produce a new status write on every poll."""
+    try:
+        async with httpx.AsyncClient(timeout=timeout) as client:
+            resp = await client.get(url)
+            resp.raise_for_status()
+            return parse_health(resp.json())
+    except httpx.HTTPStatusError as exc:
+        return Health(error=f"HTTP {exc.response.status_code} from {url}")
+    except (httpx.HTTPError, ValueError, TypeError, AttributeError) as exc:
+        return Health(error=f"{type(exc).__name__} from {url}")

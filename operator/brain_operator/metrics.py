@@ -1,0 +1,116 @@
+"""Prometheus metrics of the operator and the ``/metrics`` + ``/healthz`` HTTP server."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+
+RECONCILE_TOTAL = Counter(
+    "brain_operator_reconcile_total",
+    "Reconciles by resource kind and result (ok, noop, error).",
+    ["kind", "result"],
+)
+RECONCILE_DURATION = Histogram(
+    "brain_operator_reconcile_duration_seconds",
+    "Time spent in one reconcile.",
+    ["kind"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+RECONCILE_ERRORS = Counter("brain_operator_reconcile_errors_total", "Failed reconciles.", ["kind", "reason"])
+API_WRITES = Counter(
+    "brain_operator_api_writes_total",
+    "Write calls to the API server (apply, create, delete, status).",
+    ["verb", "kind"],
+)
+OPERATOR_HEALTHY = Gauge(
+    "brain_operator_healthy", "1 while the operator loop runs and reaches the API server."
+)
+OPERATOR_LAST_SUCCESS = Gauge(
+    "brain_operator_last_success_timestamp_seconds", "Unix time of the last successful reconcile."
+)
+INDEX_ENTRIES = Gauge("brain_index_entries", "Live index entries.", ["brain", "namespace", "kind"])
+INDEX_STALE = Gauge("brain_index_stale_entries", "Entries past their review date.", ["brain"])
+INDEX_EMBEDDED_RATIO = Gauge("brain_index_embedded_ratio", "Share of entries with an embedding.", ["brain"])
+INDEX_PENDING = Gauge("brain_index_pending_proposals", "Proposals awaiting an owner.", ["brain"])
+BRAIN_READY = Gauge("brain_ready", "1 when the Brain's Ready condition is True.", ["brain"])
+
+
+def brain_label(namespace: str, name: str) -> str:
+    """Brains are namespaced; the metric label is ``<namespace>/<name>`` so two teams never collide."""
+    return f"{namespace}/{name}"
+
+
+def forget_brain(namespace: str, name: str) -> None:
+    """Drop every series of a deleted Brain."""
+    label = brain_label(namespace, name)
+    for gauge in (INDEX_STALE, INDEX_EMBEDDED_RATIO, INDEX_PENDING, BRAIN_READY):
+        with contextlib.suppress(KeyError):
+            gauge.remove(label)
+    for labels in list(INDEX_ENTRIES._metrics):  # prometheus-client exposes no public iterator
+        if labels[0] == label:
+            INDEX_ENTRIES.remove(*labels)
+
+
+def set_index(
+    namespace: str, name: str, by_kind: dict[str, int], by_namespace: dict[str, int], index: Any
+) -> None:
+    """``brain_index_entries`` per kind (namespace="*") and per memory namespace (kind="*")."""
+    label = brain_label(namespace, name)
+    for labels in list(INDEX_ENTRIES._metrics):
+        if labels[0] == label:
+            INDEX_ENTRIES.remove(*labels)
+    for kind, count in by_kind.items():
+        INDEX_ENTRIES.labels(brain=label, namespace="*", kind=kind).set(count)
+    for ns, count in by_namespace.items():
+        INDEX_ENTRIES.labels(brain=label, namespace=ns, kind="*").set(count)
+    if index.stale_entries is not None:
+        INDEX_STALE.labels(brain=label).set(index.stale_entries)
+    if index.embedded_ratio is not None:
+        INDEX_EMBEDDED_RATIO.labels(brain=label).set(index.embedded_ratio)
+    if index.pending_proposals is not None:
+        INDEX_PENDING.labels(brain=label).set(index.pending_proposals)
+
+
+class HealthState:
+    """Liveness as the operator sees it: the loop is alive and recently reached the API server."""
+
+    def __init__(self, stale_after: float = 300.0) -> None:
+        self.started = time.monotonic()
+        self.last_ok = time.monotonic()
+        self.stale_after = stale_after
+
+    def ok(self) -> None:
+        self.last_ok = time.monotonic()
+        OPERATOR_HEALTHY.set(1)
+        OPERATOR_LAST_SUCCESS.set(time.time())
+
+    @property
+    def healthy(self) -> bool:
+        return time.monotonic() - self.last_ok < self.stale_after
+
+
+async def start_http_server(host: str, port: int, health: HealthState) -> web.AppRunner:
+    """Serve ``/metrics`` and ``/healthz``; returns the runner so the caller can stop it."""
+
+    async def metrics(_: web.Request) -> web.Response:
+        body = generate_latest()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def healthz(_: web.Request) -> web.Response:
+        if health.healthy:
+            return web.json_response({"status": "ok"})
+        OPERATOR_HEALTHY.set(0)
+        return web.json_response({"status": "stale"}, status=503)
+
+    app = web.Application()
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/healthz", healthz)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, host, port).start()
+    OPERATOR_HEALTHY.set(1)
+    return runner

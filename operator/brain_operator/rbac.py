@@ -1,0 +1,140 @@
+"""Least-privilege RBAC for the operator, rule by rule, and a plain install manifest.
+
+The Helm chart reuses :func:`rules`. Each rule says why the operator needs it; nothing uses ``*``.
+Read-only on Pods (readiness comes from workloads; logs give ingest summaries); no access to
+PersistentVolumeClaims (the StatefulSet controller creates them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brain_operator import __version__
+from brain_operator.render.common import DEFAULT_IMAGES
+
+READ = ["get", "list", "watch"]
+WRITE = ["get", "list", "watch", "create", "patch", "delete"]
+
+#: (apiGroups, resources, verbs, why)
+RULES: list[tuple[list[str], list[str], list[str], str]] = [
+    (
+        ["brain.dev"],
+        ["brains", "memorysources", "routingpolicies"],
+        [*READ, "patch"],
+        "watch the API objects; kopf patches its finalizer onto Brains",
+    ),
+    (
+        ["brain.dev"],
+        ["brains/status", "memorysources/status", "routingpolicies/status"],
+        ["get", "patch"],
+        "write status",
+    ),
+    (
+        [""],
+        ["secrets"],
+        ["get", "list", "create", "patch", "delete"],
+        "generated DB credentials and master key (not watched: resync covers drift)",
+    ),
+    (
+        [""],
+        ["configmaps"],
+        ["get", "list", "create", "patch", "delete"],
+        "gateway config, source specs, dashboards",
+    ),
+    ([""], ["services"], WRITE, "database, embedder and gateway Services"),
+    ([""], ["pods"], READ, "find an ingest Job's pod"),
+    ([""], ["pods/log"], ["get"], "read an ingest Job's JSON summary line"),
+    ([""], ["events"], ["create", "patch"], "report transitions and errors as Kubernetes Events"),
+    ([""], ["namespaces"], READ, "kopf: resolve watched namespace patterns"),
+    (["apps"], ["deployments", "statefulsets"], WRITE, "embedder, gateway and managed Postgres"),
+    (["batch"], ["cronjobs", "jobs"], WRITE, "ingest, distill and digest"),
+    (["policy"], ["poddisruptionbudgets"], WRITE, "PDBs for multi-replica Deployments"),
+    (["networking.k8s.io"], ["networkpolicies"], WRITE, "fence the database and embedder"),
+    (["monitoring.coreos.com"], ["servicemonitors"], WRITE, "optional ServiceMonitor"),
+    (["postgresql.cnpg.io"], ["clusters"], WRITE, "optional CloudNativePG database"),
+    (["apiextensions.k8s.io"], ["customresourcedefinitions"], READ, "kopf: discover served resources"),
+    (["kopf.dev"], ["kopfpeerings", "clusterkopfpeerings"], [*READ, "patch"], "kopf peering (HA)"),
+]
+
+
+def rules() -> list[dict[str, Any]]:
+    return [{"apiGroups": g, "resources": r, "verbs": v} for g, r, v, _ in RULES]
+
+
+def install_manifests(
+    namespace: str = "brain-system", image: str = DEFAULT_IMAGES["operator"]
+) -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole(+Binding), peering object and a two-replica Deployment."""
+    labels = {"app.kubernetes.io/name": "brain-operator", "app.kubernetes.io/part-of": "brain-operator"}
+    meta = {"name": "brain-operator", "namespace": namespace, "labels": labels}
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "brain-operator", "labels": labels},
+            "rules": rules(),
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "brain-operator", "labels": labels},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": "brain-operator",
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": "brain-operator", "namespace": namespace}],
+        },
+        {
+            "apiVersion": "kopf.dev/v1",
+            "kind": "ClusterKopfPeering",
+            "metadata": {"name": "brain-operator", "labels": labels},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": meta,
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": "brain-operator"}},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "serviceAccountName": "brain-operator",
+                        "securityContext": {
+                            "runAsNonRoot": True,
+                            "runAsUser": 10001,
+                            "seccompProfile": {"type": "RuntimeDefault"},
+                        },
+                        "containers": [
+                            {
+                                "name": "operator",
+                                "image": image,
+                                "args": ["--all-namespaces", "--peering", "brain-operator"],
+                                "ports": [{"name": "metrics", "containerPort": 8080}],
+                                "env": [{"name": "BRAIN_OPERATOR_VERSION", "value": __version__}],
+                                "resources": {
+                                    "requests": {"cpu": "50m", "memory": "96Mi"},
+                                    "limits": {"cpu": "1", "memory": "256Mi"},
+                                },
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]},
+                                },
+                                "livenessProbe": {
+                                    "httpGet": {"path": "/healthz", "port": "metrics"},
+                                    "periodSeconds": 20,
+                                },
+                                "readinessProbe": {"httpGet": {"path": "/healthz", "port": "metrics"}},
+                                "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+                            }
+                        ],
+                        "volumes": [{"name": "tmp", "emptyDir": {}}],
+                    },
+                },
+            },
+        },
+    ]

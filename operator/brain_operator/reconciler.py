@@ -1,0 +1,552 @@
+"""One reconcile of one Brain: read, render, diff, apply what changed, prune, write status.
+
+Blocking code (the Kubernetes client is synchronous); the handlers run it in a worker thread,
+serialised per Brain. It is level-triggered: whatever woke it up, it compares the whole desired
+stack with the live one, so a missed event costs latency, never correctness.
+
+Write discipline (a resync of an unchanged Brain makes zero write calls):
+- a child is applied only when some rendered field differs from the live object (:mod:`diff`);
+- a child is deleted only when it carries this Brain's labels and ownerReference but is no longer
+  rendered;
+- status is patched only when the computed status differs from the stored one.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from brain_operator import API_VERSION
+from brain_operator.api import Brain, MemorySource, RoutingPolicy
+from brain_operator.config import OperatorConfig
+from brain_operator.diff import first_difference
+from brain_operator.health import Health
+from brain_operator.kube import BRAIN_KINDS, CHILD_KINDS, KINDS, POD, SECRET, Kube, KubeError
+from brain_operator.metrics import BRAIN_READY, forget_brain, set_index
+from brain_operator.render import names
+from brain_operator.render.common import (
+    BRAIN_LABEL,
+    MANAGED_BY,
+    Capabilities,
+    GeneratedSecrets,
+    Manifest,
+    RenderInput,
+    owner_reference,
+)
+from brain_operator.render.gateway import config_hash
+from brain_operator.render.jobs import render_ingest_job, source_hash
+from brain_operator.render.litellm_config import check_policies
+from brain_operator.render.secrets import needs_db_password, needs_master_key
+from brain_operator.render.stack import render_brain
+from brain_operator.status import (
+    Check,
+    cnpg_ready,
+    endpoints,
+    index_check,
+    merge_conditions,
+    now_iso,
+    phase_of,
+    ready_check,
+    secret_has_key,
+    status_differs,
+    workload_ready,
+)
+
+log = logging.getLogger("brain_operator.reconciler")
+
+#: emit(object body, event type, reason, message): posts a Kubernetes Event.
+Emit = Callable[[dict[str, Any], str, str, str], None]
+OPTIONAL_APIS = {
+    "Cluster": ("postgresql.cnpg.io/v1", "clusters"),
+    "ServiceMonitor": ("monitoring.coreos.com/v1", "servicemonitors"),
+}
+
+
+def _no_emit(body: dict[str, Any], etype: str, reason: str, message: str) -> None:
+    return None
+
+
+@dataclass
+class Result:
+    """What one reconcile did, for metrics, events and tests."""
+
+    applied: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    jobs_created: list[str] = field(default_factory=list)
+    status_written: bool = False
+    phase: str | None = None
+    ready: bool = False
+    error: str | None = None
+
+    @property
+    def wrote(self) -> bool:
+        return bool(self.applied or self.deleted or self.jobs_created or self.status_written)
+
+
+def _decode(secret: dict[str, Any] | None, key: str) -> str | None:
+    if not secret:
+        return None
+    raw = (secret.get("data") or {}).get(key)
+    return base64.b64decode(raw).decode() if raw else None
+
+
+def _ref(obj: dict[str, Any]) -> str:
+    return f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def _owned_by(obj: dict[str, Any], uid: str) -> bool:
+    return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
+
+
+def _validation_message(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(x) for x in err["loc"])
+        parts.append(f"{loc}: {err['msg']}" if loc else err["msg"])
+    return "; ".join(parts)
+
+
+class Reconciler:
+    def __init__(self, kube: Kube, cfg: OperatorConfig) -> None:
+        self.kube = kube
+        self.cfg = cfg
+        self.health: dict[tuple[str, str], Health] = {}
+
+    # -- inputs ----------------------------------------------------------------------------------
+
+    def _related(self, namespace: str, brain: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Raw RoutingPolicies and MemorySources in the namespace that point at this Brain."""
+        policies = [
+            p
+            for p in self.kube.list(BRAIN_KINDS["RoutingPolicy"], namespace)
+            if (p.get("spec", {}).get("brainRef") or {}).get("name") == brain
+        ]
+        sources = [
+            s
+            for s in self.kube.list(BRAIN_KINDS["MemorySource"], namespace)
+            if (s.get("spec", {}).get("brainRef") or {}).get("name") == brain
+        ]
+        return policies, sources
+
+    def _generated_secrets(self, brain: Brain) -> GeneratedSecrets:
+        """Read back what was generated before; generate only what has never existed."""
+        ns, name = brain.metadata.namespace or "default", brain.metadata.name
+        probe = RenderInput(brain=brain)
+        password = key = None
+        if needs_db_password(probe):
+            live = self.kube.get(SECRET, ns, names.db_credentials(name))
+            password = _decode(live, "password") or secrets.token_urlsafe(24)
+        if needs_master_key(probe):
+            live = self.kube.get(SECRET, ns, names.master_key(name))
+            key = _decode(live, "masterKey") or "sk-brain-" + secrets.token_urlsafe(32)
+        return GeneratedSecrets(db_password=password, master_key=key)
+
+    def _capabilities(self) -> Capabilities:
+        return Capabilities(
+            service_monitor=self.kube.has_resource(*OPTIONAL_APIS["ServiceMonitor"]),
+            cnpg=self.kube.has_resource(*OPTIONAL_APIS["Cluster"]),
+        )
+
+    # -- the reconcile ---------------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str, emit: Emit = _no_emit) -> Result | None:
+        """Bring one Brain's stack to its spec. None when the Brain no longer exists."""
+        raw = self.kube.get(BRAIN_KINDS["Brain"], namespace, name)
+        if raw is None:
+            forget_brain(namespace, name)
+            self.health.pop((namespace, name), None)
+            self._orphans(namespace, name)
+            return None
+        if raw["metadata"].get("deletionTimestamp"):
+            return Result(phase="Terminating")
+        result = Result()
+        try:
+            brain = Brain.model_validate(raw)
+        except ValidationError as exc:
+            result.error = f"invalid spec: {_validation_message(exc)}"
+            self._write_failed_status(raw, result, "InvalidSpec", emit)
+            return result
+
+        policies_raw, sources_raw = self._related(namespace, name)
+        policies, sources = self._parse_children(policies_raw, sources_raw, emit)
+        caps = self._capabilities()
+        inp = RenderInput(
+            brain=brain,
+            routing_policies=tuple(policies),
+            memory_sources=tuple(sources),
+            secrets=self._generated_secrets(brain),
+            images=self.cfg.images,
+            capabilities=caps,
+        )
+        owner = owner_reference(API_VERSION, "Brain", name, str(raw["metadata"]["uid"]))
+        missing_api: str | None = None
+        desired: list[Manifest] = []
+        try:
+            rendered = render_brain(inp)
+        except ValueError as exc:
+            result.error = f"rendering failed: {exc}"
+            self._write_failed_status(raw, result, "RenderFailed", emit)
+            return result
+        for obj in rendered:
+            if obj["kind"] in OPTIONAL_APIS and not self.kube.has_resource(*OPTIONAL_APIS[obj["kind"]]):
+                missing_api = f"{obj['apiVersion']} {obj['kind']} is not served by this cluster"
+                continue
+            obj["metadata"]["ownerReferences"] = [owner]
+            desired.append(obj)
+
+        live = self._live_children(namespace, name, caps)
+        try:
+            self._apply_all(desired, live, result)
+            self._prune(desired, live, str(raw["metadata"]["uid"]), result)
+            self._immediate_ingest(inp, sources_raw, owner, result)
+        except KubeError as exc:
+            result.error = f"applying the stack failed: {exc.message}"
+            log.warning("%s/%s: %s", namespace, name, result.error)
+            self._write_failed_status(raw, result, "ApplyFailed", emit)
+            raise
+
+        for obj in desired:  # reflect what we just applied when computing status
+            live.setdefault((obj["kind"], obj["metadata"]["name"]), obj)
+        self._write_brain_status(raw, brain, inp, live, missing_api, result, emit)
+        self._write_policy_statuses(inp, policies_raw, result)
+        self._write_source_statuses(sources_raw, {s.metadata.name for s in sources}, brain, result)
+        if result.applied or result.deleted:
+            emit(
+                raw,
+                "Normal",
+                "Applied",
+                f"applied {', '.join(result.applied) or 'nothing'}; "
+                f"deleted {', '.join(result.deleted) or 'nothing'}"[:1000],
+            )
+        return result
+
+    def _parse_children(
+        self, policies_raw: list[dict[str, Any]], sources_raw: list[dict[str, Any]], emit: Emit
+    ) -> tuple[list[RoutingPolicy], list[MemorySource]]:
+        policies: list[RoutingPolicy] = []
+        sources: list[MemorySource] = []
+        for p in policies_raw:
+            try:
+                policies.append(RoutingPolicy.model_validate(p))
+            except ValidationError as exc:
+                emit(p, "Warning", "InvalidSpec", _validation_message(exc))
+        for s in sources_raw:
+            try:
+                sources.append(MemorySource.model_validate(s))
+            except ValidationError as exc:
+                emit(s, "Warning", "InvalidSpec", _validation_message(exc))
+        return policies, sources
+
+    def _live_children(
+        self, namespace: str, name: str, caps: Capabilities
+    ) -> dict[tuple[str, str], dict[str, Any]]:
+        selector = f"app.kubernetes.io/managed-by={MANAGED_BY},{BRAIN_LABEL}={name}"
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for kind in CHILD_KINDS:
+            if kind.kind == "Job":  # one-off ingest Jobs expire by TTL; never pruned
+                continue
+            if (kind.kind == "Cluster" and not caps.cnpg) or (
+                kind.kind == "ServiceMonitor" and not caps.service_monitor
+            ):
+                continue
+            for obj in self.kube.list(kind, namespace, selector):
+                out[(kind.kind, obj["metadata"]["name"])] = obj
+        return out
+
+    def _apply_all(
+        self, desired: list[Manifest], live: dict[tuple[str, str], dict[str, Any]], result: Result
+    ) -> None:
+        for obj in desired:
+            key = (obj["kind"], obj["metadata"]["name"])
+            current = live.get(key)
+            diff = "missing" if current is None else first_difference(obj, current)
+            if diff is None:
+                continue
+            log.info("apply %s (%s)", _ref(obj), diff)
+            live[key] = self.kube.apply(obj)
+            result.applied.append(_ref(obj))
+
+    def _prune(
+        self, desired: list[Manifest], live: dict[tuple[str, str], dict[str, Any]], uid: str, result: Result
+    ) -> None:
+        wanted = {(o["kind"], o["metadata"]["name"]) for o in desired}
+        for key, obj in list(live.items()):
+            if key in wanted or not _owned_by(obj, uid):
+                continue
+            kind = KINDS[(obj["apiVersion"], obj["kind"])]
+            log.info("delete %s (no longer rendered)", _ref(obj))
+            self.kube.delete(kind, obj["metadata"]["namespace"], obj["metadata"]["name"])
+            live.pop(key)
+            result.deleted.append(_ref(obj))
+
+    def _immediate_ingest(
+        self, inp: RenderInput, sources_raw: list[dict[str, Any]], owner: dict[str, Any], result: Result
+    ) -> None:
+        """One Job per MemorySource spec version; its name carries the spec hash (idempotent)."""
+        by_name = {s["metadata"]["name"]: s for s in sources_raw}
+        for source in inp.memory_sources:
+            raw = by_name[source.metadata.name]
+            digest = source_hash(source)
+            if (raw.get("status") or {}).get("specHash") == digest:
+                continue
+            job = render_ingest_job(inp, source)
+            job["metadata"]["ownerReferences"] = [owner]
+            created = self.kube.create(job)
+            if created is not None:
+                result.jobs_created.append(_ref(job))
+            status = {
+                "specHash": digest,
+                "lastJob": job["metadata"]["name"],
+                "observedGeneration": raw["metadata"].get("generation"),
+            }
+            self.kube.patch_status(BRAIN_KINDS["MemorySource"], inp.namespace, source.metadata.name, status)
+            raw.setdefault("status", {}).update(status)
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def _component_checks(
+        self, inp: RenderInput, live: dict[tuple[str, str], dict[str, Any]], missing_api: str | None
+    ) -> dict[str, Check]:
+        b = inp.name
+        db = inp.brain.spec.database
+        if db.external is not None:
+            ref = db.external.secret_ref
+            secret = self.kube.get(SECRET, inp.namespace, ref.name)
+            db_check = secret_has_key(secret, ref.name, ref.key)
+        elif db.cloud_native_pg is not None:
+            if not inp.capabilities.cnpg:
+                db_check = Check(
+                    "False", "CloudNativePGNotInstalled", missing_api or "CloudNativePG is not installed"
+                )
+            else:
+                db_check = cnpg_ready(
+                    live.get(("Cluster", names.database(b))), f"Cluster {names.database(b)}"
+                )
+        else:
+            db_check = workload_ready(
+                live.get(("StatefulSet", names.database(b))), f"StatefulSet {names.database(b)}"
+            )
+        return {
+            "DatabaseReady": db_check,
+            "EmbedderReady": workload_ready(
+                live.get(("Deployment", names.embedder(b))), f"Deployment {names.embedder(b)}"
+            ),
+            "GatewayReady": workload_ready(
+                live.get(("Deployment", names.gateway(b))), f"Deployment {names.gateway(b)}"
+            ),
+        }
+
+    def _write_brain_status(
+        self,
+        raw: dict[str, Any],
+        brain: Brain,
+        inp: RenderInput,
+        live: dict[tuple[str, str], dict[str, Any]],
+        missing_api: str | None,
+        result: Result,
+        emit: Emit,
+    ) -> None:
+        ns, name = inp.namespace, inp.name
+        generation = raw["metadata"].get("generation")
+        current = raw.get("status") or {}
+        components = self._component_checks(inp, live, missing_api)
+        health = self.health.get((ns, name))
+        index = index_check(health)
+        previous = {c.get("type"): c for c in current.get("conditions") or []}.get("IndexHealthy")
+        if health is None and previous is not None:
+            # Not polled yet (operator restart): keep what the last poll said instead of flapping.
+            index = Check(previous["status"], previous.get("reason", ""), previous.get("message", ""))
+        ready = ready_check(components)
+        checks = {"Ready": ready, **components, "IndexHealthy": index}
+        now = now_iso()
+        status: dict[str, Any] = {
+            "phase": phase_of(components, index, None),
+            "observedGeneration": generation,
+            "conditions": merge_conditions(current.get("conditions"), checks, generation, now),
+            "endpoints": endpoints(brain.spec, name, ns).to_k8s(),
+            "configHash": config_hash(inp),
+        }
+        if health is not None and health.index is not None:
+            status["index"] = health.index.to_k8s()
+            set_index(
+                ns,
+                name,
+                health.index.entries_by_kind or {},
+                health.index.entries_by_namespace or {},
+                health.index,
+            )
+        BRAIN_READY.labels(brain=f"{ns}/{name}").set(1 if ready.ok else 0)
+        result.phase, result.ready = status["phase"], ready.ok
+        if status_differs(current, status):
+            self.kube.patch_status(BRAIN_KINDS["Brain"], ns, name, status)
+            result.status_written = True
+            if current.get("phase") != status["phase"]:
+                etype = "Normal" if status["phase"] in ("Ready", "Progressing", "Pending") else "Warning"
+                emit(
+                    raw,
+                    etype,
+                    f"Phase{status['phase']}",
+                    ready.message if not ready.ok else "all components ready",
+                )
+            old_index = {c.get("type"): c.get("status") for c in current.get("conditions") or []}.get(
+                "IndexHealthy"
+            )
+            if old_index not in (None, index.status) and index.status == "False":
+                emit(raw, "Warning", index.reason, index.message)
+
+    def _write_failed_status(self, raw: dict[str, Any], result: Result, reason: str, emit: Emit) -> None:
+        meta = raw["metadata"]
+        current = raw.get("status") or {}
+        generation = meta.get("generation")
+        message = result.error or reason
+        conditions = [c for c in current.get("conditions") or [] if c.get("type") != "Ready"]
+        ready = merge_conditions(
+            current.get("conditions"), {"Ready": Check("False", reason, message)}, generation, now_iso()
+        )
+        status = {"phase": "Failed", "observedGeneration": generation, "conditions": ready + conditions}
+        result.phase = "Failed"
+        if status_differs(current, status):
+            self.kube.patch_status(BRAIN_KINDS["Brain"], meta["namespace"], meta["name"], status)
+            result.status_written = True
+            emit(raw, "Warning", reason, message[:1000])
+
+    def _write_policy_statuses(
+        self, inp: RenderInput, policies_raw: list[dict[str, Any]], result: Result
+    ) -> None:
+        applied, rejected = check_policies(inp.brain, inp.routing_policies)
+        applied_names = {n for n, _ in applied}
+        digest = config_hash(inp)
+        now = now_iso()
+        for raw in policies_raw:
+            pname = raw["metadata"]["name"]
+            if pname in applied_names:
+                check = Check("True", "Applied", f"served as model in the gateway config of Brain {inp.name}")
+            else:
+                check = Check("False", "Rejected", rejected.get(pname, "the spec is invalid"))
+            self._patch_child_status(
+                "RoutingPolicy",
+                raw,
+                {"brain": inp.name, "configHash": digest if check.ok else None},
+                {"Applied": check},
+                now,
+                result,
+            )
+
+    def _write_source_statuses(
+        self, sources_raw: list[dict[str, Any]], valid: set[str], brain: Brain, result: Result
+    ) -> None:
+        now = now_iso()
+        for raw in sources_raw:
+            if raw["metadata"]["name"] in valid:
+                ready = Check(
+                    "True",
+                    "Scheduled",
+                    f"imports into Brain {brain.metadata.name} on schedule {raw['spec'].get('schedule')!r}",
+                )
+            else:
+                ready = Check(
+                    "False", "InvalidSpec", "the spec does not validate; see the events of this object"
+                )
+            self._patch_child_status("MemorySource", raw, {}, {"Ready": ready}, now, result)
+
+    def _patch_child_status(
+        self,
+        kind: str,
+        raw: dict[str, Any],
+        fields: dict[str, Any],
+        checks: dict[str, Check],
+        now: str,
+        result: Result,
+    ) -> None:
+        current = raw.get("status") or {}
+        generation = raw["metadata"].get("generation")
+        others = [c for c in current.get("conditions") or [] if c.get("type") not in checks]
+        conditions = merge_conditions(current.get("conditions"), checks, generation, now) + others
+        conditions.sort(key=lambda c: str(c.get("type")))  # two writers; a stable order avoids flapping
+        status = {**fields, "observedGeneration": generation, "conditions": conditions}
+        if status_differs(current, status):
+            self.kube.patch_status(
+                BRAIN_KINDS[kind], raw["metadata"]["namespace"], raw["metadata"]["name"], status
+            )
+            result.status_written = True
+
+    def _orphans(self, namespace: str, brain: str) -> None:
+        """Policies and sources whose Brain does not exist say so in their status."""
+        policies, sources = self._related(namespace, brain)
+        now = now_iso()
+        missing = Check("False", "BrainNotFound", f"Brain {brain} does not exist in namespace {namespace}")
+        scratch = Result()
+        for raw in policies:
+            self._patch_child_status(
+                "RoutingPolicy", raw, {"brain": brain, "configHash": None}, {"Applied": missing}, now, scratch
+            )
+        for raw in sources:
+            self._patch_child_status("MemorySource", raw, {}, {"Ready": missing}, now, scratch)
+
+    # -- ingest results ---------------------------------------------------------------------------
+
+    def record_ingest(self, job: dict[str, Any]) -> bool:
+        """Copy a finished ingest Job's summary line into its MemorySource's status. True if written."""
+        meta = job["metadata"]
+        source_name = (meta.get("labels") or {}).get("brain.dev/memorysource")
+        if not source_name:
+            return False
+        ns = meta["namespace"]
+        st = job.get("status") or {}
+        conds = {c.get("type"): c.get("status") for c in st.get("conditions") or []}
+        if conds.get("Complete") == "True":
+            outcome = "succeeded"
+        elif conds.get("Failed") == "True":
+            outcome = "failed"
+        else:
+            return False
+        source = self.kube.get(BRAIN_KINDS["MemorySource"], ns, source_name)
+        if source is None:
+            return False
+        current = source.get("status") or {}
+        finished = (
+            st.get("completionTime")
+            or (
+                [c.get("lastTransitionTime") for c in st.get("conditions") or [] if c.get("type") == "Failed"]
+                or [None]
+            )[0]
+        )
+        if current.get("lastJob") == meta["name"] and current.get("lastSync") == finished:
+            return False
+        fields: dict[str, Any] = {"lastJob": meta["name"], "lastSync": finished}
+        if outcome == "succeeded":
+            counts = self._job_summary(ns, meta["name"])
+            if counts is not None:
+                fields["counts"] = counts
+            check = Check("True", "ImportSucceeded", f"Job {meta['name']} finished")
+        else:
+            check = Check("False", "ImportFailed", f"Job {meta['name']} failed; see its pod logs")
+        result = Result()
+        self._patch_child_status("MemorySource", source, fields, {"Synced": check}, now_iso(), result)
+        return result.status_written
+
+    def _job_summary(self, namespace: str, job: str) -> dict[str, int] | None:
+        """The JSON summary a job prints as its last stdout line, if its pod logs are readable."""
+        pods = self.kube.list(POD, namespace, f"job-name={job}")
+        for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""), reverse=True):
+            try:
+                text = self.kube.pod_log_tail(namespace, pod["metadata"]["name"])
+            except KubeError:
+                continue
+            for line in reversed([ln for ln in text.splitlines() if ln.strip()]):
+                try:
+                    doc = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(doc, dict):
+                    keys = ("added", "superseded", "skipped", "retired", "rejected")
+                    return {k: int(doc.get(k, 0) or 0) for k in keys}
+                break
+        return None

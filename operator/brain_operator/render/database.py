@@ -1,0 +1,131 @@
+"""The database: a pgvector StatefulSet (managed), nothing (external) or a CloudNativePG Cluster."""
+
+from __future__ import annotations
+
+from brain_operator.render import names
+from brain_operator.render.common import (
+    POSTGRES_PORT,
+    POSTGRES_UID,
+    TMP_MOUNT,
+    Manifest,
+    RenderInput,
+    container_security_context,
+    labels,
+    meta,
+    pod_spec,
+    resources,
+    secret_env,
+    selector_labels,
+)
+from brain_operator.render.secrets import DB_NAME, DB_USER
+
+COMPONENT = "database"
+EXTENSIONS_SQL = ["CREATE EXTENSION IF NOT EXISTS vector", "CREATE EXTENSION IF NOT EXISTS pg_trgm"]
+
+
+def _managed(inp: RenderInput) -> list[Manifest]:
+    managed = inp.brain.spec.database.managed
+    assert managed is not None
+    name = names.database(inp.name)
+    secret = names.db_credentials(inp.name)
+    ready = ["pg_isready", "-h", "127.0.0.1", "-U", DB_USER, "-d", DB_NAME]
+    container = {
+        "name": "postgres",
+        "image": inp.images.postgres,
+        "ports": [{"name": "postgres", "containerPort": POSTGRES_PORT}],
+        "env": [
+            secret_env("POSTGRES_USER", secret, "username"),
+            secret_env("POSTGRES_PASSWORD", secret, "password"),
+            secret_env("POSTGRES_DB", secret, "database"),
+            {"name": "PGDATA", "value": "/var/lib/postgresql/data/pgdata"},
+        ],
+        "resources": resources("database", managed.resources),
+        "securityContext": container_security_context(),
+        "volumeMounts": [
+            {"name": "data", "mountPath": "/var/lib/postgresql/data"},
+            {"name": "run", "mountPath": "/var/run/postgresql"},
+            TMP_MOUNT,
+        ],
+        "livenessProbe": {
+            "exec": {"command": ready},
+            "initialDelaySeconds": 30,
+            "periodSeconds": 10,
+            "timeoutSeconds": 5,
+            "failureThreshold": 6,
+        },
+        "readinessProbe": {"exec": {"command": ready}, "periodSeconds": 5, "timeoutSeconds": 5},
+    }
+    claim_spec: dict[str, object] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": managed.storage}},
+    }
+    if managed.storage_class_name:
+        claim_spec["storageClassName"] = managed.storage_class_name
+    statefulset = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": meta(inp, name, COMPONENT),
+        "spec": {
+            "serviceName": name,
+            "replicas": 1,
+            "selector": {"matchLabels": selector_labels(inp.name, COMPONENT)},
+            "template": {
+                "metadata": {"labels": labels(inp.name, COMPONENT)},
+                "spec": pod_spec([container], volumes=[{"name": "run", "emptyDir": {}}], uid=POSTGRES_UID),
+            },
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "data", "labels": labels(inp.name, COMPONENT)},
+                    "spec": claim_spec,
+                }
+            ],
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(inp, name, COMPONENT),
+        "spec": {
+            "selector": selector_labels(inp.name, COMPONENT),
+            "ports": [{"name": "postgres", "port": POSTGRES_PORT, "targetPort": "postgres"}],
+        },
+    }
+    return [statefulset, service]
+
+
+def _cnpg(inp: RenderInput) -> list[Manifest]:
+    cnpg = inp.brain.spec.database.cloud_native_pg
+    assert cnpg is not None
+    storage: dict[str, object] = {"size": cnpg.storage}
+    if cnpg.storage_class_name:
+        storage["storageClass"] = cnpg.storage_class_name
+    return [
+        {
+            "apiVersion": "postgresql.cnpg.io/v1",
+            "kind": "Cluster",
+            "metadata": meta(inp, names.database(inp.name), COMPONENT),
+            "spec": {
+                "instances": cnpg.instances,
+                "imageName": inp.images.cnpg,
+                "storage": storage,
+                "bootstrap": {
+                    "initdb": {
+                        "database": DB_NAME,
+                        "owner": DB_USER,
+                        "postInitApplicationSQL": list(EXTENSIONS_SQL),
+                    }
+                },
+                "inheritedMetadata": {"labels": labels(inp.name, COMPONENT)},
+            },
+        }
+    ]
+
+
+def render_database(inp: RenderInput) -> list[Manifest]:
+    """External databases render nothing: the pods read the DSN from the user's Secret."""
+    mode = inp.brain.spec.database.mode
+    if mode == "managed":
+        return _managed(inp)
+    if mode == "cloudNativePG":
+        return _cnpg(inp)
+    return []

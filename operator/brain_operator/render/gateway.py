@@ -1,0 +1,166 @@
+"""The gateway: LiteLLM config ConfigMap, Deployment (+ cloudflared sidecar), Service.
+
+The pod template carries a hash of the rendered config, so any config change (a model, a routing
+policy, a retrieval knob) rolls the pods, while a replicas change touches only ``spec.replicas``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from brain_operator.render import names
+from brain_operator.render.common import (
+    CLOUDFLARED_METRICS_PORT,
+    CONFIG_HASH_ANNOTATION,
+    GATEWAY_PORT,
+    TMP_MOUNT,
+    Manifest,
+    RenderInput,
+    container_security_context,
+    http_probes,
+    labels,
+    meta,
+    pod_spec,
+    resources,
+    secret_env,
+    selector_labels,
+    stable_hash,
+)
+from brain_operator.render.embedder import embedder_url
+from brain_operator.render.litellm_config import MASTER_KEY_ENV, model_api_key_env, render_litellm_config
+from brain_operator.render.secrets import dsn_secret_ref, master_key_ref
+
+COMPONENT = "gateway"
+CONFIG_KEY = "litellm.yaml"
+CONFIG_DIR = "/etc/brain"
+
+
+def data_plane_env(inp: RenderInput) -> list[dict[str, Any]]:
+    """Environment shared by the gateway and the jobs: where the database and embedder are."""
+    secret, key = dsn_secret_ref(inp)
+    emb = inp.brain.spec.embedding
+    return [
+        {"name": "HOME", "value": "/tmp"},
+        {"name": "BRAIN_NAME", "value": inp.name},
+        secret_env("BRAIN_DATABASE_URL", secret, key),
+        {"name": "BRAIN_EMBEDDER_URL", "value": embedder_url(inp)},
+        {"name": "BRAIN_EMBEDDING_MODEL", "value": emb.model},
+        {"name": "BRAIN_EMBEDDING_DIM", "value": str(emb.dim)},
+    ]
+
+
+def gateway_url(inp: RenderInput) -> str:
+    return f"http://{names.gateway(inp.name)}:{GATEWAY_PORT}"
+
+
+def config_text(inp: RenderInput) -> str:
+    config = render_litellm_config(inp.brain, inp.routing_policies)
+    return yaml.safe_dump(config, sort_keys=False, width=120)
+
+
+def config_hash(inp: RenderInput) -> str:
+    return stable_hash(config_text(inp))
+
+
+def _cloudflared(inp: RenderInput) -> dict[str, Any] | None:
+    tunnel = inp.brain.spec.tunnel
+    if tunnel is None or tunnel.token_secret_ref is None:
+        return None
+    ref = tunnel.token_secret_ref
+    return {
+        "name": "cloudflared",
+        "image": inp.images.cloudflared,
+        "args": [
+            "tunnel",
+            "--no-autoupdate",
+            "--metrics",
+            f"0.0.0.0:{CLOUDFLARED_METRICS_PORT}",
+            "run",
+            "--url",
+            f"http://127.0.0.1:{GATEWAY_PORT}",
+        ],
+        "env": [secret_env("TUNNEL_TOKEN", ref.name, ref.key)],
+        "ports": [{"name": "tunnel-metrics", "containerPort": CLOUDFLARED_METRICS_PORT}],
+        "resources": resources("cloudflared", None),
+        "securityContext": container_security_context(),
+        "volumeMounts": [TMP_MOUNT],
+        **http_probes("tunnel-metrics", live="/ready", ready="/ready"),
+    }
+
+
+def render_gateway(inp: RenderInput) -> list[Manifest]:
+    spec = inp.brain.spec.gateway
+    name = names.gateway(inp.name)
+    text = config_text(inp)
+    key_secret, key_key = master_key_ref(inp)
+    env = [
+        *data_plane_env(inp),
+        secret_env(MASTER_KEY_ENV, key_secret, key_key),
+    ]
+    for m in spec.models:
+        if m.api_key_secret_ref is not None:
+            env.append(
+                secret_env(model_api_key_env(m.name), m.api_key_secret_ref.name, m.api_key_secret_ref.key)
+            )
+    gateway = {
+        "name": "gateway",
+        "image": inp.images.gateway,
+        "command": ["python", "-m", "brain.gateway"],
+        "args": [
+            "--config",
+            f"{CONFIG_DIR}/{CONFIG_KEY}",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(GATEWAY_PORT),
+        ],
+        "ports": [{"name": "http", "containerPort": GATEWAY_PORT}],
+        "env": env,
+        "resources": resources("gateway", spec.resources),
+        "securityContext": container_security_context(),
+        "volumeMounts": [{"name": "config", "mountPath": CONFIG_DIR, "readOnly": True}, TMP_MOUNT],
+        **http_probes("http"),
+    }
+    containers = [gateway]
+    sidecar = _cloudflared(inp)
+    if sidecar is not None:
+        containers.append(sidecar)
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": meta(inp, names.gateway_config(inp.name), COMPONENT),
+        "data": {CONFIG_KEY: text},
+    }
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": meta(inp, name, COMPONENT),
+        "spec": {
+            "replicas": spec.replicas,
+            "selector": {"matchLabels": selector_labels(inp.name, COMPONENT)},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            "template": {
+                "metadata": {
+                    "labels": labels(inp.name, COMPONENT),
+                    "annotations": {CONFIG_HASH_ANNOTATION: stable_hash(text)},
+                },
+                "spec": pod_spec(
+                    containers,
+                    volumes=[{"name": "config", "configMap": {"name": names.gateway_config(inp.name)}}],
+                ),
+            },
+        },
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": meta(inp, name, COMPONENT),
+        "spec": {
+            "type": spec.service_type,
+            "selector": selector_labels(inp.name, COMPONENT),
+            "ports": [{"name": "http", "port": GATEWAY_PORT, "targetPort": "http"}],
+        },
+    }
+    return [configmap, deployment, service]

@@ -1,0 +1,55 @@
+"""Names of a Brain's children, in one place so handlers, renderers and docs agree."""
+
+from __future__ import annotations
+
+from brain_operator.render.common import child_name
+
+
+def db_credentials(brain: str) -> str:
+    return child_name(brain, "db-credentials")
+
+
+def master_key(brain: str) -> str:
+    return child_name(brain, "master-key")
+
+
+def database(brain: str) -> str:
+    return child_name(brain, "db")
+
+
+def cnpg_app_secret(brain: str) -> str:
+    """CloudNativePG writes the application credentials (key ``uri``) here."""
+    return f"{database(brain)}-app"
+
+
+def embedder(brain: str) -> str:
+    return child_name(brain, "embedder")
+
+
+def gateway(brain: str) -> str:
+    return child_name(brain, "gateway")
+
+
+def gateway_config(brain: str) -> str:
+    return child_name(brain, "gateway-config")
+
+
+def cronjob(brain: str, job: str) -> str:
+    # CronJob names are capped at 52 characters: the controller appends an 11-character suffix.
+    return child_name(brain, job, max_len=52)
+
+
+def ingest_cronjob(brain: str, source: str) -> str:
+    return child_name(brain, "ingest", source, max_len=52)
+
+
+def ingest_job(brain: str, source: str, spec_hash: str) -> str:
+    return child_name(child_name(brain, "ingest", source, max_len=54), spec_hash[:8])
+
+
+def source_config(brain: str, source: str) -> str:
+    return child_name(brain, "source", source)
+
+
+def dashboard(brain: str) -> str:
+    return child_name(brain, "dashboard")

@@ -1,0 +1,30 @@
+"""`python -m brain_operator --help` explains itself; flags and env map onto the config."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from brain_operator.main import config_from_args, parse_args
+
+
+def test_help_explains() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "brain_operator", "--help"], capture_output=True, text=True, check=True
+    )
+    for words in ("Brain", "server-side apply", "--namespace", "--peering", "/metrics", "KUBECONFIG"):
+        assert words in out.stdout
+
+
+def test_flags_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BRAIN_OPERATOR_NAMESPACES", "a, b")
+    monkeypatch.setenv("BRAIN_OPERATOR_GATEWAY_IMAGE", "registry.local/gw:1")
+    cfg = config_from_args(parse_args([]))
+    assert cfg.namespaces == ["a", "b"] and cfg.images.gateway == "registry.local/gw:1"
+    cfg = config_from_args(parse_args(["-n", "x", "--resync-seconds", "5", "--metrics-port", "0"]))
+    assert cfg.namespaces == ["x"] and cfg.resync_seconds == 5 and cfg.metrics_port == 0
+    assert config_from_args(parse_args(["--all-namespaces"])).namespaces == []
+    assert cfg.health_url("team", "ns", {"brain.dev/health-url": "http://h/x"}) == "http://h/x"
+    assert cfg.health_url("team", "ns", {}) == "http://team-gateway.ns.svc:4000/brain/v1/health"

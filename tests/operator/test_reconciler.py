@@ -1,0 +1,256 @@
+"""The reconcile loop against an in-memory API server: writes only what changed, restores drift,
+prunes what is no longer rendered, reports status with conditions and observedGeneration."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from brain_operator.config import OperatorConfig
+from brain_operator.health import Health, parse_health
+from brain_operator.metrics import BRAIN_READY, INDEX_ENTRIES
+from brain_operator.reconciler import Reconciler
+
+from .fakekube import FakeKube
+from .helpers import deep_set, sample
+
+NS = "team-ns"
+
+
+def _setup(*extra: dict[str, Any]) -> tuple[FakeKube, Reconciler]:
+    kube = FakeKube()
+    for doc in (sample("brain.yaml"), *extra):
+        doc["metadata"]["namespace"] = NS
+        kube.put(doc)
+    return kube, Reconciler(kube, OperatorConfig())  # type: ignore[arg-type]
+
+
+def _make_ready(kube: FakeKube) -> None:
+    for (kind, _ns, _name), obj in kube.objects.items():
+        if kind in ("Deployment", "StatefulSet"):
+            n = obj["spec"]["replicas"]
+            obj["status"] = {
+                "observedGeneration": obj["metadata"]["generation"],
+                "replicas": n,
+                "readyReplicas": n,
+                "updatedReplicas": n,
+                "availableReplicas": n,
+            }
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in obj["status"]["conditions"]}
+
+
+def test_first_reconcile_creates_the_stack_and_the_second_writes_nothing() -> None:
+    kube, rec = _setup()
+    first = rec.reconcile(NS, "team")
+    assert first is not None and first.error is None
+    assert "Deployment/team-gateway" in first.applied and "StatefulSet/team-db" in first.applied
+    assert first.phase == "Pending" and first.status_written
+    brain_uid = kube.obj("Brain", "team")["metadata"]["uid"]
+    for (kind, _, name), obj in kube.objects.items():
+        if kind != "Brain":
+            refs = obj["metadata"]["ownerReferences"]
+            assert refs == [
+                {
+                    "apiVersion": "brain.dev/v1alpha1",
+                    "kind": "Brain",
+                    "name": "team",
+                    "uid": brain_uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ], f"{kind}/{name}"
+    kube.reset_writes()
+    second = rec.reconcile(NS, "team")
+    assert second is not None and not second.wrote and kube.writes == []
+
+
+def test_ready_when_workloads_are_ready() -> None:
+    kube, rec = _setup()
+    rec.reconcile(NS, "team")
+    _make_ready(kube)
+    result = rec.reconcile(NS, "team")
+    assert result is not None and result.ready and result.phase == "Ready"
+    status = kube.obj("Brain", "team")["status"]
+    conds = _conditions(kube.obj("Brain", "team"))
+    for ctype in ("Ready", "DatabaseReady", "EmbedderReady", "GatewayReady"):
+        assert conds[ctype]["status"] == "True", conds[ctype]
+        assert conds[ctype]["observedGeneration"] == 1
+    assert conds["IndexHealthy"]["status"] == "Unknown"
+    assert status["observedGeneration"] == 1
+    assert status["endpoints"] == {
+        "gateway": "http://team-gateway.team-ns.svc:4000",
+        "mcp": "http://team-gateway.team-ns.svc:4000/mcp",
+    }
+    assert BRAIN_READY.labels(brain="team-ns/team")._value.get() == 1
+    kube.reset_writes()
+    rec.reconcile(NS, "team")
+    assert kube.writes == []
+
+
+def test_spec_change_touches_only_the_affected_child() -> None:
+    kube, rec = _setup()
+    rec.reconcile(NS, "team")
+    _make_ready(kube)
+    rec.reconcile(NS, "team")
+    brain = kube.obj("Brain", "team")
+    brain["spec"]["gateway"]["replicas"] = 4
+    brain["metadata"]["generation"] = 2
+    kube.reset_writes()
+    result = rec.reconcile(NS, "team")
+    assert result is not None
+    assert result.applied == ["Deployment/team-gateway"]
+    assert kube.obj("Brain", "team")["status"]["observedGeneration"] == 2
+    assert _conditions(kube.obj("Brain", "team"))["GatewayReady"]["status"] == "False"  # 2/4 ready now
+
+
+def test_deleted_and_edited_children_are_restored() -> None:
+    kube, rec = _setup()
+    rec.reconcile(NS, "team")
+    del kube.objects[("Service", NS, "team-gateway")]
+    kube.obj("Deployment", "team-embedder")["spec"]["replicas"] = 7
+    kube.obj("ConfigMap", "team-gateway-config")["data"]["litellm.yaml"] = "tampered"
+    kube.reset_writes()
+    result = rec.reconcile(NS, "team")
+    assert result is not None
+    assert sorted(result.applied) == [
+        "ConfigMap/team-gateway-config",
+        "Deployment/team-embedder",
+        "Service/team-gateway",
+    ]
+    assert kube.obj("Deployment", "team-embedder")["spec"]["replicas"] == 1
+
+
+def test_generated_secrets_are_stable() -> None:
+    kube, rec = _setup()
+    rec.reconcile(NS, "team")
+    before = kube.obj("Secret", "team-db-credentials")["data"]["password"]
+    rec.reconcile(NS, "team")
+    assert kube.obj("Secret", "team-db-credentials")["data"]["password"] == before
+
+
+def test_memory_source_lifecycle() -> None:
+    kube, rec = _setup(sample("memorysource-git.yaml"))
+    result = rec.reconcile(NS, "team")
+    assert result is not None
+    assert "CronJob/team-ingest-team-memories" in result.applied
+    assert len(result.jobs_created) == 1 and result.jobs_created[0].startswith(
+        "Job/team-ingest-team-memories-"
+    )
+    src = kube.obj("MemorySource", "team-memories")
+    assert src["status"]["lastJob"] == result.jobs_created[0].split("/")[1]
+    assert _conditions(src)["Ready"]["status"] == "True"
+    kube.reset_writes()
+    again = rec.reconcile(NS, "team")
+    assert again is not None and not again.wrote, kube.writes  # no second immediate import
+    # a spec change launches exactly one new import
+    src["spec"]["git"]["ref"] = "v2"
+    src["metadata"]["generation"] = 2
+    third = rec.reconcile(NS, "team")
+    assert third is not None and len(third.jobs_created) == 1
+    # deleting the source prunes its CronJob and ConfigMap
+    del kube.objects[("MemorySource", NS, "team-memories")]
+    fourth = rec.reconcile(NS, "team")
+    assert fourth is not None
+    assert sorted(fourth.deleted) == [
+        "ConfigMap/team-source-team-memories",
+        "CronJob/team-ingest-team-memories",
+    ]
+
+
+def test_ingest_summary_lands_in_memory_source_status() -> None:
+    kube, rec = _setup(sample("memorysource-git.yaml"))
+    result = rec.reconcile(NS, "team")
+    assert result is not None
+    job = kube.obj("Job", result.jobs_created[0].split("/")[1])
+    job["status"] = {
+        "conditions": [{"type": "Complete", "status": "True"}],
+        "completionTime": "2026-01-01T00:00:00Z",
+    }
+    kube.put(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "ingest-pod", "labels": {"job-name": job["metadata"]["name"]}},
+        }
+    )
+    kube.logs["ingest-pod"] = "cloning...\n" + json.dumps(
+        {"added": 3, "superseded": 1, "skipped": 2, "retired": 0, "rejected": 1}
+    )
+    assert rec.record_ingest(job) is True
+    status = kube.obj("MemorySource", "team-memories")["status"]
+    assert status["counts"] == {"added": 3, "superseded": 1, "skipped": 2, "retired": 0, "rejected": 1}
+    assert status["lastSync"] == "2026-01-01T00:00:00Z"
+    assert _conditions(kube.obj("MemorySource", "team-memories"))["Synced"]["status"] == "True"
+    assert rec.record_ingest(job) is False  # already recorded
+
+
+def test_routing_policy_status_and_rejection() -> None:
+    bad = deep_set(sample("routingpolicy.yaml"), "spec.tiers.reasoning", "o3")
+    bad["metadata"]["name"] = "bad"
+    kube, rec = _setup(sample("routingpolicy.yaml"), bad)
+    rec.reconcile(NS, "team")
+    good = kube.obj("RoutingPolicy", "smart-router")["status"]
+    assert good["brain"] == "team" and good["configHash"] == kube.obj("Brain", "team")["status"]["configHash"]
+    assert _conditions(kube.obj("RoutingPolicy", "smart-router"))["Applied"]["status"] == "True"
+    rejected = _conditions(kube.obj("RoutingPolicy", "bad"))["Applied"]
+    assert rejected["status"] == "False" and "o3" in rejected["message"]
+
+
+def test_index_health_flows_into_status_and_metrics() -> None:
+    kube, rec = _setup()
+    doc = {
+        "status": "ok",
+        "database": "ok",
+        "embedder": "ok",
+        "index": {
+            "entriesByKind": {"note": 3, "skill": 2},
+            "entriesByNamespace": {"shared": 5},
+            "embeddedRatio": 1.0,
+            "staleEntries": 1,
+            "pendingProposals": 4,
+            "lastIngest": "2026-01-01T00:00:00Z",
+            "lastDistill": None,
+            "lastDigest": None,
+            "embeddingModel": "BAAI/bge-small-en-v1.5",
+            "embeddingDim": 384,
+        },
+    }
+    rec.health[(NS, "team")] = parse_health(doc)
+    rec.reconcile(NS, "team")
+    index = kube.obj("Brain", "team")["status"]["index"]
+    assert index["totalEntries"] == 5 and index["entriesByKind"] == {"note": 3, "skill": 2}
+    assert index["pendingProposals"] == 4 and index["embeddingDim"] == 384 and "lastDistill" not in index
+    assert _conditions(kube.obj("Brain", "team"))["IndexHealthy"]["status"] == "True"
+    assert INDEX_ENTRIES.labels(brain="team-ns/team", namespace="*", kind="note")._value.get() == 3
+    rec.health[(NS, "team")] = Health(error="ConnectError from http://x")
+    rec.reconcile(NS, "team")
+    assert _conditions(kube.obj("Brain", "team"))["IndexHealthy"]["reason"] == "HealthUnreachable"
+
+
+def test_invalid_spec_in_the_cluster_fails_with_the_field_named() -> None:
+    kube, rec = _setup()
+    kube.obj("Brain", "team")["spec"]["distill"] = {"schedule": "whenever"}
+    result = rec.reconcile(NS, "team")
+    assert result is not None and result.phase == "Failed"
+    ready = _conditions(kube.obj("Brain", "team"))["Ready"]
+    assert ready["reason"] == "InvalidSpec" and "schedule" in ready["message"]
+
+
+@pytest.mark.parametrize("mode", ["external", "cloudNativePG"])
+def test_database_modes_report_readiness(mode: str) -> None:
+    db = (
+        {"external": {"secretRef": {"name": "pg", "key": "dsn"}}}
+        if mode == "external"
+        else {"cloudNativePG": {}}
+    )
+    kube, rec = _setup()
+    kube.obj("Brain", "team")["spec"]["database"] = db
+    rec.reconcile(NS, "team")
+    cond = _conditions(kube.obj("Brain", "team"))["DatabaseReady"]
+    assert cond["status"] == "False"
+    assert cond["reason"] == ("SecretMissing" if mode == "external" else "CloudNativePGNotInstalled")

@@ -1,0 +1,151 @@
+"""What a platform engineer checks first: every pod is hardened, sized, probed and labelled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from brain_operator.api import Brain
+from brain_operator.render import Capabilities
+from brain_operator.render.common import RenderInput
+from brain_operator.render.jobs import render_ingest_job
+
+from .helpers import SECRETS, brain, deep_set, everything_on, pod_templates, policy, render, sample, source
+
+LABELS = (
+    "app.kubernetes.io/name",
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/component",
+    "app.kubernetes.io/part-of",
+    "app.kubernetes.io/managed-by",
+)
+
+
+def _variants() -> list[tuple[str, Brain, Capabilities]]:
+    external = brain(
+        deep_set(
+            sample("brain.yaml"), "spec.database", {"external": {"secretRef": {"name": "db", "key": "dsn"}}}
+        )
+    )
+    cnpg = brain(deep_set(sample("brain.yaml"), "spec.database", {"cloudNativePG": {"instances": 2}}))
+    caps = Capabilities(service_monitor=True, cnpg=True)
+    return [
+        ("sample", brain(), Capabilities()),
+        ("everything", everything_on(), caps),
+        ("external", external, caps),
+        ("cnpg", cnpg, caps),
+    ]
+
+
+def _all(b: Brain, caps: Capabilities) -> list[dict[str, Any]]:
+    out = render(b, policies=(policy(),), sources=(source(),), caps=caps)
+    out.append(render_ingest_job(RenderInput(brain=b, memory_sources=(source(),), secrets=SECRETS), source()))
+    return out
+
+
+@pytest.mark.parametrize(("variant", "b", "caps"), _variants(), ids=[v[0] for v in _variants()])
+def test_every_pod_is_hardened_and_sized(variant: str, b: Brain, caps: Capabilities) -> None:
+    templates = pod_templates(_all(b, caps))
+    assert templates
+    for ref, tpl in templates:
+        spec = tpl["spec"]
+        psc = spec["securityContext"]
+        assert psc["runAsNonRoot"] is True and psc["seccompProfile"] == {"type": "RuntimeDefault"}, ref
+        assert spec["automountServiceAccountToken"] is False, ref
+        assert {"name": "tmp", "emptyDir": {}} in spec["volumes"], ref
+        for c in spec["containers"]:
+            where = f"{ref}/{c['name']}"
+            sc = c["securityContext"]
+            assert sc["readOnlyRootFilesystem"] is True, where
+            assert sc["allowPrivilegeEscalation"] is False, where
+            assert sc["capabilities"] == {"drop": ["ALL"]}, where
+            assert sc["runAsNonRoot"] is True, where
+            assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"], where
+            assert set(c["resources"]["requests"]) == {"cpu", "memory"}, where
+            assert set(c["resources"]["limits"]) == {"cpu", "memory"}, where
+            if not ref.startswith(("Job/", "CronJob/")):
+                assert "livenessProbe" in c and "readinessProbe" in c, where
+        for key in LABELS:
+            assert key in tpl["metadata"]["labels"], f"{ref} pod lacks {key}"
+
+
+@pytest.mark.parametrize(("variant", "b", "caps"), _variants(), ids=[v[0] for v in _variants()])
+def test_every_child_is_labelled_and_named_within_limits(variant: str, b: Brain, caps: Capabilities) -> None:
+    for m in _all(b, caps):
+        meta = m["metadata"]
+        ref = f"{m['kind']}/{meta['name']}"
+        assert meta["namespace"] == "team-ns", ref
+        assert meta["labels"]["app.kubernetes.io/part-of"] == "brain-operator", ref
+        assert meta["labels"]["app.kubernetes.io/managed-by"] == "brain-operator", ref
+        assert meta["labels"]["app.kubernetes.io/instance"] == "team", ref
+        assert len(meta["name"]) <= (52 if m["kind"] == "CronJob" else 63), ref
+
+
+def test_long_names_are_shortened_deterministically() -> None:
+    name = "a-very-long-brain-name-that-goes-on-and-on-and-on-forever"
+    doc = sample("brain.yaml")
+    doc["metadata"]["name"] = name
+    src_doc = sample("memorysource-git.yaml")
+    src_doc["metadata"]["name"] = "another-quite-long-memory-source-name"
+    src_doc["spec"]["brainRef"]["name"] = name
+    first = render(brain(doc), sources=(source(src_doc),))
+    second = render(brain(doc), sources=(source(src_doc),))
+    assert first == second
+    for m in first:
+        assert len(m["metadata"]["name"]) <= (52 if m["kind"] == "CronJob" else 63)
+
+
+def test_data_plane_contract() -> None:
+    out = {(m["kind"], m["metadata"]["name"]): m for m in render(sources=(source(),))}
+    emb = out[("Deployment", "team-embedder")]["spec"]["template"]["spec"]["containers"][0]
+    assert emb["command"] + emb["args"] == [
+        "python",
+        "-m",
+        "brain.embedder",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8080",
+        "--model",
+        "BAAI/bge-small-en-v1.5",
+    ]
+    gw = out[("Deployment", "team-gateway")]["spec"]["template"]["spec"]["containers"][0]
+    assert gw["command"] + gw["args"] == [
+        "python",
+        "-m",
+        "brain.gateway",
+        "--config",
+        "/etc/brain/litellm.yaml",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "4000",
+    ]
+    env = {e["name"]: e for e in gw["env"]}
+    assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "team-db-credentials",
+        "key": "dsn",
+    }
+    assert env["BRAIN_EMBEDDER_URL"]["value"] == "http://team-embedder:8080"
+    assert env["BRAIN_MASTER_KEY"]["valueFrom"]["secretKeyRef"] == {
+        "name": "team-master-key",
+        "key": "masterKey",
+    }
+    assert env["BRAIN_EMBEDDING_DIM"]["value"] == "384"
+    ingest = out[("CronJob", "team-ingest-team-memories")]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert ingest["containers"][0]["command"] == [
+        "python",
+        "-m",
+        "brain.jobs.ingest",
+        "--source-file",
+        "/etc/brain/source.json",
+    ]
+    distill = out[("CronJob", "team-distill")]["spec"]["jobTemplate"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    assert distill["command"] == ["python", "-m", "brain.jobs.distill"]
+    assert (
+        out[("StatefulSet", "team-db")]["spec"]["template"]["spec"]["containers"][0]["image"]
+        == "pgvector/pgvector:pg17"
+    )
