@@ -5,7 +5,8 @@ PY := $(VENV)/bin/python
 CACHE ?= $(HOME)/.cache/brain-operator
 export BRAIN_CACHE := $(CACHE)
 
-.PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help
+.PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help \
+	images kind-up e2e chart-test chart-sync lint-dockerfiles
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -34,8 +35,27 @@ test: lint typecheck unit ## everything CI runs
 bench: install ## benchmarks → docs/benchmarks.md
 	$(PY) hack/bench.py --out docs/benchmarks.md
 
-crds: install ## regenerate crds/ from the pydantic models
+crds: install ## regenerate crds/ from the pydantic models (and sync the chart)
 	$(PY) -m brain_operator.crdgen crds
+	$(PY) hack/chart-sync.py
+
+chart-sync: install ## copy crds/ + RBAC rules into the chart; regenerate dashboards
+	$(PY) hack/chart-sync.py && $(PY) hack/dashboards.py
+
+chart-test: install ## helm lint/template checks, promtool rule tests, install on the local control plane
+	$(VENV)/bin/pytest -q tests/delivery
+
+lint-dockerfiles: ## hadolint images/*/Dockerfile (fetched once into the cache)
+	bash hack/lint-dockerfiles.sh
+
+images: ## build the four images (needs Docker)
+	for i in operator gateway embedder jobs; do docker build -f images/$$i/Dockerfile -t ghcr.io/brain-operator/$$i:dev . || exit 1; done
+
+kind-up: ## kind cluster + images + chart + samples (needs Docker)
+	bash hack/kind-up.sh
+
+e2e: install ## end-to-end (local control plane; kind where Docker exists)
+	$(VENV)/bin/pytest -q e2e
 
 cluster-up: ## build (once, cached) and start the local Kubernetes control plane
 	@bash hack/cluster-up.sh

@@ -1,0 +1,86 @@
+"""Helpers for the delivery tests: the chart, its rendering with helm, and the tool scripts."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "brain-operator"
+RULES = CHART / "rules" / "brain-operator.rules.yaml"
+DASHBOARDS = CHART / "dashboards"
+HACK = ROOT / "hack"
+
+Render = Callable[..., list[dict[str, Any]]]
+#: helm built from source reports Kubernetes v1.20 to `helm template` (no ldflags); say what we run.
+KUBE_VERSION = "1.37.2"
+
+
+@pytest.fixture(scope="session")
+def helm_bin() -> str:
+    """helm from PATH, or from the local control plane's bin folder (built once, cached)."""
+    found = shutil.which("helm")
+    if found:
+        return found
+    proc = subprocess.run(["bash", str(HACK / "kube-build.sh")], capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        pytest.fail(f"hack/kube-build.sh failed:\n{proc.stderr[-3000:]}")
+    return str(Path(proc.stdout.strip()) / "helm")
+
+
+def helm(helm_bin: str, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([helm_bin, *args], capture_output=True, text=True, timeout=120)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} exited {proc.returncode}:\n{proc.stderr}")
+    return proc
+
+
+def set_args(values: dict[str, Any] | None) -> list[str]:
+    """`--set-json key=<json>` for each top-level or dotted key."""
+    import json
+
+    return [a for k, v in (values or {}).items() for a in ("--set-json", f"{k}={json.dumps(v)}")]
+
+
+@pytest.fixture(scope="session")
+def render(helm_bin: str) -> Render:
+    def _render(
+        values: dict[str, Any] | None = None, *, namespace: str = "brain-system", release: str = "brain"
+    ) -> list[dict[str, Any]]:
+        out = helm(
+            helm_bin,
+            "template",
+            release,
+            str(CHART),
+            "--kube-version",
+            KUBE_VERSION,
+            "--namespace",
+            namespace,
+            *set_args(values),
+        ).stdout
+        return [d for d in yaml.safe_load_all(out) if d]
+
+    return _render
+
+
+def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (doc,) = by_kind(docs, kind)
+    return doc
+
+
+def load_rules() -> dict[str, Any]:
+    return yaml.safe_load(RULES.read_text())
+
+
+def alerts() -> list[dict[str, Any]]:
+    return [r for g in load_rules()["groups"] for r in g["rules"] if "alert" in r]

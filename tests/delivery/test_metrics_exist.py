@@ -1,0 +1,132 @@
+"""Every metric a dashboard panel or an alert queries is defined by the code (no dead panels)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import DASHBOARDS, ROOT, load_rules
+
+METRIC = re.compile(r"\b(brain_[a-z0-9_]+)\b")
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+#: Series Prometheus itself adds to every scrape.
+BUILTIN = {"up"}
+
+
+def _defined() -> set[str]:
+    """Metric names passed as string literals to prometheus_client (Counter/Gauge/Histogram/...Family)."""
+    names: set[str] = set()
+    for path in (ROOT / "operator").rglob("*.py"):
+        names |= set(re.findall(r"""\(\s*["'](brain_[a-z0-9_]+)["']""", path.read_text()))
+    return names
+
+
+def _exprs_in_dashboards() -> list[tuple[str, str]]:
+    out = []
+    for f in sorted(DASHBOARDS.glob("*.json")):
+        board = json.loads(f.read_text())
+        for p in board["panels"]:
+            for t in p.get("targets", []):
+                out.append((f"{f.name}: {p['title']}", t["expr"]))
+        for v in board["templating"]["list"]:
+            if v.get("type") == "query":
+                out.append((f"{f.name}: ${v['name']}", v["definition"]))
+    return out
+
+
+def _exprs_in_rules() -> list[tuple[str, str]]:
+    return [
+        (r.get("alert", r.get("record", "?")), r["expr"]) for g in load_rules()["groups"] for r in g["rules"]
+    ]
+
+
+def _base(name: str) -> str:
+    for s in HISTOGRAM_SUFFIXES:
+        if name.endswith(s):
+            return name[: -len(s)]
+    return name
+
+
+@pytest.mark.parametrize("source", ["dashboards", "rules"])
+def test_every_queried_metric_is_defined(source: str) -> None:
+    exprs = _exprs_in_dashboards() if source == "dashboards" else _exprs_in_rules()
+    assert exprs
+    defined = _defined()
+    missing: dict[str, list[str]] = {}
+    for where, expr in exprs:
+        for name in METRIC.findall(expr):
+            if name not in defined and _base(name) not in defined:
+                missing.setdefault(name, []).append(where)
+    assert not missing, f"metrics queried but defined nowhere in operator/: {missing}"
+
+
+def test_histogram_suffixes_are_used_only_on_histograms() -> None:
+    hist: set[str] = set()
+    for path in (ROOT / "operator").rglob("*.py"):
+        hist |= set(re.findall(r"""Histogram\(\s*["'](brain_[a-z0-9_]+)["']""", path.read_text()))
+    for where, expr in _exprs_in_dashboards() + _exprs_in_rules():
+        for name in METRIC.findall(expr):
+            if name.endswith(("_bucket",)):
+                assert _base(name) in hist, f"{where}: {name} is not a histogram"
+
+
+def test_the_issue_panels_are_all_there() -> None:
+    titles: dict[str, Any] = {
+        f.stem: [p["title"] for p in json.loads(f.read_text())["panels"]] for f in DASHBOARDS.glob("*.json")
+    }
+    overview = " | ".join(titles["brain-overview"]).lower()
+    for words in (
+        "requests",
+        "latency p95 by stage",
+        "hit rate",
+        "no-hit",
+        "injected tokens",
+        "degradations by cause",
+        "captures stored",
+        "captures filtered",
+        "dropped",
+        "router",
+        "index entries by kind",
+        "pending proposals",
+    ):
+        assert words in overview, words
+    operator = " | ".join(titles["brain-operator"]).lower()
+    for words in ("reconciles", "errors", "duration", "brains ready"):
+        assert words in operator, words
+
+
+def test_dashboards_are_valid_grafana_json() -> None:
+    for f in DASHBOARDS.glob("*.json"):
+        board = json.loads(f.read_text())
+        assert board["uid"] and board["title"] and board["schemaVersion"] >= 36
+        ids = [p["id"] for p in board["panels"]]
+        assert len(ids) == len(set(ids))
+        for p in board["panels"]:
+            if p["type"] != "row":
+                assert p["datasource"]["uid"] == "${datasource}", (f.name, p["title"])
+                assert p["targets"], (f.name, p["title"])
+            g = p["gridPos"]
+            assert g["x"] >= 0 and g["x"] + g["w"] <= 24, (f.name, p["title"])
+
+
+def test_scrape_is_not_needed_for_names_but_names_are_real() -> None:
+    """Guard the regex itself: it must find the names the issue lists."""
+    defined = _defined()
+    for name in (
+        "brain_retrieval_stage_duration_seconds",
+        "brain_retrieval_queries_total",
+        "brain_retrieval_degraded_total",
+        "brain_injected_tokens",
+        "brain_operator_reconcile_total",
+        "brain_index_entries",
+        "brain_index_stale_entries",
+        "brain_ready",
+        "brain_embedder_requests_total",
+        "brain_gateway_requests_total",
+    ):
+        assert name in defined, name
+    assert Path(ROOT / "operator").is_dir()
