@@ -225,6 +225,7 @@ start kwok \
   --manage-all-nodes=false \
   --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
   --node-ip=127.0.0.1 \
+  --node-lease-duration-seconds=40 \
   --cidr=10.244.0.0/16
 
 # --- fake nodes -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import secrets
 from typing import Any, cast
 
 import kopf
@@ -97,7 +98,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="kopf peering object name; replicas sharing it elect one active [BRAIN_OPERATOR_PEERING]",
     )
     p.add_argument(
-        "--priority", type=int, default=int(env("BRAIN_OPERATOR_PRIORITY", "0")), help="peering priority"
+        "--priority",
+        type=int,
+        default=int(env("BRAIN_OPERATOR_PRIORITY", "0")) or None,
+        help="peering priority; the highest live replica is active. Default: random per process, because "
+        "kopf pauses every replica when the highest priority is shared [BRAIN_OPERATOR_PRIORITY]",
     )
     p.add_argument("--standalone", action="store_true", help="no peering at all (a single replica)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -117,7 +122,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         metrics_port=args.metrics_port,
         peering_name=args.peering,
         standalone=args.standalone,
-        priority=args.priority,
+        priority=args.priority if args.priority is not None else secrets.randbelow(2**31 - 2) + 1,
     )
 
 

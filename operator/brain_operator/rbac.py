@@ -57,16 +57,103 @@ RULES: list[tuple[list[str], list[str], list[str], str]] = [
 ]
 
 
+#: Cluster-scoped resources among RULES: a namespaced Role cannot grant them.
+CLUSTER_SCOPED = frozenset({"namespaces", "customresourcedefinitions", "clusterkopfpeerings"})
+#: The cluster-scoped reads an operator watching only some namespaces still needs (kopf resolves
+#: namespace patterns and discovers CRDs). clusterkopfpeerings is not among them: a namespaced
+#: operator peers through a KopfPeering in each watched namespace.
+NAMESPACED_MODE_CLUSTER = frozenset({"namespaces", "customresourcedefinitions"})
+
+
 def rules() -> list[dict[str, Any]]:
     return [{"apiGroups": g, "resources": r, "verbs": v} for g, r, v, _ in RULES]
 
 
-def install_manifests(
-    namespace: str = "brain-system", image: str = DEFAULT_IMAGES["operator"]
+def _split(keep: frozenset[str] | None, cluster_scoped: bool) -> list[dict[str, Any]]:
+    out = []
+    for groups, resources, verbs, _ in RULES:
+        picked = [
+            r
+            for r in resources
+            if (r.split("/")[0] in CLUSTER_SCOPED) == cluster_scoped and (keep is None or r in keep)
+        ]
+        if picked:
+            out.append({"apiGroups": groups, "resources": picked, "verbs": verbs})
+    return out
+
+
+def namespaced_rules() -> list[dict[str, Any]]:
+    """The Role granted in each watched namespace: every namespaced rule, nothing cluster-scoped."""
+    return _split(None, cluster_scoped=False)
+
+
+def namespaced_mode_cluster_rules() -> list[dict[str, Any]]:
+    """The small ClusterRole a namespaced install still needs: read Namespaces and CRDs."""
+    return _split(NAMESPACED_MODE_CLUSTER, cluster_scoped=True)
+
+
+def _namespaced_rbac(
+    operator_namespace: str, watched: list[str], labels: dict[str, str]
 ) -> list[dict[str, Any]]:
-    """ServiceAccount, ClusterRole(+Binding), peering object and a two-replica Deployment."""
+    """A Role + RoleBinding (to the operator's ServiceAccount) and a KopfPeering per watched namespace."""
+    out: list[dict[str, Any]] = []
+    subject = {"kind": "ServiceAccount", "name": "brain-operator", "namespace": operator_namespace}
+    for ns in watched:
+        meta = {"name": "brain-operator", "namespace": ns, "labels": labels}
+        out += [
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": meta,
+                "rules": namespaced_rules(),
+            },
+            {
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": meta,
+                "roleRef": {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "Role",
+                    "name": "brain-operator",
+                },
+                "subjects": [subject],
+            },
+            {"apiVersion": "kopf.dev/v1", "kind": "KopfPeering", "metadata": meta},
+        ]
+    return out
+
+
+def install_manifests(
+    namespace: str = "brain-system",
+    image: str = DEFAULT_IMAGES["operator"],
+    *,
+    watch_namespaces: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """ServiceAccount, ClusterRole(+Binding), peering object and a two-replica Deployment.
+
+    With ``watch_namespaces`` the install is namespaced: the operator watches only those
+    namespaces, gets a Role (+RoleBinding) and a KopfPeering in each, and keeps a ClusterRole only
+    for reading Namespaces and CRDs. Without it, one ClusterRole and a ClusterKopfPeering.
+    """
     labels = {"app.kubernetes.io/name": "brain-operator", "app.kubernetes.io/part-of": "brain-operator"}
     meta = {"name": "brain-operator", "namespace": namespace, "labels": labels}
+    watched = list(dict.fromkeys(watch_namespaces or []))
+    if watch_namespaces is not None and not watched:
+        raise ValueError("watch_namespaces: name at least one namespace (or pass None for all)")
+    if any("*" in ns or "?" in ns or ns.startswith("!") for ns in watched):
+        raise ValueError("watch_namespaces: a namespaced install needs literal names (a Role per namespace)")
+    scope = [f"--namespace={ns}" for ns in watched] if watched else ["--all-namespaces"]
+    peering: list[dict[str, Any]] = (
+        _namespaced_rbac(namespace, watched, labels)
+        if watched
+        else [
+            {
+                "apiVersion": "kopf.dev/v1",
+                "kind": "ClusterKopfPeering",
+                "metadata": {"name": "brain-operator", "labels": labels},
+            }
+        ]
+    )
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": labels}},
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
@@ -74,7 +161,7 @@ def install_manifests(
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": "brain-operator", "labels": labels},
-            "rules": rules(),
+            "rules": namespaced_mode_cluster_rules() if watched else rules(),
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -87,11 +174,7 @@ def install_manifests(
             },
             "subjects": [{"kind": "ServiceAccount", "name": "brain-operator", "namespace": namespace}],
         },
-        {
-            "apiVersion": "kopf.dev/v1",
-            "kind": "ClusterKopfPeering",
-            "metadata": {"name": "brain-operator", "labels": labels},
-        },
+        *peering,
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
@@ -112,7 +195,7 @@ def install_manifests(
                             {
                                 "name": "operator",
                                 "image": image,
-                                "args": ["--all-namespaces", "--peering", "brain-operator"],
+                                "args": [*scope, "--peering", "brain-operator"],
                                 "ports": [{"name": "metrics", "containerPort": 8080}],
                                 "env": [{"name": "BRAIN_OPERATOR_VERSION", "value": __version__}],
                                 "resources": {
