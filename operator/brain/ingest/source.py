@@ -1,0 +1,305 @@
+"""A MemorySource as the ingest job sees it, and the walk from a checked-out tree to items and edges.
+
+The job reads `/etc/brain/source.json` (written by the operator: `{"name", "brain", "spec"}` with
+the MemorySource spec in its camelCase wire form). Exactly one of git / skills / personas / inline
+is set; `origin: untrusted` marks text written outside the team.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from brain.ingest import code as codemod
+from brain.ingest.frontmatter import FrontMatterError
+from brain.ingest.items import Edge, Item, Parsed, Reject
+from brain.ingest.markdown import is_memory_file, parse_memory
+from brain.ingest.personas import is_persona_file, parse_persona
+from brain.ingest.skills import is_skill_file, parse_skill
+from brain.models import MAX_BODY, check_namespace
+
+SKIP_DIRS = frozenset(
+    {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".ruff_cache", "dist",
+     "build", "target", ".pytest_cache", ".idea", ".vscode"}
+)  # fmt: skip
+MAX_DOC_FILE = 512_000
+MIN_SUMMARY_WORDS = 8
+MAX_CALLS = 30
+EMBED_CHARS = int(os.environ.get("BRAIN_CHUNK_EMBED_CHARS", "400"))
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    name: str
+    kind: str  # git | skills | personas | inline
+    namespace: str = "shared"
+    origin: str = "import"  # import | untrusted
+    url: str | None = None
+    ref: str = "main"
+    paths: tuple[str, ...] = ()
+    format: str = "markdown"  # git only: markdown | code
+    inline_dir: str = "/etc/brain/inline"
+    brain: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key_prefix(self) -> str:
+        return f"{self.name}:"
+
+
+def parse_source(doc: dict[str, Any], *, inline_dir: str | None = None) -> SourceSpec:
+    """The operator's source document → SourceSpec. Raises ValueError naming the bad field."""
+    spec = doc.get("spec", doc)
+    name = str(doc.get("name") or spec.get("name") or "").strip()
+    if not name:
+        raise ValueError("source.name is missing: the source document needs the MemorySource's name")
+    kinds = [k for k in ("git", "skills", "personas", "inline") if spec.get(k)]
+    if len(kinds) != 1:
+        raise ValueError("exactly one of spec.git, spec.skills, spec.personas or spec.inline must be set")
+    kind = kinds[0]
+    origin = str(spec.get("origin", "import"))
+    if origin not in ("import", "untrusted"):
+        raise ValueError(f"spec.origin is import or untrusted, not {origin!r}")
+    namespace = check_namespace(str(spec.get("namespace", "shared")))
+    body = spec[kind]
+    if kind == "inline":
+        return SourceSpec(
+            name, kind, namespace, origin, inline_dir=inline_dir or os.environ.get(
+                "BRAIN_INLINE_DIR", "/etc/brain/inline"
+            ), brain=doc.get("brain"), extra={"configMapName": body.get("configMapName")},
+        )  # fmt: skip
+    if not body.get("url"):
+        raise ValueError(f"spec.{kind}.url is missing")
+    return SourceSpec(
+        name,
+        kind,
+        namespace,
+        origin,
+        url=str(body["url"]),
+        ref=str(body.get("ref") or "main"),
+        paths=tuple(body.get("paths") or ()),
+        format=str(body.get("format") or "markdown") if kind == "git" else kind,
+        brain=doc.get("brain"),
+    )
+
+
+def load_source_file(path: str | Path) -> SourceSpec:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise ValueError(f"cannot read source file {path}: {e}") from None
+    return parse_source(doc)
+
+
+# ---------------------------------------------------------------------- walking
+
+
+def _matches(rel: str, patterns: tuple[str, ...]) -> bool:
+    if not patterns:
+        return True
+    for p in patterns:
+        p = p.strip("/")
+        if not p or p == ".":
+            return True
+        if any(ch in p for ch in "*?["):
+            if fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel, p.rstrip("/*") + "/*"):
+                return True
+        elif rel == p or rel.startswith(p + "/"):
+            return True
+    return False
+
+
+def walk_files(root: Path, patterns: tuple[str, ...] = ()) -> Iterator[str]:
+    """Relative POSIX paths of regular files under root, sorted, skipping VCS and build folders."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".."))
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        for f in sorted(filenames):
+            if f.startswith(".."):
+                continue
+            rel = f if rel_dir == "." else f"{rel_dir}/{f}"
+            full = Path(dirpath) / f
+            if full.is_symlink() and not full.resolve().is_relative_to(root.resolve()):
+                continue
+            if _matches(rel, patterns):
+                yield rel
+
+
+def _read_text(path: Path) -> str:
+    data = path.read_bytes()
+    if len(data) > MAX_DOC_FILE:
+        raise ValueError(f"file is {len(data)} bytes; at most {MAX_DOC_FILE} are imported")
+    return data.decode("utf-8")
+
+
+def parse_documents(
+    root: Path, rels: list[str], parse: Callable[[str, str], Item | None], prefix_keys: str = ""
+) -> Parsed:
+    out = Parsed()
+    for rel in rels:
+        try:
+            item = parse(rel, _read_text(root / rel))
+        except (FrontMatterError, ValueError, UnicodeDecodeError, OSError) as e:
+            out.rejects.append(Reject(rel, f"unreadable: {e}"))
+            continue
+        if item is None:
+            continue
+        if len(item.body) > MAX_BODY:
+            out.rejects.append(Reject(rel, f"body is {len(item.body)} characters; at most {MAX_BODY}"))
+            continue
+        item.key = prefix_keys + item.key
+        out.items.append(item)
+    return out
+
+
+def parse_tree(spec: SourceSpec, root: Path, progress: Callable[[int, int], None] | None = None) -> Parsed:
+    """Everything a checked-out source (or the inline ConfigMap folder) yields."""
+    if spec.kind == "inline":
+        rels = [r for r in walk_files(root) if "/" not in r]
+        return parse_documents(root, rels, _inline_memory)
+    rels = list(walk_files(root, spec.paths))
+    if spec.kind == "skills":
+        return parse_documents(root, [r for r in rels if is_skill_file(r)], parse_skill)
+    if spec.kind == "personas":
+        return parse_documents(root, [r for r in rels if is_persona_file(r)], parse_persona)
+    if spec.format == "code":
+        return parse_code(root, [r for r in rels if codemod.language_for(r)], progress)
+    return parse_documents(root, [r for r in rels if is_memory_file(r)], parse_memory)
+
+
+def _inline_memory(rel: str, text: str) -> Item | None:
+    """A ConfigMap key is one Markdown memory; keys need not end in .md."""
+    return parse_memory(rel, text)
+
+
+# ---------------------------------------------------------------------- code
+
+
+def _first_paragraph(doc: str) -> str:
+    return doc.strip().split("\n\n", 1)[0].replace("\n", " ").strip()
+
+
+def _code_body(sym: codemod.Symbol, fc: codemod.FileChunks) -> str:
+    fence = "```"
+    while fence in sym.text:
+        fence += "`"
+    head = f"{fc.path}:{sym.start_line}-{sym.end_line} · {sym.kind} `{sym.name}` ({fc.language})"
+    text = sym.text if len(sym.text) < MAX_BODY - 400 else sym.text[: MAX_BODY - 420] + "\n… (truncated)"
+    return f"{head}\n\n{fence}{fc.language}\n{text}\n{fence}"
+
+
+def _card(sym: codemod.Symbol) -> str:
+    """What a chunk is embedded as: name, docstring gist, then the code's start, cut at EMBED_CHARS.
+
+    The encoder's cost grows with tokens (2000 characters of code cost ~7x what 300 do) while the
+    full body stays searchable through the lexical and identifier legs; the card carries the
+    meaning the vector leg needs.
+    """
+    doc = _first_paragraph(sym.doc)[:200] if sym.doc else ""
+    return f"{sym.name} ({sym.kind})\n{doc}\n{sym.text}"[:EMBED_CHARS]
+
+
+def code_items(files: list[codemod.FileChunks]) -> Parsed:
+    """Chunks, file map entries, docstring summaries and the contains / calls / imports edges."""
+    out = Parsed()
+    index = codemod.PathIndex(fc.path for fc in files)
+    by_name: dict[str, list[tuple[str, str]]] = {}  # simple name → (path, item key)
+    for fc in files:
+        for sym in fc.symbols:
+            simple = sym.name.rsplit("~", 1)[0].rsplit(".", 1)[-1]
+            by_name.setdefault(simple, []).append((fc.path, f"{fc.path}#{sym.name}"))
+    imported: dict[str, set[str]] = {fc.path: set(codemod.resolve_imports(fc, index)) for fc in files}
+    for fc in files:
+        defines = ", ".join(f"{s.name} ({s.kind})" for s in fc.symbols if s.parent is None)[:4000]
+        imports = sorted(imported[fc.path])
+        lines = [f"{fc.path} — {fc.language} source, {fc.lines} lines."]
+        if fc.doc:
+            lines.append(_first_paragraph(fc.doc)[:1500])
+        if defines:
+            lines.append(f"Defines: {defines}")
+        if imports:
+            lines.append("Imports: " + ", ".join(imports[:40]))
+        out.items.append(
+            Item(
+                key=fc.path,
+                kind="map",
+                title=fc.path[-200:],
+                body="\n".join(lines),
+                tags=["code-map", fc.language],
+                attrs={"path": fc.path, "language": fc.language, "symbols": len(fc.symbols)},
+                importance=0.4,
+            )
+        )
+        out.edges.extend(Edge(fc.path, target, "imports") for target in imports)
+        for sym in fc.symbols:
+            key = f"{fc.path}#{sym.name}"
+            out.items.append(
+                Item(
+                    key=key,
+                    kind="code",
+                    title=f"{sym.name} ({sym.kind}) — {fc.path}"[:200],
+                    body=_code_body(sym, fc),
+                    tags=["code", fc.language, sym.kind],
+                    attrs={
+                        "path": fc.path,
+                        "language": fc.language,
+                        "symbol": sym.name,
+                        "symbol_kind": sym.kind,
+                        "lines": [sym.start_line, sym.end_line],
+                    },
+                    importance=0.4,
+                    graded=True,
+                    raw=sym.text,
+                    embed_text=_card(sym),
+                )
+            )
+            parent_key = f"{fc.path}#{sym.parent}" if sym.parent else fc.path
+            out.edges.append(Edge(parent_key, key, "contains"))
+            if sym.doc and len(sym.doc.split()) >= MIN_SUMMARY_WORDS:
+                first = _first_paragraph(sym.doc)
+                out.items.append(
+                    Item(
+                        key=f"{key}:doc",
+                        kind="summary",
+                        title=f"{sym.name}: {first}"[:200],
+                        body=f"{sym.doc.strip()[:6000]}\n\n(docstring of {sym.kind} `{sym.name}` in {fc.path})",
+                        tags=["docstring", fc.language],
+                        attrs={"path": fc.path, "symbol": sym.name},
+                        importance=0.45,
+                    )
+                )
+                out.edges.append(Edge(f"{key}:doc", key, "rationale_for"))
+            for callee in sym.calls[:MAX_CALLS]:
+                cands = by_name.get(callee, [])
+                local = [k for p, k in cands if p == fc.path]
+                via_import = [k for p, k in cands if p in imported[fc.path]]
+                if len(local) == 1 and local[0] != key:
+                    out.edges.append(Edge(key, local[0], "calls", 1.0))
+                elif not local and len(via_import) == 1:
+                    out.edges.append(Edge(key, via_import[0], "calls", 0.9))
+                elif not local and len(cands) == 1 and cands[0][1] != key:
+                    out.edges.append(Edge(key, cands[0][1], "calls", 0.7))
+    return out
+
+
+def parse_code(root: Path, rels: list[str], progress: Callable[[int, int], None] | None = None) -> Parsed:
+    files: list[codemod.FileChunks] = []
+    rejects: list[Reject] = []
+    for i, rel in enumerate(rels):
+        try:
+            fc = codemod.chunk_file(rel, (root / rel).read_bytes())
+        except Exception as e:  # a grammar crash on one file must not stop the import
+            rejects.append(Reject(rel, f"unparseable: {type(e).__name__}: {e}"))
+            continue
+        if fc is not None:
+            files.append(fc)
+        if progress and (i % 50 == 0 or i == len(rels) - 1):
+            progress(i + 1, len(rels))
+    out = code_items(files)
+    out.rejects.extend(rejects)
+    return out

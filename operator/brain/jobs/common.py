@@ -1,0 +1,121 @@
+"""What every job needs: connections from the environment, a `job_runs` row, progress, the summary line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from brain.embedder.model import Embedder
+from brain.errors import BrainError
+from brain.store.store import Store
+
+log = logging.getLogger("brain.jobs")
+
+
+@dataclass
+class JobEnv:
+    store: Store
+    embedder: Embedder
+
+
+def make_embedder() -> Embedder:
+    """The brain's embedder service when BRAIN_EMBEDDER_URL is set; else the offline model in-process."""
+    from brain.embedder import EmbeddingClient, LocalEmbedder
+
+    url = os.environ.get("BRAIN_EMBEDDER_URL")
+    if url:
+        dim = int(os.environ.get("BRAIN_EMBEDDING_DIM", "384"))
+        return EmbeddingClient(url, dim=dim, timeout=60.0, failure_threshold=5)
+    return LocalEmbedder()
+
+
+@asynccontextmanager
+async def job_env(dsn: str | None = None, embedder: Embedder | None = None) -> AsyncIterator[JobEnv]:
+    dsn = dsn or os.environ.get("BRAIN_DATABASE_URL")
+    if not dsn:
+        raise BrainError("no database: set BRAIN_DATABASE_URL (or pass --dsn)")
+    emb = embedder or make_embedder()
+    dim = int(getattr(emb, "dim", 384))
+    model = os.environ.get("BRAIN_EMBEDDING_MODEL") or "sentence-transformers/all-MiniLM-L6-v2"
+    store = await Store.open(dsn, dim=dim, embedding_model=model, max_size=4)
+    try:
+        yield JobEnv(store, emb)
+    finally:
+        await store.close()
+        close = getattr(emb, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def start_run(store: Store, job: str, source: str | None = None) -> int:
+    return int(
+        await store.pool.fetchval(
+            "INSERT INTO job_runs (job, source) VALUES ($1, $2) RETURNING id", job, source
+        )
+    )
+
+
+async def finish_run(store: Store, run_id: int, status: str, summary: dict[str, Any]) -> None:
+    """status: ok | deferred | failed. Only `ok` runs count as the last ingest/distill/digest."""
+    await store.pool.execute(
+        "UPDATE job_runs SET finished_at = now(), status = $2, summary = $3::jsonb WHERE id = $1",
+        run_id,
+        status,
+        json.dumps(summary, default=str),
+    )
+
+
+def progress_enabled() -> bool:
+    return sys.stderr.isatty() or os.environ.get("BRAIN_PROGRESS", "") not in ("", "0")
+
+
+class Progress:
+    """A one-line progress bar on stderr, redrawn at most ten times a second, only for a person."""
+
+    def __init__(self, enabled: bool | None = None) -> None:
+        self.enabled = progress_enabled() if enabled is None else enabled
+        self._last = 0.0
+        self._drawn = False
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if done < total and now - self._last < 0.1:
+            return
+        self._last = now
+        width = 30
+        filled = width * done // max(total, 1)
+        print(
+            f"\r{stage:<10} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            print(file=sys.stderr, flush=True)
+            self._drawn = False
+
+
+def emit(summary: dict[str, Any]) -> None:
+    """The summary is the last line on stdout; stderr is flushed first so logs cannot follow it."""
+    sys.stderr.flush()
+    print(json.dumps(summary, default=str), flush=True)
+
+
+def setup_logging() -> None:
+    logging.basicConfig(
+        level=os.environ.get("BRAIN_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )

@@ -1,0 +1,318 @@
+"""`python -m brain.jobs.digest`: weekly practice signals, with privacy by projection.
+
+`aggregate` receives `Signal`s only. `Signal` has no key, author, namespace or model field, so the
+aggregation (and the Markdown it renders) cannot name who did what, where, or with which model:
+that is structural, not a policy someone must remember. `project_*` are the only functions that
+read raw rows, and they drop identities as they build signals. No-hit queries pass the secret gate
+in redact mode before they become signals.
+
+Signals: outcome mix of captured experiences, retrieval hit rate (captures that had memory
+injected vs. no-hit queries), top no-hit queries, proposal acceptance rate and time to decision,
+stale memories (never retrieved in N days), growth by kind. The report is stored as a `digest`
+entry (one lineage per ISO week: a rerun supersedes) and its numbers set the digest gauges.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from prometheus_client import Gauge
+
+from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
+from brain.models import Actor, MemoryIn
+from brain.redact import SecretGate
+from brain.store.store import Store, content_hash
+
+SignalType = Literal["outcome", "retrieval", "no_hit", "proposal", "stale", "created"]
+DIGEST_ACTOR = Actor(name="digest", role="agent", origin="import")
+IDENTITY_FIELDS = frozenset({"key", "key_name", "author", "namespace", "model", "actor", "session", "repo"})
+
+hit_rate_gauge = Gauge(
+    "brain_digest_retrieval_hit_rate", "Share of retrievals that found memory (last digest)."
+)
+acceptance_gauge = Gauge(
+    "brain_digest_proposal_acceptance_rate", "Approved / decided proposals (last digest)."
+)
+stale_gauge = Gauge("brain_digest_stale_memories", "Active memories never retrieved in the stale window.")
+no_hit_gauge = Gauge("brain_digest_no_hit_queries", "Retrievals that found nothing (last digest week).")
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One anonymous fact. Deliberately no key / author / namespace / model field."""
+
+    ev: SignalType
+    at: datetime
+    label: str = ""  # outcome name, memory kind, redacted query text, or proposal decision
+    value: float = 0.0  # hours to decision, 1.0 for a hit, ...
+
+
+@dataclass
+class DigestStats:
+    week: str
+    start: datetime
+    end: datetime
+    outcomes: dict[str, int] = field(default_factory=dict)
+    hits: int = 0
+    no_hits: int = 0
+    top_no_hit: list[tuple[str, int]] = field(default_factory=list)
+    approved: int = 0
+    rejected: int = 0
+    median_hours_to_decision: float | None = None
+    stale_by_kind: dict[str, int] = field(default_factory=dict)
+    growth_by_kind: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def hit_rate(self) -> float | None:
+        total = self.hits + self.no_hits
+        return round(self.hits / total, 4) if total else None
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        total = self.approved + self.rejected
+        return round(self.approved / total, 4) if total else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "week": self.week,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "outcomes": self.outcomes,
+            "hits": self.hits,
+            "noHits": self.no_hits,
+            "hitRate": self.hit_rate,
+            "topNoHitQueries": [{"query": q, "count": n} for q, n in self.top_no_hit],
+            "approved": self.approved,
+            "rejected": self.rejected,
+            "acceptanceRate": self.acceptance_rate,
+            "medianHoursToDecision": self.median_hours_to_decision,
+            "staleByKind": self.stale_by_kind,
+            "growthByKind": self.growth_by_kind,
+        }
+
+
+# ---------------------------------------------------------------------- pure aggregation
+
+
+def aggregate(signals: Iterable[Signal], start: datetime, end: datetime, top: int = 10) -> DigestStats:
+    week = f"{start.isocalendar().year}-W{start.isocalendar().week:02d}"
+    st = DigestStats(week=week, start=start, end=end)
+    no_hit: Counter[str] = Counter()
+    hours: list[float] = []
+    outcomes: Counter[str] = Counter()
+    stale: Counter[str] = Counter()
+    growth: Counter[str] = Counter()
+    for s in signals:
+        if s.ev == "stale":
+            stale[s.label] += 1
+            continue
+        if not (start <= s.at < end):
+            continue
+        if s.ev == "outcome":
+            outcomes[s.label] += 1
+        elif s.ev == "retrieval":
+            st.hits += 1
+        elif s.ev == "no_hit":
+            st.no_hits += 1
+            no_hit[s.label.strip().lower()[:120]] += 1
+        elif s.ev == "proposal":
+            if s.label == "approved":
+                st.approved += 1
+            else:
+                st.rejected += 1
+            hours.append(s.value)
+        elif s.ev == "created":
+            growth[s.label] += 1
+    st.outcomes = dict(outcomes.most_common())
+    st.top_no_hit = no_hit.most_common(top)
+    st.median_hours_to_decision = round(statistics.median(hours), 1) if hours else None
+    st.stale_by_kind = dict(stale.most_common())
+    st.growth_by_kind = dict(growth.most_common())
+    return st
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.0%}"
+
+
+def render(st: DigestStats, stale_days: int) -> str:
+    lines = [
+        f"# Team brain digest {st.week}",
+        "",
+        f"{st.start:%Y-%m-%d} to {st.end:%Y-%m-%d}. Aggregates only: no key, author, namespace or model.",
+        "",
+        "## Retrieval",
+        f"- Hit rate: {_pct(st.hit_rate)} ({st.hits} with memory, {st.no_hits} found nothing)",
+        "",
+        "## Outcome mix of captured experiences",
+    ]
+    lines += [f"- {k}: {v}" for k, v in st.outcomes.items()] or ["- none captured"]
+    lines += ["", "## Top questions the brain could not answer"]
+    lines += [f"- {n}× {q}" for q, n in st.top_no_hit] or ["- none"]
+    lines += [
+        "",
+        "## Proposals",
+        f"- Decided: {st.approved + st.rejected} ({st.approved} approved, {st.rejected} rejected); "
+        f"acceptance {_pct(st.acceptance_rate)}",
+        "- Median time to decision: "
+        + ("n/a" if st.median_hours_to_decision is None else f"{st.median_hours_to_decision} h"),
+        "",
+        f"## Stale memories (never retrieved in {stale_days} days)",
+    ]
+    lines += [f"- {k}: {v}" for k, v in st.stale_by_kind.items()] or ["- none"]
+    lines += ["", "## Growth by kind (new this week)"]
+    lines += [f"- {k}: +{v}" for k, v in st.growth_by_kind.items()] or ["- no new entries"]
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------- projections (the only row readers)
+
+
+def _payload(raw: Any) -> dict[str, Any]:
+    return json.loads(raw) if isinstance(raw, str) else dict(raw or {})
+
+
+async def project_signals(store: Store, start: datetime, end: datetime, stale_days: int) -> list[Signal]:
+    """Rows → anonymous signals. Identity columns are never selected."""
+    gate = SecretGate("redact")
+    out: list[Signal] = []
+    for r in await store.pool.fetch(
+        "SELECT type, payload, created_at FROM events WHERE type IN ('capture', 'query_no_hit') "
+        "AND created_at >= $1 AND created_at < $2",
+        start,
+        end,
+    ):
+        p = _payload(r["payload"])
+        if r["type"] == "query_no_hit":
+            out.append(Signal("no_hit", r["created_at"], gate.check("query", str(p.get("query") or ""))))
+        elif p.get("injected"):
+            out.append(Signal("retrieval", r["created_at"], value=1.0))
+    for r in await store.pool.fetch(
+        "SELECT kind, attrs->>'outcome' AS outcome, created_at FROM memories WHERE created_at >= $1 "
+        "AND created_at < $2 AND version = 1",
+        start,
+        end,
+    ):
+        out.append(Signal("created", r["created_at"], r["kind"]))
+        if r["kind"] == "experience" and r["outcome"]:
+            out.append(Signal("outcome", r["created_at"], r["outcome"]))
+    for r in await store.pool.fetch(
+        "SELECT status, created_at, decided_at FROM proposals WHERE decided_at >= $1 AND decided_at < $2",
+        start,
+        end,
+    ):
+        hrs = (r["decided_at"] - r["created_at"]).total_seconds() / 3600
+        out.append(Signal("proposal", r["decided_at"], r["status"], round(hrs, 2)))
+    for r in await store.pool.fetch(
+        "SELECT kind FROM memories WHERE status = 'active' AND kind <> 'digest' "
+        "AND created_at < now() - make_interval(days => $1) "
+        "AND (last_accessed_at IS NULL OR last_accessed_at < now() - make_interval(days => $1))",
+        stale_days,
+    ):
+        out.append(Signal("stale", end, r["kind"]))
+    return out
+
+
+def signal_fields() -> set[str]:
+    return {f.name for f in fields(Signal)}
+
+
+def set_metrics(stats: dict[str, Any]) -> None:
+    """The digest gauges, from a stats dict (the job's, or a stored digest's attrs in the gateway)."""
+    if stats.get("hitRate") is not None:
+        hit_rate_gauge.set(stats["hitRate"])
+    if stats.get("acceptanceRate") is not None:
+        acceptance_gauge.set(stats["acceptanceRate"])
+    stale_gauge.set(sum((stats.get("staleByKind") or {}).values()))
+    no_hit_gauge.set(stats.get("noHits") or 0)
+
+
+async def store_digest(store: Store, embedder: Any, stats: DigestStats, markdown: str) -> str:
+    """One entry per ISO week; rerunning the same week supersedes it (history kept)."""
+    from brain.service import MemoryService
+
+    svc = MemoryService(store, embedder)
+    key = f"digest:{stats.week}"
+    item = MemoryIn(
+        kind="digest",
+        title=f"Team brain digest {stats.week}",
+        body=markdown,
+        attrs={"stats": stats.as_dict()},
+        source_key=key,
+        importance=0.3,
+    )
+    current = await store.pool.fetchrow(
+        "SELECT id, content_hash FROM memories WHERE source_key = $1 AND status = 'active'", key
+    )
+    if current is None:
+        return (await svc.note(item, DIGEST_ACTOR)).memory.id
+    if current["content_hash"] == content_hash(markdown):
+        return str(current["id"])
+    return (await svc.supersede(current["id"], item, current["content_hash"], DIGEST_ACTOR)).id
+
+
+async def run_digest(
+    store: Store, embedder: Any, *, now: datetime | None = None, days: int = 7, stale_days: int = 30
+) -> dict[str, Any]:
+    end = now or datetime.now(UTC)
+    start = end - timedelta(days=days)
+    signals = await project_signals(store, start, end, stale_days)
+    stats = aggregate(signals, start, end)
+    markdown = render(stats, stale_days)
+    memory_id = await store_digest(store, embedder, stats, markdown)
+    set_metrics(stats.as_dict())
+    return {"memory_id": memory_id, **stats.as_dict()}
+
+
+async def latest_digest(store: Store) -> dict[str, Any] | None:
+    """For the REST endpoint: the newest digest's Markdown and numbers."""
+    r = await store.pool.fetchrow(
+        "SELECT id, title, body, attrs, created_at FROM memories WHERE kind = 'digest' AND status = 'active' "
+        "ORDER BY created_at DESC LIMIT 1"
+    )
+    if r is None:
+        return None
+    attrs = _payload(r["attrs"])
+    return {"id": r["id"], "title": r["title"], "markdown": r["body"], "stats": attrs.get("stats", {}),
+            "created_at": r["created_at"]}  # fmt: skip
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    async with job_env(args.dsn) as env:
+        run_id = await start_run(env.store, "digest")
+        try:
+            summary = await run_digest(env.store, env.embedder, days=args.days, stale_days=args.stale_days)
+        except Exception as e:
+            await finish_run(env.store, run_id, "failed", {"error": f"{type(e).__name__}: {e}"})
+            raise
+        await finish_run(env.store, run_id, "ok", summary)
+    emit(summary)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    setup_logging()
+    p = argparse.ArgumentParser(prog="python -m brain.jobs.digest", description=__doc__.splitlines()[0])
+    p.add_argument("--dsn", default=None, help="Postgres DSN (default: BRAIN_DATABASE_URL)")
+    p.add_argument("--days", type=int, default=7, help="window length (default 7)")
+    p.add_argument("--stale-days", type=int, default=30, help="never retrieved for this long = stale")
+    args = p.parse_args(list(argv) if argv is not None else None)
+    try:
+        return asyncio.run(main_async(args))
+    except Exception as e:
+        print(f"digest: failed: {type(e).__name__}: {e}", file=sys.stderr)
+        emit({"error": f"{type(e).__name__}: {e}"})
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

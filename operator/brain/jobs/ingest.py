@@ -1,0 +1,119 @@
+"""`python -m brain.jobs.ingest --source-file /etc/brain/source.json`: import one MemorySource.
+
+Fetch (git at a ref, or the inline ConfigMap folder) → parse → grade code → sync with the store.
+Exit status 0 when the import ran (rejected items are listed in the summary, not failures), 1 when
+the source could not be fetched or read, 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from brain.embedder.model import Embedder
+from brain.errors import BrainError
+from brain.ingest.gitsrc import checkout
+from brain.ingest.grading import GradingConfig
+from brain.ingest.source import SourceSpec, load_source_file, parse_tree
+from brain.ingest.sync import sync
+from brain.jobs.common import Progress, emit, finish_run, job_env, setup_logging, start_run
+from brain.models import Actor
+from brain.store.store import Store
+
+
+def source_actor(spec: SourceSpec) -> Actor:
+    """Imports write as the source: origin `import` (curated) or `untrusted` (episodic, never standing)."""
+    return Actor(name=f"source:{spec.name}"[:128], role="agent", origin=spec.origin)
+
+
+async def run_ingest(
+    store: Store,
+    embedder: Embedder,
+    spec: SourceSpec,
+    *,
+    workdir: Path | None = None,
+    grading: GradingConfig | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """One import, recorded in job_runs. Returns the summary (also on failure, with `error`)."""
+    progress = progress or Progress()
+    run_id = await start_run(store, "ingest", spec.name)
+    try:
+        commit = None
+        if spec.kind == "inline":
+            root = Path(spec.inline_dir)
+            if not root.is_dir():
+                raise BrainError(f"inline folder {root} does not exist (is the ConfigMap mounted?)")
+        else:
+            assert spec.url is not None
+            with_creds = os.environ.get("BRAIN_SOURCE_CREDENTIALS")
+            co = checkout(spec.url, spec.ref, workdir, with_creds)
+            root, commit = co.path, co.commit
+        parsed = await asyncio.to_thread(parse_tree, spec, root, lambda d, t: progress("parsing", d, t))
+        summary = await sync(
+            store,
+            embedder,
+            spec.key_prefix,
+            spec.namespace,
+            parsed,
+            source_actor(spec),
+            grading=grading or GradingConfig.from_env(),
+            progress=progress,
+        )
+        out = {**summary.as_dict(), "source": spec.name, "kind": spec.kind}
+        if commit:
+            out["commit"] = commit
+        await finish_run(store, run_id, "ok", out)
+        return out
+    except BrainError as e:
+        out = {"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": e.message}
+        await finish_run(store, run_id, "failed", out)
+        raise
+    finally:
+        progress.close()
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    spec = load_source_file(args.source_file)
+    async with job_env(args.dsn) as env:
+        workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="brain-ingest-"))
+        try:
+            summary = await run_ingest(env.store, env.embedder, spec, workdir=workdir)
+        except BrainError as e:
+            emit({"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": e.message})
+            return 1
+    emit(summary)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m brain.jobs.ingest", description=__doc__.splitlines()[0])
+    p.add_argument("--source-file", required=True, help="MemorySource document (JSON) the operator mounts")
+    p.add_argument("--dsn", default=None, help="Postgres DSN (default: BRAIN_DATABASE_URL)")
+    p.add_argument("--workdir", help="where to keep the checkout (reused across runs); default a temp folder")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    setup_logging()
+    args = build_parser().parse_args(argv)
+    try:
+        return asyncio.run(main_async(args))
+    except (BrainError, ValueError) as e:
+        message = getattr(e, "message", str(e))
+        print(f"ingest: error: {message}", file=sys.stderr)
+        emit({"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": message})
+        return 2
+    except Exception as e:  # the database or embedder is down: still end with a summary line
+        print(f"ingest: failed: {type(e).__name__}: {e}", file=sys.stderr)
+        emit({"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": str(e)})
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Digest: aggregates only, and identities structurally cannot reach the aggregation."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from datetime import UTC, datetime, timedelta
+
+from brain import proposals
+from brain.jobs import digest
+from brain.jobs.digest import (
+    IDENTITY_FIELDS,
+    Signal,
+    aggregate,
+    latest_digest,
+    render,
+    run_digest,
+    signal_fields,
+)
+from brain.models import Actor, MemoryIn
+from brain.service import MemoryService
+from brain.store import Store
+
+SECRET_IDS = ["key-zebra-7731", "namespace-okapi", "model-narwhal-9", "author-quokka"]
+
+
+def test_projection_type_has_no_identity_fields() -> None:
+    assert not signal_fields() & IDENTITY_FIELDS
+    assert signal_fields() == {"ev", "at", "label", "value"}
+    # aggregate and render only ever see Signals / stats built from them
+    assert "Signal" in str(inspect.signature(aggregate).parameters["signals"].annotation)
+    now = datetime.now(UTC)
+    st = aggregate(
+        [
+            Signal("no_hit", now, "how do we deploy"),
+            Signal("retrieval", now, value=1.0),
+            Signal("proposal", now, "approved", 2.0),
+            Signal("proposal", now, "rejected", 4.0),
+        ],
+        now - timedelta(days=7),
+        now + timedelta(seconds=1),
+    )
+    assert (st.hit_rate, st.acceptance_rate, st.median_hours_to_decision) == (0.5, 0.5, 3.0)
+    assert "how do we deploy" in render(st, 30)
+
+
+async def test_digest_from_authored_fixtures_leaks_no_identity(
+    store: Store, service: MemoryService, owner: Actor
+) -> None:
+    key, ns, model, author = SECRET_IDS
+    actor = Actor(name=author, role="agent", origin="gateway", namespaces=(ns,))
+    m = await service.note(
+        MemoryIn(
+            kind="experience",
+            namespace=ns,
+            title="slow build",
+            body="Problem: slow build\n\nSolution: cache wheels\n\nOutcome: resolved",
+            attrs={"outcome": "resolved", "model": model},
+        ),
+        actor,
+    )
+    await store.record_event(
+        "capture",
+        key_name=key,
+        namespace=ns,
+        payload={"stored": [{"id": m.memory.id}], "model": model, "injected": ["x"]},
+    )
+    for q in (
+        "where is the staging kubeconfig",
+        "where is the staging kubeconfig",
+        "token AKIAIOSFODNN7EXAMPLZ",
+    ):
+        await store.record_event(
+            "query_no_hit",
+            key_name=key,
+            namespace=ns,
+            payload={"query": q, "api": "openai", "namespaces": [ns]},
+        )
+    pid = await proposals.create(
+        store,
+        kind="fact",
+        namespace=ns,
+        title="t",
+        body="The build caches wheels.",
+        evidence=[{"memory_id": m.memory.id, "author": author}],
+        authors=[key],
+        score=0.5,
+    )
+    await proposals.approve(service, pid, owner)
+
+    summary = await run_digest(store, service.embedder, now=datetime.now(UTC) + timedelta(seconds=1))
+    stored = await latest_digest(store)
+    assert stored is not None and stored["id"] == summary["memory_id"]
+    text = json.dumps(summary, default=str) + stored["markdown"] + json.dumps(stored["stats"], default=str)
+    for ident in (*SECRET_IDS, owner.name, "AKIAIOSFODNN7EXAMPLZ"):
+        assert ident not in text, ident
+    assert summary["hits"] == 1 and summary["noHits"] == 3 and summary["hitRate"] == 0.25
+    assert summary["topNoHitQueries"][0] == {"query": "where is the staging kubeconfig", "count": 2}
+    assert summary["acceptanceRate"] == 1.0 and summary["outcomes"] == {"resolved": 1}
+    assert "redacted:aws_access_key" in stored["markdown"].lower()
+    mem = (await store.get(stored["id"])).memory
+    assert (mem.kind, mem.tier) == ("digest", "curated")
+    # the same week again supersedes (or keeps) rather than piling up entries
+    await run_digest(store, service.embedder, now=datetime.now(UTC) + timedelta(seconds=2))
+    n = await store.pool.fetchval("SELECT count(*) FROM memories WHERE kind = 'digest' AND status = 'active'")
+    assert n == 1
+    assert digest.hit_rate_gauge._value.get() == 0.25  # type: ignore[attr-defined]
