@@ -288,6 +288,79 @@ async def cmd_keys(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- learning loops (brain.jobs)
+
+
+@command("proposals")
+async def cmd_proposals(args: argparse.Namespace) -> int:
+    """What distill drafted: list, show (both texts for a supersede), approve or reject (owner)."""
+    from brain import proposals
+
+    async with _service(args) as svc:
+        if args.proposals_command == "list":
+            for p in await proposals.list_proposals(svc.store, args.status, args.limit):
+                sup = f" supersedes {p['supersedes']}" if p["supersedes"] else ""
+                print(
+                    f"{p['id']}  {p['score']:.2f}  {p['kind']:<10} {p['namespace']:<16} "
+                    f"{len(p['evidence']):>3} evidence  {p['title'][:60]}{sup}"
+                )
+        elif args.proposals_command == "show":
+            _print(await proposals.show(svc.store, args.id))
+        elif args.proposals_command == "approve":
+            _print(await proposals.approve(svc, args.id, _owner(args), reason=args.reason))
+        else:
+            _print(await proposals.reject(svc.store, args.id, _owner(args), args.reason))
+    return 0
+
+
+@command("ingest")
+async def cmd_ingest(args: argparse.Namespace) -> int:
+    """The ingest job, run by a person: same code as the CronJob, with a progress bar."""
+    from brain.ingest.source import load_source_file
+    from brain.jobs.ingest import run_ingest
+
+    spec = load_source_file(args.source_file)
+    async with _service(args) as svc:
+        summary = await run_ingest(
+            svc.store, svc.embedder, spec, workdir=Path(args.workdir) if args.workdir else None
+        )
+    print(json.dumps(summary, default=str))
+    return 0
+
+
+@command("distill")
+async def cmd_distill(args: argparse.Namespace) -> int:
+    from brain.jobs.common import finish_run, start_run
+    from brain.jobs.distill import DistillConfig, run_distill
+
+    cfg = DistillConfig.from_env()
+    if args.model:
+        cfg = DistillConfig(**{**cfg.__dict__, "model": args.model})
+    async with _service(args) as svc:
+        run_id = await start_run(svc.store, "distill")
+        summary = await run_distill(svc.store, svc.embedder, cfg)
+        await finish_run(svc.store, run_id, "deferred" if summary.deferred else "ok", summary.as_dict())
+    print(json.dumps(summary.as_dict(), default=str))
+    return 0
+
+
+@command("digest")
+async def cmd_digest(args: argparse.Namespace) -> int:
+    from brain.jobs.common import finish_run, start_run
+    from brain.jobs.digest import latest_digest, run_digest
+
+    async with _service(args) as svc:
+        if args.show:
+            latest = await latest_digest(svc.store)
+            print(latest["markdown"] if latest else "no digest yet")
+            return 0 if latest else 1
+        run_id = await start_run(svc.store, "digest")
+        summary = await run_digest(svc.store, svc.embedder, days=args.days)
+        await finish_run(svc.store, run_id, "ok", summary)
+        print((await latest_digest(svc.store) or {}).get("markdown", ""))
+    return 0
+
+
 # ---------------------------------------------------------------------- parser
 
 
@@ -380,6 +453,31 @@ def build_parser() -> argparse.ArgumentParser:
     kl.add_argument("--all", action="store_true", help="include revoked keys")
     kr = ksub.add_parser("revoke", help="revoke a key by name or id")
     kr.add_argument("name")
+
+    pp = sub.add_parser("proposals", help="review what distill proposed (owner): list, show, approve, reject")
+    psub = pp.add_subparsers(dest="proposals_command", required=True, metavar="ACTION")
+    pl = psub.add_parser("list", help="proposals by status, best score first")
+    pl.add_argument("--status", choices=["pending", "approved", "rejected"], default="pending")
+    pl.add_argument("--limit", type=int, default=50)
+    psh = psub.add_parser("show", help="one proposal with its evidence (and the text it would supersede)")
+    psh.add_argument("id")
+    pa = psub.add_parser("approve", help="write the memory as you (curated tier, you as promoter)")
+    pa.add_argument("id")
+    pa.add_argument("--reason")
+    pr2 = psub.add_parser("reject", help="reject with a reason")
+    pr2.add_argument("id")
+    pr2.add_argument("--reason", required=True)
+
+    ing = sub.add_parser("ingest", help="import a MemorySource now (the ingest job, with progress)")
+    ing.add_argument(
+        "--source-file", required=True, help="MemorySource document (JSON), as the operator writes it"
+    )
+    ing.add_argument("--workdir", help="keep the checkout here between runs")
+    dis = sub.add_parser("distill", help="run distillation now: drafts proposals from captured episodes")
+    dis.add_argument("--model", help="model name at the gateway (default: BRAIN_DISTILL_MODEL)")
+    dg = sub.add_parser("digest", help="build this week's digest (or --show the latest)")
+    dg.add_argument("--days", type=int, default=7)
+    dg.add_argument("--show", action="store_true", help="print the latest digest instead of building one")
     return p
 
 

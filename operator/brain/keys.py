@@ -61,7 +61,7 @@ class KeyInfo:
     def actor(self) -> Actor:
         return Actor(
             name=self.name,
-            role=self.role,  # type: ignore[arg-type]
+            role=self.role,
             origin="owner" if self.role == "owner" else "agent",
             namespaces=self.namespaces,
         )

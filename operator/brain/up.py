@@ -331,8 +331,8 @@ async def up(
         return 0
     finally:
         print("stopping …", file=sys.stderr)
-        for p in reversed(stack.procs):
-            await asyncio.to_thread(stop, p)
+        for proc in reversed(stack.procs):
+            await asyncio.to_thread(stop, proc)
         if stack.pg is not None:
             await asyncio.to_thread(stack.pg.stop)
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -108,6 +108,7 @@ def create_app(
     app.include_router(rest.router)
     app.include_router(rest.owner_router)
     app.include_router(proposals.router)
+    app.include_router(proposals.digest_router)
     app.add_route("/mcp", mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
     app.mount("/", litellm_app)
     return SSEHeartbeat(app, interval=settings.heartbeat_s) if heartbeat else app

@@ -186,7 +186,8 @@ class Catalog:
                 ORDER BY importance DESC, valid_from DESC LIMIT $1""",
             limit,
         )
-        personas, skills = [], []
+        personas: list[Entry] = []
+        skills: list[Entry] = []
         for r in rows:
             d = dict(r)
             vec = d.pop("embedding")

@@ -60,6 +60,10 @@ class SSEHeartbeat:
         await _Stream(self, scope, replay, send, anthropic=scope["path"].endswith("/messages")).run()
 
 
+async def _call(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    await app(scope, receive, send)
+
+
 class _Stream:
     def __init__(
         self, mw: SSEHeartbeat, scope: Scope, receive: Receive, send: Send, *, anthropic: bool
@@ -105,7 +109,9 @@ class _Stream:
         return b"data: " + json.dumps({"error": err}).encode() + b"\n\n"
 
     async def run(self) -> None:
-        task = asyncio.create_task(self.mw.app(self.scope, self.receive, self._inner_send))
+        task: asyncio.Task[None] = asyncio.create_task(
+            _call(self.mw.app, self.scope, self.receive, self._inner_send)
+        )
         getter: asyncio.Task[Message] | None = None
         try:
             while True:

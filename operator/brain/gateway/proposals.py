@@ -1,7 +1,7 @@
 """Proposals endpoints (owner): what distill drafted, awaiting a decision.
 
-Only the listing lives here so far; the jobs add approve/reject next to it on `router` (their
-logic owns how a proposal becomes a memory). The router is included under `/brain/v1`.
+List, show, approve and reject live on `router`; the logic (how a proposal becomes a memory)
+is `brain.proposals`. `digest_router` serves the latest digest; both are included under `/brain/v1`.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
+from pydantic import BaseModel
 
 from brain.errors import InvalidInput
 from brain.gateway.rest import PREFIX, owner_actor
@@ -41,3 +42,54 @@ async def list_proposals(actor: OwnerDep, status: str = "pending", limit: int = 
         d["evidence"] = json.loads(d["evidence"]) if isinstance(d["evidence"], str) else d["evidence"]
         out.append(d)
     return {"proposals": out}
+
+
+class Decision(BaseModel):
+    reason: str | None = None
+
+
+def _service() -> Any:
+    rt = get_runtime()
+    if rt is None or rt.store is None or rt.service is None:
+        raise Unavailable("the brain database is not reachable right now; try again shortly")
+    return rt
+
+
+@router.get("/{proposal_id}", summary="one proposal with its evidence, and the text it would supersede")
+async def show_proposal(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
+    from brain import proposals as logic
+
+    return await logic.show(_service().store, proposal_id)
+
+
+@router.post("/{proposal_id}/approve", summary="write the proposed memory as this owner (curated)")
+async def approve_proposal(proposal_id: str, actor: OwnerDep, body: Decision | None = None) -> dict[str, Any]:
+    from brain import proposals as logic
+
+    rt = _service()
+    out = await logic.approve(rt.service, proposal_id, actor, reason=body.reason if body else None)
+    rt.invalidate()
+    return out
+
+
+@router.post("/{proposal_id}/reject", summary="reject a proposal, with a reason")
+async def reject_proposal(proposal_id: str, actor: OwnerDep, body: Decision) -> dict[str, Any]:
+    from brain import proposals as logic
+
+    return await logic.reject(_service().store, proposal_id, actor, body.reason or "")
+
+
+digest_router = APIRouter(prefix=PREFIX + "/digest", tags=["digest"])
+
+
+@digest_router.get("/latest", summary="the newest team digest: Markdown and its aggregate numbers")
+async def latest_digest(actor: OwnerDep) -> dict[str, Any]:
+    from brain.errors import NotFound
+    from brain.jobs.digest import latest_digest as load
+    from brain.jobs.digest import set_metrics
+
+    latest = await load(_service().store)
+    if latest is None:
+        raise NotFound("no digest yet: the digest job has not run")
+    set_metrics(latest["stats"])
+    return latest

@@ -206,7 +206,7 @@ async def brain_error_handler(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
-    errors = getattr(exc, "errors", lambda: [])()
+    errors: list[dict[str, Any]] = list(getattr(exc, "errors", list)())
     first = errors[0] if errors else {"loc": ["body"], "msg": "invalid request"}
     loc = ".".join(str(p) for p in first.get("loc", []) if p not in ("body", "query", "path")) or "body"
     return JSONResponse(

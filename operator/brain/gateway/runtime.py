@@ -320,7 +320,7 @@ class Runtime:
             try:
                 res = await service.note(
                     MemoryIn(
-                        kind=item.kind,  # type: ignore[arg-type]
+                        kind=item.kind,
                         namespace=ctx.write_namespace,
                         title=title,
                         body=body,

@@ -142,7 +142,8 @@ class Retriever:
             )
         else:
             fused = zscore_fusion(scored, weights=cfg.weights)
-        fused = fused[: n * 2]
+        # Boosts and diversity reorder only near the top, so only the head is fetched (bodies are large).
+        fused = fused[: max(limit * 3, limit + 20)]
         result.timings["fuse"] = time.perf_counter() - t0
         hits_by_id = await self._timed(result, "fetch", self.store.hits([d for d, _, _ in fused]))
         now = scope.as_of or datetime.now(UTC)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -430,37 +429,30 @@ class Store:
         appears everywhere cannot turn the candidate set into a scan.
         """
         stats = await self._refresh_lexical()
-        rows = await self.pool.fetch(
-            """SELECT q.lexeme, coalesce(s.df, 0) AS df
-                 FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS q(lexeme)
-                 LEFT JOIN lexeme_stats s ON s.lexeme = q.lexeme""",
-            query,
-        )
-        terms = [(r["lexeme"], int(r["df"])) for r in rows if r["df"] > 0]
-        if not terms:
-            return []
-        total = max(stats.docs, 1)
-        idf = {t: math.log(1 + (total - df + 0.5) / (df + 0.5)) for t, df in terms}
-        rare = sorted(terms, key=lambda t: t[1])
-        selective = [t for t, df in rare if df <= max(0.05 * total, 50)] or [rare[0][0]]
         where, args = scope.where(5)
-        tsq = " | ".join("'" + t.replace("'", "''") + "'" for t in selective)
-        lexemes = list(idf)
-        weights = [idf[t] for t in lexemes]
+        # One round trip: the query's lexemes with their document frequency, IDF, the selective subset
+        # (df within 5% of the corpus, else the rarest) as the GIN candidate filter, then BM25.
         rows = await self.pool.fetch(
-            f"""WITH q(lexeme, idf) AS (SELECT * FROM unnest($1::text[], $2::float8[])),
-                cand AS (SELECT m.id, m.tsv FROM memories m WHERE m.tsv @@ $3::text::tsquery AND {where})
-                SELECT c.id, sum(q.idf * (tf * 2.2) / (tf + 1.2 * (0.7 + 0.3 * length(c.tsv) / $4::float8)))
+            f"""WITH q AS (
+                    SELECT l.lexeme, s.df,
+                           ln(1 + ($2::float8 - s.df + 0.5) / (s.df + 0.5)) AS idf,
+                           row_number() OVER (ORDER BY s.df, l.lexeme) AS rarity
+                      FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
+                      JOIN lexeme_stats s ON s.lexeme = l.lexeme AND s.df > 0),
+                sel AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tsq FROM q
+                         WHERE df <= greatest(0.05 * $2::float8, 50) OR rarity = 1),
+                cand AS (SELECT m.id, m.tsv FROM memories m, sel WHERE m.tsv @@ sel.tsq AND {where})
+                SELECT c.id, sum(q.idf * (tf * 2.2) / (tf + 1.2 * (0.7 + 0.3 * length(c.tsv) / $3::float8)))
                          AS score
                   FROM cand c
                  CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
                                        FROM unnest(c.tsv) u) t
                   JOIN q ON q.lexeme = t.lexeme
-                 GROUP BY c.id ORDER BY score DESC, c.id LIMIT {int(n)}""",
-            lexemes,
-            weights,
-            tsq,
+                 GROUP BY c.id ORDER BY score DESC, c.id LIMIT $4""",
+            query,
+            max(stats.docs, 1),
             stats.avg_len,
+            n,
             *args,
         )
         return [(r["id"], float(r["score"])) for r in rows]
