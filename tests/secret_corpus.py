@@ -29,19 +29,43 @@ POSITIVES: list[tuple[str, str]] = [
     ("aws_access_key", f"export AWS_ACCESS_KEY_ID={AWS_ID}"),
     ("aws_secret_key", f"aws_secret_access_key = {AWS_SECRET}"),
     ("gcp_api_key", "maps key AIza" + rand(35, _B62 + "_-") + " in the frontend"),
-    ("gcp_service_account_key", '{"type": "service_account", "private_key_id": "' + rand(40, "0123456789abcdef") + '"}'),
-    ("azure_storage_key", "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=" + rand(86, _B62 + "+/") + "=="),
-    ("azure_sas_token", "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=" + rand(43, _B62 + "%") + "%3D"),
+    (
+        "gcp_service_account_key",
+        '{"type": "service_account", "private_key_id": "' + rand(40, "0123456789abcdef") + '"}',
+    ),
+    (
+        "azure_storage_key",
+        "DefaultEndpointsProtocol=https;AccountName=x;AccountKey=" + rand(86, _B62 + "+/") + "==",
+    ),
+    (
+        "azure_sas_token",
+        "https://acct.blob.core.windows.net/c/f?sv=2022-11-02&sp=r&sig=" + rand(43, _B62 + "%") + "%3D",
+    ),
     ("github_token", "use gh" + "p_" + rand(36) + " for the bot"),
     ("github_token", "github_" + "pat_" + rand(22) + "_" + rand(59)),
     ("gitlab_token", "token glpat-" + rand(20)),
     ("slack_token", "xox" + "b-" + rand(11, "0123456789") + "-" + rand(13, "0123456789") + "-" + rand(24)),
-    ("slack_webhook", "https://hooks.slack.com/services/T" + rand(8, "ABCDEFGHIJ0123456789") + "/B"
-     + rand(8, "ABCDEFGHIJ0123456789") + "/" + rand(24)),
+    (
+        "slack_webhook",
+        "https://hooks.slack.com/services/T"
+        + rand(8, "ABCDEFGHIJ0123456789")
+        + "/B"
+        + rand(8, "ABCDEFGHIJ0123456789")
+        + "/"
+        + rand(24),
+    ),
     ("stripe_key", "sk_" + "live_" + rand(24)),
     ("openai_key", "OPENAI_API_KEY=sk-" + "proj-" + rand(48, _B62 + "_-")),
     ("anthropic_key", "sk-" + "ant-api03-" + rand(80, _B62 + "_-")),
-    ("jwt", "Authorization: Bearer eyJ" + rand(20, _B62 + "_-") + ".eyJ" + rand(40, _B62 + "_-") + "." + rand(43, _B62 + "_-")),
+    (
+        "jwt",
+        "Authorization: Bearer eyJ"
+        + rand(20, _B62 + "_-")
+        + ".eyJ"
+        + rand(40, _B62 + "_-")
+        + "."
+        + rand(43, _B62 + "_-"),
+    ),
     ("connection_string", "DATABASE_URL=postgres://app:" + rand(16) + "@db.prod.internal:5432/app"),
     ("connection_string", "mongodb+srv://admin:" + rand(12) + "@cluster0.example.net/test"),
     ("generic_secret", 'client_secret: "' + rand(8) + "-" + rand(8) + '"'),
@@ -73,7 +97,7 @@ NEGATIVES: list[str] = [
     "token = get_token()",
     "api_key: ${OPENAI_API_KEY}",
     "password: changeme-in-production",
-    'secretKeyRef: {name: brain-db, key: password}',
+    "secretKeyRef: {name: brain-db, key: password}",
     "The password field must be at least 12 characters long.",
     "set max_connections=200 and shared_buffers=256MB",
     "postgres://localhost:5432/app (no credentials in dev)",
