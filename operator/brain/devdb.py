@@ -59,7 +59,7 @@ class EmbeddedPostgres:
             self.data_dir = Path(tempfile.mkdtemp(prefix="brainpg-", dir="/tmp"))
             self._owned_dir = True
         self.data_dir = Path(self.data_dir)
-        self.socket_dir = Path(tempfile.mkdtemp(prefix="bpgs-", dir="/tmp"))
+        self.socket_dir = Path("/tmp/bpgs-unset")
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
         self.port = self.port or free_port()
 
@@ -99,7 +99,9 @@ class EmbeddedPostgres:
         )
 
     def start(self, timeout: float = 30.0) -> EmbeddedPostgres:
+        """Start (or restart after `stop()`); the socket directory is made fresh each time."""
         self.init()
+        self.socket_dir = Path(tempfile.mkdtemp(prefix="bpgs-", dir="/tmp"))
         self._chown(self.socket_dir)
         self.log_path.touch()
         self._chown(self.log_path)

@@ -117,8 +117,9 @@ class _Stream:
             while True:
                 if getter is None:
                     getter = asyncio.create_task(self.queue.get())
+                waiting = {getter} if task.done() else {getter, task}
                 done, _ = await asyncio.wait(
-                    {getter, task} if not task.done() else {getter}, timeout=self.mw.interval
+                    waiting, timeout=self.mw.interval, return_when=asyncio.FIRST_COMPLETED
                 )
                 if getter in done:
                     msg, getter = getter.result(), None

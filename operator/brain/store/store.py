@@ -34,6 +34,10 @@ _HIT_COLUMNS = (
 )
 
 
+# Bounds the lexical leg when every query word is common (then lexical carries little signal anyway).
+LEXICAL_CANDIDATE_CAP = 3000
+
+
 def content_hash(body: str) -> str:
     """Identity of a body: whitespace at the ends and line-ending style do not make a new entry."""
     normalized = body.strip().replace("\r\n", "\n")
@@ -441,7 +445,8 @@ class Store:
                       JOIN lexeme_stats s ON s.lexeme = l.lexeme AND s.df > 0),
                 sel AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tsq FROM q
                          WHERE df <= greatest(0.05 * $2::float8, 50) OR rarity = 1),
-                cand AS (SELECT m.id, m.tsv FROM memories m, sel WHERE m.tsv @@ sel.tsq AND {where})
+                cand AS (SELECT m.id, m.tsv FROM memories m, sel WHERE m.tsv @@ sel.tsq AND {where}
+                          LIMIT {LEXICAL_CANDIDATE_CAP})
                 SELECT c.id, sum(q.idf * (tf * 2.2) / (tf + 1.2 * (0.7 + 0.3 * length(c.tsv) / $3::float8)))
                          AS score
                   FROM cand c

@@ -1,0 +1,404 @@
+"""Gateway benchmarks: the brain hooks' added latency over the bare LiteLLM proxy, and 100 streaming clients.
+
+    .venv/bin/python hack/bench_gateway.py [--memories 100000] [--requests 300] [--clients 100] [--duration 60]
+
+Everything is loopback and real: an embedded Postgres seeded with `--memories` entries (random unit
+vectors and generated text, kept under ~/.cache/brain-operator/bench-gateway-<n> between runs), the
+echo upstream, the bare LiteLLM proxy (same models, no brain callback, master-key auth) and the brain
+gateway (offline model in-process), all started here and stopped at the end. Both proxies serve the
+same upstream in the same run, requests alternate between them, so the difference is the hooks.
+Prints a Markdown section for docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import random
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+_PARAGRAPH = (
+    "deploy cluster postgres replica index cache queue worker retry timeout latency budget gateway token "
+    "schema migration rollback canary flag service billing invoice payment refund ledger webhook cron batch "
+    "kafka topic consumer producer partition lag metric alert pager incident runbook owner team review merge "
+    "branch release train freeze staging production region zone node pod secret vault certificate tls proxy "
+    "tunnel dns route ingress egress bucket upload download thumbnail search ranking embedding vector shard"
+)
+WORDS = _PARAGRAPH.split()
+CODE_ANSWER = (
+    "Here it is.\n\n```python\n" + "\n".join(f"value_{i} = compute({i})" for i in range(14)) + "\n```\n"
+)
+
+
+def _vocabulary(size: int = 20_000, seed: int = 3) -> list[str]:
+    """Synthetic words; drawn with Zipf weights below, so a few are common and most are rare, like real text."""
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = list(WORDS)
+    while len(words) < size:
+        words.append("".join(rng.choice(letters) for _ in range(rng.randint(4, 10))))
+    return words
+
+
+VOCAB = _vocabulary()
+CUM_ZIPF = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(VOCAB))))
+
+
+def _sentence(rng: random.Random, n: int = 18) -> str:
+    return " ".join(rng.choices(VOCAB, cum_weights=CUM_ZIPF, k=n)) + f" {rng.randint(1000, 65000)}."
+
+
+async def seed(dsn: str, n: int, dim: int = 384) -> None:
+    """Bulk-load `n` memories (COPY, then the HNSW index built once), skipping if already there."""
+    import asyncpg
+    from pgvector.asyncpg import register_vector
+
+    from brain.store import Store
+    from brain.store.store import content_hash, new_id
+
+    store = await Store.open(dsn, dim=dim)
+    try:
+        have = await store.pool.fetchval("SELECT count(*) FROM memories")
+        if have >= n:
+            return
+        print(f"seeding {n} memories (once; cached for later runs) …", file=sys.stderr)
+        rng = random.Random(7)
+        conn = await asyncpg.connect(dsn)
+        await register_vector(conn)
+        try:
+            await conn.execute("DROP INDEX IF EXISTS memories_embedding")
+            batch = 5000
+            for start in range(have, n, batch):
+                rows = []
+                vecs = (
+                    np.random.default_rng(start)
+                    .standard_normal((min(batch, n - start), dim))
+                    .astype(np.float32)
+                )
+                vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+                for v in vecs:
+                    mid = new_id()
+                    body = _sentence(rng)
+                    ns = rng.choice(["shared", "repo:payments", "repo:web", "repo:infra"])
+                    rows.append(
+                        (
+                            mid,
+                            mid,
+                            "note",
+                            ns,
+                            "episodic",
+                            "agent",
+                            "bench",
+                            body[:40],
+                            body,
+                            content_hash(body),
+                            v,
+                            "bench",
+                        )
+                    )
+                await conn.copy_records_to_table(
+                    "memories",
+                    records=rows,
+                    columns=[
+                        "id",
+                        "lineage_id",
+                        "kind",
+                        "namespace",
+                        "tier",
+                        "origin",
+                        "author",
+                        "title",
+                        "body",
+                        "content_hash",
+                        "embedding",
+                        "embedding_model",
+                    ],
+                )
+                print(f"  {start + len(rows)}/{n}", file=sys.stderr)
+            await conn.execute("SET maintenance_work_mem = '512MB'")
+            await conn.execute(
+                "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
+                "WITH (m = 16, ef_construction = 64)"
+            )
+            await conn.execute("ANALYZE memories")
+        finally:
+            await conn.close()
+    finally:
+        await store.close()
+
+
+def configs(fake_url: str, state: Path, master: str) -> tuple[Path, Path]:
+    from brain.gateway.config import effective_config
+    from brain_operator.api import BrainSpec
+    from brain_operator.render.litellm_config import render_litellm_config
+
+    spec = BrainSpec.model_validate(
+        {"gateway": {"models": [{"name": "echo", "model": "openai/echo", "apiBase": f"{fake_url}/v1"}]}}
+    )
+    brain = render_litellm_config(spec)
+    bare = effective_config(brain)
+    bare["litellm_settings"]["callbacks"] = []
+    bare["general_settings"] = {"master_key": master}
+    bare.pop("brain", None)
+    paths = state / "brain.yaml", state / "bare.yaml"
+    paths[0].write_text(yaml.safe_dump(brain))
+    paths[1].write_text(yaml.safe_dump(bare))
+    return paths
+
+
+def serve_bare(config: str, port: int) -> None:
+    """The bare proxy: LiteLLM's app under uvicorn, same as the gateway minus the brain."""
+    os.environ["CONFIG_FILE_PATH"] = config
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import uvicorn
+    from litellm.proxy.proxy_server import app
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
+async def latency(
+    gw: str, bare: str, key: str, master: str, n: int, *, repeat: bool
+) -> dict[str, list[float]]:
+    """Alternate requests between the proxies; `repeat` asks the same question (agent loops), else new ones."""
+    rng = random.Random(11)
+    out: dict[str, list[float]] = {"brain": [], "bare": []}
+    async with httpx.AsyncClient(timeout=30) as c:
+        for i in range(n + 10):
+            q = "which port does the payments postgres replica use?" if repeat else _sentence(rng, 10) + "?"
+            for name, url, k in (("brain", gw, key), ("bare", bare, master)):
+                body = {"model": "echo", "messages": [{"role": "user", "content": q}]}
+                t0 = time.perf_counter()
+                r = await c.post(
+                    f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {k}"}
+                )
+                dt = time.perf_counter() - t0
+                r.raise_for_status()
+                if i >= 10:  # warm-up
+                    out[name].append(dt * 1000)
+    return out
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def streaming(gw: str, key: str, clients: int, duration: float, pid: int) -> dict[str, Any]:
+    ok = failed = 0
+    ttfb: list[float] = []
+    peak = 0.0
+    stop_at = time.monotonic() + duration
+
+    async def client(i: int) -> None:
+        nonlocal ok, failed
+        rng = random.Random(i)
+        async with httpx.AsyncClient(timeout=120) as c:
+            while time.monotonic() < stop_at:
+                body = {
+                    "model": "echo",
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "write the helper: " + _sentence(rng, 8)}],
+                }
+                t0 = time.perf_counter()
+                try:
+                    async with c.stream(
+                        "POST",
+                        f"{gw}/v1/chat/completions",
+                        json=body,
+                        headers={"authorization": f"Bearer {key}"},
+                    ) as r:
+                        first = True
+                        done = False
+                        async for line in r.aiter_lines():
+                            if first:
+                                ttfb.append((time.perf_counter() - t0) * 1000)
+                                first = False
+                            done = done or line == "data: [DONE]"
+                        if r.status_code == 200 and done:
+                            ok += 1
+                        else:
+                            failed += 1
+                except httpx.HTTPError:
+                    failed += 1
+
+    async def sample() -> None:
+        nonlocal peak
+        while time.monotonic() < stop_at:
+            peak = max(peak, rss_mb(pid))
+            await asyncio.sleep(1)
+
+    t0 = time.monotonic()
+    await asyncio.gather(sample(), *(client(i) for i in range(clients)))
+    wall = time.monotonic() - t0
+    return {
+        "ok": ok,
+        "failed": failed,
+        "rps": ok / wall,
+        "ttfb_p50": pct(ttfb, 0.5),
+        "ttfb_p95": pct(ttfb, 0.95),
+        "rss_peak_mb": peak,
+        "wall_s": wall,
+    }
+
+
+async def main(a: argparse.Namespace) -> None:
+    from brain.devdb import EmbeddedPostgres, free_port
+    from brain.keys import KeyStore
+    from brain.store import Store
+    from brain.up import gateway_command, spawn, stop, wait_http
+
+    cache = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
+    if os.geteuid() == 0:  # Postgres runs as `nobody`, which cannot enter /root
+        cache = Path("/var/tmp/brain-operator")
+    data = cache / f"bench-gateway-v2-{a.memories}"  # v2: Zipf vocabulary
+    data.mkdir(parents=True, exist_ok=True)
+    state = Path(f"/tmp/bench-gateway-{uuid.uuid4().hex[:6]}")
+    state.mkdir()
+    pg = EmbeddedPostgres(data_dir=data / "pgdata")
+    pg.start()
+    procs = []
+    try:
+        import asyncpg
+
+        conn = await asyncpg.connect(pg.dsn)
+        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = 'bench'"):
+            await conn.execute("CREATE DATABASE bench")
+        await conn.close()
+        dsn = pg.dsn_for("bench")
+        await seed(dsn, a.memories)
+        store = await Store.open(dsn, dim=384)
+        key, _ = await KeyStore(store.pool).create(f"bench-{uuid.uuid4().hex[:6]}", "agent")
+        await store.close()
+        master = "sk-bench-" + uuid.uuid4().hex
+        fake_port, gw_port, bare_port = free_port(), free_port(), free_port()
+        env = {
+            **os.environ,
+            "BRAIN_DATABASE_URL": dsn,
+            "BRAIN_MASTER_KEY": master,
+            "BRAIN_EMBEDDING_DIM": "384",
+        }
+        env.pop("BRAIN_EMBEDDER_URL", None)
+        procs.append(
+            spawn(
+                [sys.executable, "-m", "brain.fakeupstream", "--port", str(fake_port)],
+                env,
+                state / "fake.log",
+            )
+        )
+        fake = f"http://127.0.0.1:{fake_port}"
+        brain_cfg, bare_cfg = configs(fake, state, master)
+        gw = spawn(gateway_command(brain_cfg, "127.0.0.1", gw_port), env, state / "gateway.log")
+        procs.append(gw)
+        procs.append(
+            spawn(
+                [sys.executable, __file__, "--serve-bare", str(bare_cfg), str(bare_port)],
+                env,
+                state / "bare.log",
+            )
+        )
+        gw_url, bare_url = f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{bare_port}"
+        await wait_http(fake + "/healthz", timeout=60)
+        await wait_http(
+            gw_url + "/brain/v1/health", proc=gw, timeout=300, check=lambda d: d["database"] == "ok"
+        )
+        await wait_http(bare_url + "/health/liveliness", timeout=300)
+        await asyncio.sleep(3)  # the offline model finishes loading in the gateway
+        lines = [
+            "## Gateway",
+            "",
+            f"{a.memories:,} memories stored; echo upstream; loopback; "
+            f"{os.cpu_count()} CPUs; sequential requests alternating between the two proxies.",
+            "",
+        ]
+        lines += [
+            "| case | bare p50 | brain p50 | added p50 | bare p95 | brain p95 | added p95 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for label, repeat in (
+            ("new question every request", False),
+            ("repeated question (agent loop)", True),
+        ):
+            res = await latency(gw_url, bare_url, key, master, a.requests, repeat=repeat)
+            b50, g50 = pct(res["bare"], 0.5), pct(res["brain"], 0.5)
+            b95, g95 = pct(res["bare"], 0.95), pct(res["brain"], 0.95)
+            lines.append(
+                f"| {label} | {b50:.1f} ms | {g50:.1f} ms | {g50 - b50:+.1f} ms | {b95:.1f} ms | "
+                f"{g95:.1f} ms | {g95 - b95:+.1f} ms |"
+            )
+        async with httpx.AsyncClient() as c:
+            await c.post(
+                fake + "/_fake/script", json=[{"content": CODE_ANSWER, "chunk_delay_s": 0.02, "times": -1}]
+            )
+            metrics_before = (await c.get(gw_url + "/metrics")).text
+        s = await streaming(gw_url, key, a.clients, a.duration, gw.pid)
+        async with httpx.AsyncClient() as c:
+            m = (await c.get(gw_url + "/metrics")).text
+        dropped = sum(
+            float(x.rsplit(" ", 1)[1])
+            for x in m.splitlines()
+            if x.startswith("brain_capture_queue_dropped_total{")
+        )
+        stored = sum(
+            float(x.rsplit(" ", 1)[1]) for x in m.splitlines() if x.startswith("brain_captures_stored_total{")
+        )
+        stored -= sum(
+            float(x.rsplit(" ", 1)[1])
+            for x in metrics_before.splitlines()
+            if x.startswith("brain_captures_stored_total{")
+        )
+        lines += [
+            "",
+            f"{a.clients} concurrent streaming clients for {a.duration:.0f} s (each answer 16 chunks, 20 ms "
+            "apart, with a 14-line code block to capture):",
+            "",
+            "| completed | failed | throughput | first byte p50 / p95 | gateway RSS peak | captures stored | "
+            "capture jobs dropped |",
+            "|---|---|---|---|---|---|---|",
+            f"| {s['ok']} | {s['failed']} | {s['rps']:.1f} req/s | {s['ttfb_p50']:.0f} / {s['ttfb_p95']:.0f} ms | "
+            f"{s['rss_peak_mb']:.0f} MiB | {stored:.0f} | {dropped:.0f} |",
+        ]
+        print("\n".join(lines))
+        if a.json:
+            Path(a.json).write_text(json.dumps({"streaming": s, "table": lines}, indent=2))
+    finally:
+        for p in reversed(procs):
+            stop(p)
+        pg.stop(remove=False)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve-bare":
+        serve_bare(sys.argv[2], int(sys.argv[3]))
+        sys.exit(0)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--memories", type=int, default=100_000)
+    ap.add_argument("--requests", type=int, default=300)
+    ap.add_argument("--clients", type=int, default=100)
+    ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--json", help="also write the numbers as JSON")
+
+    def _interrupt(*_: object) -> None:
+        raise KeyboardInterrupt  # so `finally` stops the processes this script started
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    asyncio.run(main(ap.parse_args()))

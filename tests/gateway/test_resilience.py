@@ -1,0 +1,130 @@
+"""Never break the agent: with the embedder, the database or retrieval gone, every request still succeeds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import asyncpg
+
+from .conftest import Gateway, metric
+
+
+async def _health(gw: Gateway) -> dict[str, object]:
+    r = await gw.rest("GET", "/health")
+    assert r.status_code == 200
+    return dict(r.json())
+
+
+async def test_embedder_stopped_requests_succeed_on_keywords(gw: Gateway, ns: str) -> None:
+    r = await gw.rest(
+        "POST",
+        "/memories",
+        json={"body": "The flux capacitor config lives in FLUXCAP_CONFIG_PATH.", "namespace": ns},
+    )
+    assert r.status_code == 201
+    before = metric(await gw.metrics(), "brain_retrieval_degraded_total")
+    await gw.embedder_server.stop()
+    try:
+        for stream in (False, True):
+            r = await gw.chat(
+                f"where does FLUXCAP_CONFIG_PATH point? {uuid.uuid4().hex[:6]}",
+                stream=stream,
+                headers={"x-brain-namespaces": ns},
+            )
+            assert r.status_code == 200, r.text
+            # the keyword legs still find the entry
+            assert "FLUXCAP_CONFIG_PATH" in json.dumps(gw.upstream_bodies()[-1]["messages"][0])
+        assert metric(await gw.metrics(), "brain_retrieval_degraded_total") > before
+        assert (await _health(gw))["embedder"] == "down"
+    finally:
+        await gw.embedder_server.start()
+
+
+async def test_retrieval_timeout_sends_the_request_without_memory(gw: Gateway, ns: str) -> None:
+    before = metric(await gw.metrics(), "brain_retrieval_degraded_total", cause="timeout")
+    conn = await asyncpg.connect(gw.dsn)
+    try:
+        tx = conn.transaction()
+        await tx.start()
+        await conn.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")  # every retrieval leg now waits
+        r = await gw.chat(
+            f"anything about the deploy pipeline {uuid.uuid4().hex[:6]}?", headers={"x-brain-namespaces": ns}
+        )
+        assert r.status_code == 200 and r.headers["x-brain-memory"] == "degraded"
+        assert [m["role"] for m in gw.upstream_bodies()[-1]["messages"]] == ["user"]
+        await tx.rollback()
+    finally:
+        await conn.close()
+    assert metric(await gw.metrics(), "brain_retrieval_degraded_total", cause="timeout") == before + 1
+
+
+async def test_postgres_stopped_requests_succeed_and_memory_returns(gw: Gateway, ns: str) -> None:
+    fact = "The nightly settlement batch runs at 02:00 UTC on the payments cluster."
+    r = await gw.rest("POST", "/memories", json={"body": fact, "namespace": ns})
+    assert r.status_code == 201
+    assert (
+        await gw.chat("when does the settlement batch run?", headers={"x-brain-namespaces": ns})
+    ).status_code == 200
+    await gw.store.close()
+    await asyncio.to_thread(gw.pg.stop, False)  # keep the data: it comes back below
+    try:
+        for i, stream in enumerate((False, True, False)):
+            r = await gw.chat(
+                f"when does the nightly settlement batch run? ({i})",
+                stream=stream,
+                headers={"x-brain-namespaces": ns},
+            )
+            assert r.status_code == 200, r.text
+            assert r.headers.get("x-brain-memory", "degraded") == "degraded"
+        r = await gw.messages(
+            "when does the nightly settlement batch run? (messages)", headers={"x-brain-namespaces": ns}
+        )
+        assert r.status_code == 200, r.text
+        assert (await _health(gw))["database"] == "down"
+        r = await gw.rest("GET", "/search", params={"q": "settlement"})
+        assert r.status_code == 503 and r.json()["code"] == "unavailable"
+    finally:
+        await asyncio.to_thread(gw.pg.start)
+        from brain.store import Store
+
+        gw.store = await Store.open(gw.dsn, dim=384)
+    for _ in range(50):
+        if (await _health(gw))["database"] == "ok":
+            break
+        await asyncio.sleep(0.2)
+    for attempt in range(20):  # the pool replaces its dead connections as they are used
+        r = await gw.chat(
+            f"when does the nightly settlement batch run? (back {attempt})",
+            headers={"x-brain-namespaces": ns},
+        )
+        assert r.status_code == 200
+        if r.headers.get("x-brain-memory") == "injected":
+            break
+        await asyncio.sleep(0.2)
+    assert r.headers["x-brain-memory"] == "injected" and fact in json.dumps(gw.upstream_bodies()[-1])
+
+
+async def test_stalled_stream_gets_heartbeats_and_completes(gw: Gateway) -> None:
+    gw.script({"stall_s": 1.5, "content": "slow but steady answer"})
+    r = await gw.chat("think hard", stream=True, headers={"x-brain-memory": "off"})
+    assert r.status_code == 200
+    assert r.text.startswith(": heartbeat\n\n") and r.headers.get("x-brain-heartbeat") == "early"
+    assert "slow " in r.text and r.text.rstrip().endswith("data: [DONE]")
+    assert metric(await gw.metrics(), "brain_sse_heartbeats_total") >= 1
+
+
+async def test_upstream_failure_after_heartbeats_arrives_as_an_sse_error(gw: Gateway) -> None:
+    gw.script({"delay_s": 1.5, "status": 500, "times": -1})  # every retry fails too
+    r = await gw.chat("this will fail upstream", stream=True, headers={"x-brain-memory": "off"})
+    assert r.status_code == 200 and ": heartbeat" in r.text
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: {")]
+    assert events and "error" in events[-1]
+
+
+async def test_non_streaming_requests_pass_through_untouched(gw: Gateway) -> None:
+    gw.script({"delay_s": 1.0, "content": "late but fine, and long enough to say something"})
+    r = await gw.chat("slow non-stream", headers={"x-brain-memory": "off"})
+    assert r.status_code == 200 and "x-brain-heartbeat" not in r.headers
+    assert r.json()["choices"][0]["message"]["content"].startswith("late but fine")
