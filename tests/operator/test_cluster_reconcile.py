@@ -157,6 +157,12 @@ def test_spec_changes_touch_only_what_they_affect(kc: Kubectl, operator: Operato
 def test_a_steady_state_makes_no_writes(kc: Kubectl, operator: Operator) -> None:
     apply_samples(kc)
     wait_ready(kc)
+    # The first import finishing is a real change (MemorySource.status.lastSync); steady state is after it.
+    wait_until(
+        "first import recorded",
+        lambda: (kc.get("memorysource", "team-memories").get("status") or {}).get("lastSync"),
+        timeout=60,
+    )
     wait_until(
         "quiet", lambda: operator.metric("brain_operator_reconcile_total", result="noop") >= 2, timeout=30
     )
