@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
-import numpy as np
 
 from brain import metrics
-from brain.embedder.client import EmbedderUnavailable, EmbeddingClient
+from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
 from brain.errors import BrainError
 from brain.gateway import metrics as gm
@@ -196,23 +195,6 @@ class Runtime:
             self._cache.popitem(last=False)
         return injection
 
-    async def _query_vector(self, query: str, degraded: list[str]) -> np.ndarray | None:
-        """Embed once (through the LRU); on failure the caller retrieves without the vector leg."""
-        if self.embedder is None:
-            return None
-        try:
-            vecs = await asyncio.wait_for(self.embedder.embed([query]), self.retrieval_config.embed_timeout_s)
-            return np.asarray(vecs[0])
-        except TimeoutError:
-            cause = "timeout"
-        except EmbedderUnavailable as e:
-            cause = e.cause
-        except Exception:
-            cause = "embedder_down"
-        degraded.append(cause)
-        metrics.retrieval_degraded.labels(cause).inc()
-        return None
-
     async def _compose(self, service: MemoryService, scope: Scope, query: str) -> Injection:
         r = self.settings.retrieval
         degraded: list[str] = []
@@ -220,12 +202,10 @@ class Runtime:
         if safe != query:
             degraded.append("secret_in_query")
             metrics.retrieval_degraded.labels("secret_in_query").inc()
-        vec = await self._query_vector(safe, degraded)
-        retriever = service.retriever
-        if vec is None and retriever.embedder is not None:
-            retriever = Retriever(service.store, None, self.retrieval_config)
-        result = await retriever.retrieve(safe, scope, limit=r.top_k, include_pinned=True)
+        # One embedding, taken inside retrieve in parallel with the lexical legs, then reused below.
+        result = await service.retriever.retrieve(safe, scope, limit=r.top_k, include_pinned=True)
         degraded += result.degraded
+        vec = result.query_vector
         t0 = time.perf_counter()
         words = keywords(query)
         persona = self.catalog.persona(words, vec, scope) if r.persona else None

@@ -55,6 +55,7 @@ class RetrievalResult:
     expanded: list[Hit] = field(default_factory=list)
     degraded: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    query_vector: Any = None  # reused by callers (persona, skill slots) instead of embedding again
 
     @property
     def all_hits(self) -> list[Hit]:
@@ -120,7 +121,7 @@ class Retriever:
         if tokens and "trigram" in use:
             legs["trigram"] = self._timed(result, "trigram", self.store.trigram_leg(tokens, scope, n))
         pinned_task = asyncio.create_task(self.store.standing(scope)) if include_pinned else None
-        vec = await vec_task
+        vec = result.query_vector = await vec_task
         if vec is not None:
             legs["vector"] = self._timed(result, "vector", self.store.vector_leg(vec, scope, n))
         names = list(legs)
