@@ -188,7 +188,7 @@ def install_manifests(
                         "serviceAccountName": "brain-operator",
                         "securityContext": {
                             "runAsNonRoot": True,
-                            "runAsUser": 10001,
+                            "runAsUser": 65532,
                             "seccompProfile": {"type": "RuntimeDefault"},
                         },
                         "containers": [
