@@ -154,6 +154,19 @@ def meta(
     return out
 
 
+def service(
+    inp: RenderInput, name: str, component: str, port_name: str, port: int, *, type_: str | None = None
+) -> Manifest:
+    """A Service selecting one component's pods, its one port targeted by name."""
+    spec: dict[str, Any] = {
+        "selector": selector_labels(inp.name, component),
+        "ports": [{"name": port_name, "port": port, "targetPort": port_name}],
+    }
+    if type_ is not None:
+        spec = {"type": type_, **spec}
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta(inp, name, component), "spec": spec}
+
+
 def resources(component: str, spec: Resources | None) -> dict[str, dict[str, str]]:
     """Component defaults overlaid with whatever the spec sets, key by key."""
     requests, limits = (dict(d) for d in DEFAULT_RESOURCES[component])

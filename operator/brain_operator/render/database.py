@@ -16,6 +16,7 @@ from brain_operator.render.common import (
     resources,
     secret_env,
     selector_labels,
+    service,
 )
 from brain_operator.render.secrets import DB_NAME, DB_USER
 
@@ -81,16 +82,8 @@ def _managed(inp: RenderInput) -> list[Manifest]:
             ],
         },
     }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": meta(inp, name, COMPONENT),
-        "spec": {
-            "selector": selector_labels(inp.name, COMPONENT),
-            "ports": [{"name": "postgres", "port": POSTGRES_PORT, "targetPort": "postgres"}],
-        },
-    }
-    return [statefulset, service]
+    svc = service(inp, name, COMPONENT, "postgres", POSTGRES_PORT)
+    return [statefulset, svc]
 
 
 def _cnpg(inp: RenderInput) -> list[Manifest]:

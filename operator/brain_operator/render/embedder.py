@@ -15,6 +15,7 @@ from brain_operator.render.common import (
     pod_spec,
     resources,
     selector_labels,
+    service,
 )
 
 COMPONENT = "embedder"
@@ -55,13 +56,5 @@ def render_embedder(inp: RenderInput) -> list[Manifest]:
             },
         },
     }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": meta(inp, name, COMPONENT),
-        "spec": {
-            "selector": selector_labels(inp.name, COMPONENT),
-            "ports": [{"name": "http", "port": EMBEDDER_PORT, "targetPort": "http"}],
-        },
-    }
-    return [deployment, service]
+    svc = service(inp, name, COMPONENT, "http", EMBEDDER_PORT)
+    return [deployment, svc]

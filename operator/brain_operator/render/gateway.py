@@ -26,6 +26,7 @@ from brain_operator.render.common import (
     resources,
     secret_env,
     selector_labels,
+    service,
     stable_hash,
 )
 from brain_operator.render.embedder import embedder_url
@@ -153,14 +154,5 @@ def render_gateway(inp: RenderInput) -> list[Manifest]:
             },
         },
     }
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": meta(inp, name, COMPONENT),
-        "spec": {
-            "type": spec.service_type,
-            "selector": selector_labels(inp.name, COMPONENT),
-            "ports": [{"name": "http", "port": GATEWAY_PORT, "targetPort": "http"}],
-        },
-    }
-    return [configmap, deployment, service]
+    svc = service(inp, name, COMPONENT, "http", GATEWAY_PORT, type_=spec.service_type)
+    return [configmap, deployment, svc]
