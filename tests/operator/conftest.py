@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import httpx
 import pytest
@@ -143,7 +143,11 @@ class Operator:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> Operator:
+    def mode_args(self) -> list[str]:
+        """How this replica coordinates with others; subclasses run it peered."""
+        return ["--standalone"]
+
+    def start(self) -> Self:
         env = dict(self.cluster.env)
         env["PYTHONUNBUFFERED"] = "1"
         args = [
@@ -152,7 +156,7 @@ class Operator:
             "brain_operator",
             "--namespace",
             self.namespace,
-            "--standalone",
+            *self.mode_args(),
             "--resync-seconds",
             "5",
             "--health-seconds",

@@ -5,15 +5,12 @@ peer's keep-alive expires, and the Brain gets Ready at its new generation throug
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from .conftest import Kubectl, Operator, wait_until
-from .helpers import ROOT
 from .test_cluster_reconcile import apply_samples, wait_ready
 
 pytestmark = pytest.mark.cluster
@@ -26,37 +23,9 @@ TAKEOVER_TIMEOUT = 150
 class PeeredOperator(Operator):
     """An operator replica in a peering group (the conftest Operator always runs --standalone)."""
 
-    def start(self) -> PeeredOperator:
-        env = dict(self.cluster.env)
-        env["PYTHONUNBUFFERED"] = "1"
-        args = [
-            sys.executable,
-            "-m",
-            "brain_operator",
-            "--namespace",
-            self.namespace,
-            "--peering",
-            PEERING,
-            "--resync-seconds",
-            "5",
-            "--health-seconds",
-            "1",
-            "--health-url-template",
-            "http://127.0.0.1:9/{namespace}/{name}",  # loopback, refused at once: no gateway here
-            "--metrics-host",
-            "127.0.0.1",
-            "--metrics-port",
-            str(self.port),
-            *self.extra,
-        ]
-        with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        try:
-            wait_until("operator /healthz", self._healthy, timeout=60)
-        except AssertionError:
-            self.kill()
-            raise
-        return self
+    def mode_args(self) -> list[str]:
+        # The health URL is loopback and refused at once: there is no gateway here.
+        return ["--peering", PEERING, "--health-url-template", "http://127.0.0.1:9/{namespace}/{name}"]
 
     def reconciles(self) -> float:
         return self.metric("brain_operator_reconcile_total", kind="Brain")
