@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -268,6 +269,7 @@ def health_server() -> Iterator[tuple[str, dict[str, Any]]]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            time.sleep(float(doc.get("_delay", 0)))
             body = json.dumps(doc).encode()
             self.send_response(200 if self.path == "/brain/v1/health" else 404)
             self.send_header("Content-Type", "application/json")
@@ -311,3 +313,19 @@ def test_index_health_flows_into_status_and_metrics(
         "an IndexDegraded event",
         lambda: any(e["reason"] == "IndexDegraded" for e in kc.get("events")["items"]),
     )
+
+
+def test_deleting_a_brain_while_its_health_poll_hangs_does_not_wait_a_minute(
+    kc: Kubectl, operator: Operator, health_server: tuple[str, dict[str, Any]]
+) -> None:
+    """A slow gateway keeps the health timer busy; kopf must re-check it promptly, not after its
+    default 60 s, before it drops the finalizer."""
+    url, doc = health_server
+    brain = sample("brain.yaml")
+    brain["metadata"]["annotations"] = {"brain.dev/health-url": url}
+    kc.apply(brain)
+    wait_until("index status", lambda: (kc.get("brain", "team").get("status") or {}).get("index"))
+    doc["_delay"] = 2.5  # every poll now hangs until just before the operator's 3 s timeout
+    time.sleep(1.5)
+    kc("delete", "brain", "team", "--wait=false")
+    wait_until("Brain gone", lambda: kc.get("brain", "team") is None, timeout=30)
