@@ -166,3 +166,24 @@ def kube_namespace(kube_cluster: KubeCluster) -> Iterator[str]:
         yield name
     finally:
         kube_cluster.kubectl("delete", "namespace", name, "--wait=false", "--ignore-not-found", check=False)
+
+
+@pytest.fixture(scope="module")
+def foreign_crds(kube_cluster: KubeCluster) -> Iterator[KubeCluster]:
+    """The real CloudNativePG ``Cluster`` and prometheus-operator ``ServiceMonitor``/``PrometheusRule``
+    CRDs (hack/foreign-crds.sh), installed for one module and removed afterwards, so every other
+    suite still sees a cluster without them (the common case the operator must also handle)."""
+    proc = subprocess.run(
+        ["bash", str(HACK / "foreign-crds.sh")], capture_output=True, text=True, timeout=600
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"hack/foreign-crds.sh failed:\n{proc.stderr[-2000:]}")
+    folder = proc.stdout.strip()
+    kube_cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", folder)
+    kube_cluster.kubectl("wait", "--for=condition=Established", "-f", folder, "--timeout=60s")
+    try:
+        yield kube_cluster
+    finally:
+        kube_cluster.kubectl(
+            "delete", "-f", folder, "--ignore-not-found", "--wait=true", check=False, timeout=180
+        )

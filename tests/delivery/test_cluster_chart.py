@@ -123,8 +123,9 @@ def test_namespaced_install(kube_cluster: Any, kube_namespace: str) -> None:
 
 @pytest.mark.parametrize("scope", ["cluster", "namespaced"])
 def test_every_rendered_object_is_accepted_by_the_api_server(
-    kube_cluster: Any, kube_namespace: str, scope: str
+    kube_cluster: Any, foreign_crds: Any, kube_namespace: str, scope: str
 ) -> None:
+    """ServiceMonitor and PrometheusRule are checked against prometheus-operator's own CRDs."""
     _ensure_crds(kube_cluster)
     values: dict[str, Any] = {
         "watch.scope": scope,
@@ -148,25 +149,21 @@ def test_every_rendered_object_is_accepted_by_the_api_server(
         *set_args(values),
     ).stdout
     docs = [d for d in yaml.safe_load_all(rendered) if d]
-    # Prometheus Operator kinds only where its CRDs exist (their content is checked by promtool
-    # and test_chart.py); installing foreign CRDs here would change what other suites see.
-    skipped = {
-        k
-        for k, crd in (
-            ("ServiceMonitor", "servicemonitors.monitoring.coreos.com"),
-            ("PrometheusRule", "prometheusrules.monitoring.coreos.com"),
-        )
-        if not _has_crd(kube_cluster, crd)
-    }
-    kept = [d for d in docs if d["kind"] not in skipped]
-    assert {"Deployment", "ClusterRole", "Brain", "ConfigMap", "PodDisruptionBudget", "Service"} <= {
-        d["kind"] for d in kept
-    }
+    assert {
+        "Deployment",
+        "ClusterRole",
+        "Brain",
+        "ConfigMap",
+        "PodDisruptionBudget",
+        "Service",
+        "ServiceMonitor",
+        "PrometheusRule",
+    } <= {d["kind"] for d in docs}
     proc = kube_cluster.kubectl(
-        "apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(kept), check=False
+        "apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(docs), check=False
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.count("(server dry run)") == len(kept), proc.stdout
+    assert proc.stdout.count("(server dry run)") == len(docs), proc.stdout
     crds = kube_cluster.kubectl(
         "apply", "--dry-run=server", "--server-side", "--force-conflicts", "-f", str(CHART / "crds")
     )
