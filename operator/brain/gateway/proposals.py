@@ -6,13 +6,11 @@ is `brain.proposals`. `digest_router` serves the latest digest; both are include
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
-from brain.errors import InvalidInput
 from brain.gateway.rest import PREFIX, owner_actor
 from brain.gateway.runtime import get_runtime
 from brain.gateway.tools import Unavailable
@@ -22,26 +20,11 @@ router = APIRouter(prefix=PREFIX + "/proposals", tags=["proposals"])
 OwnerDep = Annotated[Actor, Depends(owner_actor)]
 
 
-@router.get("", summary="proposals by status (default pending), newest first")
+@router.get("", summary="proposals by status (default pending), best first")
 async def list_proposals(actor: OwnerDep, status: str = "pending", limit: int = 50) -> dict[str, Any]:
-    if status not in ("pending", "approved", "rejected"):
-        raise InvalidInput("status is one of pending, approved, rejected", field="status")
-    rt = get_runtime()
-    if rt is None or rt.store is None:
-        raise Unavailable("the brain database is not reachable right now; try again shortly")
-    rows = await rt.store.pool.fetch(
-        """SELECT id, status, kind, namespace, title, body, supersedes, evidence, authors, score, created_at,
-                  decided_by, decided_at, reason, memory_id
-             FROM proposals WHERE status = $1 ORDER BY created_at DESC LIMIT $2""",
-        status,
-        max(1, min(limit, 500)),
-    )
-    out = []
-    for r in rows:
-        d = dict(r)
-        d["evidence"] = json.loads(d["evidence"]) if isinstance(d["evidence"], str) else d["evidence"]
-        out.append(d)
-    return {"proposals": out}
+    from brain import proposals as logic
+
+    return {"proposals": await logic.list_proposals(_service().store, status, limit)}
 
 
 class Decision(BaseModel):
