@@ -1,7 +1,10 @@
-"""Helpers for the delivery tests: the chart, its rendering with helm, and the tool scripts."""
+"""Helpers for the delivery tests: the chart, its rendering with helm, the tool scripts, and the
+metric names the dashboards and alert rules query."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -18,6 +21,9 @@ DASHBOARDS = CHART / "dashboards"
 HACK = ROOT / "hack"
 
 Render = Callable[..., list[dict[str, Any]]]
+#: A metric name in a PromQL expression (every metric of ours starts with `brain_`).
+METRIC = re.compile(r"\b(brain_[a-z0-9_]+)\b")
+HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 #: helm built from source reports Kubernetes v1.20 to `helm template` (no ldflags); say what we run.
 KUBE_VERSION = "1.37.2"
 
@@ -84,3 +90,42 @@ def load_rules() -> dict[str, Any]:
 
 def alerts() -> list[dict[str, Any]]:
     return [r for g in load_rules()["groups"] for r in g["rules"] if "alert" in r]
+
+
+def dashboard_exprs() -> list[tuple[str, str]]:
+    """(where, PromQL) for every panel target and query variable of the chart's dashboards."""
+    out = []
+    for f in sorted(DASHBOARDS.glob("*.json")):
+        board = json.loads(f.read_text())
+        for p in board["panels"]:
+            for t in p.get("targets", []):
+                out.append((f"{f.name}: {p['title']}", t["expr"]))
+        for v in board["templating"]["list"]:
+            if v.get("type") == "query":
+                out.append((f"{f.name}: ${v['name']}", v["definition"]))
+    return out
+
+
+def rule_exprs() -> list[tuple[str, str]]:
+    """(alert or record name, PromQL) for every rule of the chart's PrometheusRule."""
+    return [
+        (r.get("alert", r.get("record", "?")), r["expr"]) for g in load_rules()["groups"] for r in g["rules"]
+    ]
+
+
+def base_name(name: str) -> str:
+    """The family of a histogram series name (`x_bucket` -> `x`); other names unchanged."""
+    for s in HISTOGRAM_SUFFIXES:
+        if name.endswith(s):
+            return name[: -len(s)]
+    return name
+
+
+def queried_metrics() -> dict[str, list[str]]:
+    """Every `brain_*` name a dashboard or an alert queries, exactly as written, with where."""
+    names: dict[str, list[str]] = {}
+    for where, expr in dashboard_exprs() + rule_exprs():
+        for name in METRIC.findall(expr):
+            if where not in names.setdefault(name, []):
+                names[name].append(where)
+    return dict(sorted(names.items()))

@@ -1,4 +1,8 @@
-"""Every metric a dashboard panel or an alert queries is defined by the code (no dead panels)."""
+"""Every metric a dashboard panel or an alert queries is defined by the code (no dead panels).
+
+This reads the source; tests/delivery/test_prometheus_scrape.py proves the same names against a real
+Prometheus scraping the running gateway, embedder and operator.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +13,8 @@ from typing import Any
 
 import pytest
 
-from .conftest import DASHBOARDS, ROOT, load_rules
+from .conftest import DASHBOARDS, METRIC, ROOT, base_name, dashboard_exprs, rule_exprs
 
-METRIC = re.compile(r"\b(brain_[a-z0-9_]+)\b")
-HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
 #: Series Prometheus itself adds to every scrape.
 BUILTIN = {"up"}
 
@@ -25,41 +27,15 @@ def _defined() -> set[str]:
     return names
 
 
-def _exprs_in_dashboards() -> list[tuple[str, str]]:
-    out = []
-    for f in sorted(DASHBOARDS.glob("*.json")):
-        board = json.loads(f.read_text())
-        for p in board["panels"]:
-            for t in p.get("targets", []):
-                out.append((f"{f.name}: {p['title']}", t["expr"]))
-        for v in board["templating"]["list"]:
-            if v.get("type") == "query":
-                out.append((f"{f.name}: ${v['name']}", v["definition"]))
-    return out
-
-
-def _exprs_in_rules() -> list[tuple[str, str]]:
-    return [
-        (r.get("alert", r.get("record", "?")), r["expr"]) for g in load_rules()["groups"] for r in g["rules"]
-    ]
-
-
-def _base(name: str) -> str:
-    for s in HISTOGRAM_SUFFIXES:
-        if name.endswith(s):
-            return name[: -len(s)]
-    return name
-
-
 @pytest.mark.parametrize("source", ["dashboards", "rules"])
 def test_every_queried_metric_is_defined(source: str) -> None:
-    exprs = _exprs_in_dashboards() if source == "dashboards" else _exprs_in_rules()
+    exprs = dashboard_exprs() if source == "dashboards" else rule_exprs()
     assert exprs
     defined = _defined()
     missing: dict[str, list[str]] = {}
     for where, expr in exprs:
         for name in METRIC.findall(expr):
-            if name not in defined and _base(name) not in defined:
+            if name not in defined and base_name(name) not in defined:
                 missing.setdefault(name, []).append(where)
     assert not missing, f"metrics queried but defined nowhere in operator/: {missing}"
 
@@ -68,10 +44,10 @@ def test_histogram_suffixes_are_used_only_on_histograms() -> None:
     hist: set[str] = set()
     for path in (ROOT / "operator").rglob("*.py"):
         hist |= set(re.findall(r"""Histogram\(\s*["'](brain_[a-z0-9_]+)["']""", path.read_text()))
-    for where, expr in _exprs_in_dashboards() + _exprs_in_rules():
+    for where, expr in dashboard_exprs() + rule_exprs():
         for name in METRIC.findall(expr):
             if name.endswith(("_bucket",)):
-                assert _base(name) in hist, f"{where}: {name} is not a histogram"
+                assert base_name(name) in hist, f"{where}: {name} is not a histogram"
 
 
 def test_the_issue_panels_are_all_there() -> None:
