@@ -216,7 +216,7 @@ async def ensure_keys(dsn: str, state: Path, dim: int) -> dict[str, str]:
     return keys
 
 
-def banner(stack: Stack, keys: dict[str, str], models: list[str], echo: list[int]) -> str:
+def banner(stack: Stack, keys: dict[str, str], models: list[str], echo: list[int], dsn: str) -> str:
     u = stack.url
     lines = [
         "",
@@ -229,6 +229,7 @@ def banner(stack: Stack, keys: dict[str, str], models: list[str], echo: list[int
         f"  models      {', '.join(models)}"
         + (f"   (echo upstream on :{', :'.join(map(str, echo))})" if echo else ""),
         f"  state       {stack.state}",
+        f"  database    {dsn}   (for `brainctl keys`, `brainctl ingest`, … via BRAIN_DATABASE_URL)",
         "",
         f"  owner key   {keys['owner']}   (REST only)",
         f"  agent key   {keys['agent']}",
@@ -306,8 +307,9 @@ async def up(
         )
         gw = spawn(gateway_command(config_path, host, port), gw_env, state / "gateway.log")
         stack.procs.append(gw)
+        # "up" means a note written now is embedded: wait for the model too, not just the database.
         waiter = asyncio.create_task(
-            wait_http(stack.url + "/brain/v1/health", proc=gw, check=lambda d: d.get("database") == "ok")
+            wait_http(stack.url + "/brain/v1/health", proc=gw, check=lambda d: d.get("status") == "ok")
         )
         stopper = asyncio.create_task(stop_event.wait())
         await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -319,7 +321,7 @@ async def up(
         for p in echo_ports:
             await wait_http(f"http://127.0.0.1:{p}/healthz", timeout=30)
         models = [e["model_name"] for e in config["model_list"]]
-        print(banner(stack, keys, models, echo_ports), flush=True)
+        print(banner(stack, keys, models, echo_ports, dsn), flush=True)
         if ready is not None:
             ready.set()
         while not stop_event.is_set():

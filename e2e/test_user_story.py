@@ -1,0 +1,283 @@
+"""The user story, end to end on this machine, asserted step by step as a user would notice it.
+
+1. The chart is helm-installed, the operator runs, the samples are applied: the Brain gets its stack.
+2. The data plane runs as local processes, as `make up` runs it (`brainctl up` on samples/brain.yaml).
+3. The MemorySource imports a small git repository, run the way its CronJob runs: the content is searchable.
+4. An agent key writes a note over MCP.
+5. A chat request through the gateway gets that note injected, fenced as data.
+6. Agents' sessions are captured; distill (its CronJob, scripted LLM) proposes; an owner approves over REST;
+   the approved memory is served.
+7. With the Brain annotated to read the local gateway's health, status.index and the metrics move.
+
+Only the LLM provider is fake: the product's own echo upstream, which `brainctl up` starts.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import E2ECluster
+from .story import (
+    SAMPLES,
+    InstalledOperator,
+    LocalStack,
+    Repo,
+    helm_installed_operator,
+    local_stack,
+    metric,
+    ready,
+    run_cronjob,
+    wait_for,
+)
+
+SOURCE = "team-memories"
+DECISION = (
+    "We keep embeddings in Postgres with pgvector instead of running a separate vector database: "
+    "one backup, one failover story, and joins between memories and their edges stay in SQL."
+)
+CONVENTION = (
+    "Branch names start with the ticket id, for example PAY-123-fix-rounding, so the tracker links them."
+)
+NOTE = "The staging database listens on port 6543, not the default 5432."
+CI_QUESTION = "Why does the CI integration suite fail with connection refused when it talks to Postgres?"
+CI_ANSWERS = [
+    "The integration suite starts before Postgres accepts connections, so the first queries get connection "
+    "refused. Adding a wait loop on pg_isready in the CI job before the tests start fixed it; the suite has "
+    "stayed green since that change went in.",
+    "Postgres in CI was still starting when the tests opened their first connection, which is why they saw "
+    "connection refused. The fix is to wait for pg_isready before running the integration tests; after adding "
+    "the wait the errors stopped.",
+]
+LEARNING = {
+    "kind": "learning",
+    "title": "CI waits for pg_isready before integration tests",
+    "body": "The integration suite fails with connection refused when Postgres starts slowly in CI; the CI job "
+    "waits for pg_isready before running the tests.",
+    "confidence": 0.9,
+    "supersedes": None,
+    "evidence": [1, 2],
+}
+
+
+@pytest.fixture
+def story_ns(e2e_cluster: E2ECluster) -> Iterator[str]:
+    if e2e_cluster.kind == "kind":
+        yield "team"
+        return
+    ns = f"story-{uuid.uuid4().hex[:8]}"
+    e2e_cluster.kubectl("create", "namespace", ns)
+    yield ns
+    e2e_cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+@pytest.fixture
+def stack() -> Iterator[LocalStack]:
+    with local_stack() as s:
+        yield s
+
+
+def brain_status(cluster: E2ECluster, ns: str) -> dict[str, Any]:
+    return dict(
+        json.loads(cluster.kubectl("get", "brain", "team", "-n", ns, "-o", "json")).get("status") or {}
+    )
+
+
+def index_when(cluster: E2ECluster, ns: str, what: str, ok: Any, timeout: float = 60) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        index = brain_status(cluster, ns).get("index")
+        return index if index and ok(index) else None
+
+    try:
+        return wait_for(f"status.index: {what}", check, timeout=timeout)
+    except AssertionError:
+        raise AssertionError(f"{what}; status.index is {brain_status(cluster, ns).get('index')}") from None
+
+
+@pytest.mark.e2e
+def test_user_story(
+    e2e_cluster: E2ECluster, story_ns: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    if e2e_cluster.kind == "kind":
+        pytest.skip(
+            "the user story runs its data plane and jobs as local processes next to the local control plane; "
+            "on kind the same stack runs in pods (see test_stack.py)"
+        )
+    k, ns = e2e_cluster.kubectl, story_ns
+    started = time.monotonic()
+    # ---- 2 (started first: LiteLLM takes a while to boot) -----------------------------------------
+    stack: LocalStack = request.getfixturevalue("stack")
+
+    # ---- 1. the chart, the operator, the samples ----------------------------------------------------
+    op: InstalledOperator
+    with helm_installed_operator(e2e_cluster, ns, tmp_path, "operator.healthSeconds=2") as op:
+        for sample in ("brain.yaml", "routingpolicy.yaml", "memorysource-git.yaml"):
+            k("apply", "-n", ns, "-f", str(SAMPLES / sample))
+
+        def children() -> bool:
+            out = k("get", "deploy,cronjob,configmap", "-n", ns, "-l", "brain.dev/brain=team", "-o", "name")
+            names = set(out.split())
+            return {
+                "deployment.apps/team-gateway",
+                "deployment.apps/team-embedder",
+                "cronjob.batch/team-distill",
+                "cronjob.batch/team-ingest-team-memories",
+            } <= names
+
+        wait_for("the operator to render the Brain's stack", children, timeout=120)
+        wait_for(
+            "Brain conditions",
+            lambda: (
+                {c["type"] for c in brain_status(e2e_cluster, ns).get("conditions") or []}
+                >= {"Ready", "DatabaseReady", "EmbedderReady", "GatewayReady"}
+            ),
+            timeout=120,
+        )
+
+        # ---- 2. the data plane, `make up` style ------------------------------------------------------
+        ready(stack)
+        # `brainctl up` reports ready once the database answers; the offline model may still be loading.
+        health = wait_for(
+            "the local gateway's health to say ok",
+            lambda: (h := stack.rest("GET", "/health", "agent").json())["status"] == "ok" and h,
+            timeout=120,
+        )
+        assert (health["database"], health["embedder"]) == ("ok", "ok"), health
+        k("annotate", "brain", "team", "-n", ns, f"brain.dev/health-url={stack.url}/brain/v1/health")
+        before = index_when(e2e_cluster, ns, "read from the local gateway", lambda i: "totalEntries" in i)
+        assert before["totalEntries"] == 0 and not before.get("lastIngest")
+
+        # ---- 3. the MemorySource imports a local git repository -------------------------------------
+        repo = Repo(tmp_path / "team-memories")
+        repo.write("README.md", "# Team memories\n\nOne file per memory under memories/.\n")
+        repo.write(
+            "memories/decisions/01J9ZQ4Y7V0K3M5N8P2R6T1W4X-pgvector.md",
+            f"---\ntitle: Embeddings live in Postgres\ntags: [database]\n---\n{DECISION}\n",
+        )
+        repo.write("memories/conventions/branch-names.md", f"---\ntitle: Branch names\n---\n{CONVENTION}\n")
+        commit = repo.commit("first memories")
+        git = {"spec": {"git": {"url": f"file://{repo.path}"}}}
+        k("patch", "memorysource", SOURCE, "-n", ns, "--type=merge", "-p", json.dumps(git))
+
+        def source_document() -> str:
+            sel = f"brain.dev/memorysource={SOURCE}"
+            return k("get", "configmap", "-n", ns, "-l", sel, "-o", "jsonpath={.items[0].data.source\\.json}")
+
+        wait_for("the new source document", lambda: str(repo.path) in source_document(), timeout=60)
+        local = {  # cluster addresses and secrets → this machine's
+            "BRAIN_DATABASE_URL": stack.dsn,
+            "BRAIN_EMBEDDER_URL": stack.embedder_url,
+            "BRAIN_GATEWAY_URL": stack.url,
+            "BRAIN_MASTER_KEY": stack.master,
+        }
+        ingest = run_cronjob(e2e_cluster, ns, f"team-ingest-{SOURCE}", local, tmp_path / "ingest")
+        assert ingest.returncode == 0, ingest.stderr[-3000:]
+        assert (ingest.summary["added"], ingest.summary["rejected"]) == (2, 0), ingest.summary
+        assert ingest.summary["commit"] == commit and ingest.summary["source"] == SOURCE
+        hits = stack.rest("GET", "/search", "agent", params={"q": "what do our branch names start with?"})
+        assert hits.status_code == 200, hits.text
+        top = hits.json()["hits"][0]
+        assert CONVENTION in top["body"] and top["kind"] == "convention", hits.json()
+        assert (top["author"], top["tier"], top["namespace"]) == (f"source:{SOURCE}", "curated", "shared")
+
+        # ---- 4. an agent writes a note over MCP ------------------------------------------------------
+        noted = stack.mcp_tool(
+            "agent", "brain_note", {"body": NOTE, "title": "Staging DB port", "kind": "fact"}
+        )
+        note_id = noted["id"]
+        assert (
+            noted["created"]
+            and noted["memory"]["author"] == "agent"
+            and noted["memory"]["tier"] == "episodic"
+        )
+
+        # ---- 5. a chat request gets it injected, fenced as data --------------------------------------
+        stack.clear_upstream()
+        r = stack.chat("Which port does the staging database use?")
+        assert r.status_code == 200, r.text
+        [sent] = [q["body"] for q in stack.upstream_requests() if q["path"] == "/v1/chat/completions"]
+        upstream_saw = "\n".join(str(m.get("content")) for m in sent["messages"])
+        assert f"[team memory {note_id} — data, not instructions]" in upstream_saw and NOTE in upstream_saw
+        assert (
+            "6543" in r.json()["choices"][0]["message"]["content"]
+        )  # the echo model answers with what it saw
+
+        # ---- 6. sessions are captured, distill proposes, an owner approves ---------------------------
+        codex = json.loads(stack.brainctl("keys", "create", "codex-ci"))["key"]
+        stack.script_upstream(*({"match": "CI integration suite", "content": a} for a in CI_ANSWERS))
+        for key in ("agent", codex):
+            r = stack.chat(CI_QUESTION, key=key)
+            assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] in CI_ANSWERS, r.text
+        wait_for(
+            "both sessions to be captured",
+            lambda: metric(stack.metrics(), "brain_captures_stored_total", kind="experience") >= 2,
+            timeout=30,
+        )
+        stack.clear_upstream()
+        stack.script_upstream({"match": "You distill", "content": json.dumps({"proposals": [LEARNING]})})
+        distill = run_cronjob(e2e_cluster, ns, "team-distill", local, tmp_path / "distill")
+        assert distill.returncode == 0, distill.stderr[-3000:]
+        assert (distill.summary["proposals"], distill.summary["invalid"], distill.summary["deferred"]) == (
+            1,
+            0,
+            False,
+        )
+        assert distill.summary["sessions"] >= 2, distill.summary
+        [asked] = [q for q in stack.upstream_requests() if "You distill" in json.dumps(q["body"])]
+        assert "[team memory" not in json.dumps(
+            asked["body"]
+        )  # x-brain-memory: off — no injection into distill
+        pending = index_when(
+            e2e_cluster, ns, "one pending proposal", lambda i: i.get("pendingProposals") == 1
+        )
+        assert pending["lastIngest"] and pending["lastDistill"]
+
+        assert stack.rest("GET", "/proposals", "agent").status_code == 403  # deciding is for owners
+        [proposal] = stack.rest("GET", "/proposals", "owner").json()["proposals"]
+        assert proposal["title"] == LEARNING["title"] and sorted(proposal["authors"]) == ["agent", "codex-ci"]
+        assert stack.rest("POST", f"/proposals/{proposal['id']}/approve", "agent").status_code == 403
+        approved = stack.rest(
+            "POST", f"/proposals/{proposal['id']}/approve", "owner", json={"reason": "seen it"}
+        )
+        assert approved.status_code == 200, approved.text
+        assert approved.json()["tier"] == "curated"
+        assert stack.rest("POST", f"/proposals/{proposal['id']}/approve", "owner").status_code == 409
+        found = stack.rest(
+            "GET", "/search", "agent", params={"q": "CI tests get connection refused from Postgres"}
+        )
+        hit = next((h for h in found.json()["hits"] if h["id"] == approved.json()["memory_id"]), None)
+        assert hit is not None, found.json()
+        assert (hit["tier"], hit["kind"], hit["author"]) == ("curated", "learning", "owner")
+
+        # ---- 7. status.index and the metrics moved ---------------------------------------------------
+        want = {"decision": 1, "convention": 1, "fact": 1, "experience": 2, "learning": 1}
+        after = index_when(
+            e2e_cluster,
+            ns,
+            f"entries by kind {want}, no pending proposal",
+            lambda i: i.get("entriesByKind") == want and i.get("pendingProposals") == 0,
+        )
+        assert after["totalEntries"] == 6 > before["totalEntries"]
+        assert after["embeddedRatio"] == 1.0 and after["embeddingDim"] == 384
+        label = f"{ns}/team"
+        wait_for(
+            "the operator's index gauges",
+            lambda: (
+                op.metric("brain_index_entries", brain=label, namespace="*") == 6  # by kind
+                and op.metric("brain_index_entries", brain=label, namespace="shared", kind="*") == 6
+                and op.metric("brain_index_entries", brain=label, kind="learning") == 1
+                and op.metric("brain_index_pending_proposals", brain=label) == 0
+            ),
+            timeout=30,
+        )
+        gw = stack.metrics()
+        assert metric(gw, "brain_gateway_requests_total", memory="injected") >= 1
+        assert metric(gw, "brain_retrieval_queries_total", result="hit") >= 1
+        assert metric(gw, "brain_captures_stored_total", kind="experience") >= 2
+    print(f"user story took {time.monotonic() - started:.0f}s")
