@@ -4,7 +4,7 @@
     python hack/dashboards.py --check  # exit 1 when the committed JSON differs
 
 Panels are declared here, not hand-edited in JSON, so that they stay consistent (datasource
-variable, units, layout) and reviewable. tests/delivery/test_dashboards.py checks that every
+variable, units, layout) and reviewable. tests/delivery/test_metrics_exist.py checks that every
 metric a panel queries is defined in the code.
 """
 

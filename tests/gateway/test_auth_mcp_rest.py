@@ -235,7 +235,7 @@ async def test_health_and_probes(gw: Gateway) -> None:
     for name in (
         "brain_gateway_requests_total",
         "brain_retrieval_stage_duration_seconds",
-        "brain_index_entries",
+        "brain_gateway_index_entries",
         "brain_capture_queue_depth",
         "brain_gateway_hook_duration_seconds",
     ):

@@ -34,7 +34,7 @@ captures_filtered = Counter(
     ["reason"],
 )
 queue_dropped = Counter(
-    "brain_capture_queue_dropped_total", "Jobs dropped because the capture queue was full, by job.", ["job"]
+    "brain_capture_queue_dropped_total", "Work dropped because the capture queue was full, by kind of work.", ["work"]
 )
 queue_depth = Gauge("brain_capture_queue_depth", "Jobs waiting in the capture queue.")
 capture_errors = Counter("brain_capture_errors_total", "Capture jobs that failed (the database, usually).")
@@ -54,7 +54,9 @@ early_stream_starts = Counter(
 
 
 class IndexCollector(Collector):
-    """`brain_index_entries{kind,namespace}` from the last index stats the runtime fetched (no query on scrape)."""
+    """`brain_gateway_index_entries{kind,memory_namespace}` from the last index stats the runtime fetched (no
+    query on scrape). Not `brain_index_*`: the operator exports those per Brain, and the same name from
+    two jobs double-counts in every `sum`; not `namespace`: a scrape's target label would rename it."""
 
     def __init__(self, source: Callable[[], dict[str, Any] | None]) -> None:
         self.source = source
@@ -62,14 +64,14 @@ class IndexCollector(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         stats = self.source() or {}
         entries = GaugeMetricFamily(
-            "brain_index_entries",
-            "Active memory entries, by kind and namespace.",
-            labels=["kind", "namespace"],
+            "brain_gateway_index_entries",
+            "Active memory entries, by kind and memory namespace.",
+            labels=["kind", "memory_namespace"],
         )
         for e in stats.get("entries", []):
             entries.add_metric([str(e["kind"]), str(e["namespace"])], float(e["count"]))
         yield entries
-        ratio = GaugeMetricFamily("brain_index_embedded_ratio", "Share of active entries that have a vector.")
+        ratio = GaugeMetricFamily("brain_gateway_index_embedded_ratio", "Share of active entries that have a vector.")
         if "embeddedRatio" in stats:
             ratio.add_metric([], float(stats["embeddedRatio"]))
         yield ratio
