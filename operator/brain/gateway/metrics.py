@@ -34,7 +34,9 @@ captures_filtered = Counter(
     ["reason"],
 )
 queue_dropped = Counter(
-    "brain_capture_queue_dropped_total", "Work dropped because the capture queue was full, by kind of work.", ["work"]
+    "brain_capture_queue_dropped_total",
+    "Work dropped because the capture queue was full, by kind of work.",
+    ["work"],
 )
 queue_depth = Gauge("brain_capture_queue_depth", "Jobs waiting in the capture queue.")
 capture_errors = Counter("brain_capture_errors_total", "Capture jobs that failed (the database, usually).")
@@ -71,7 +73,9 @@ class IndexCollector(Collector):
         for e in stats.get("entries", []):
             entries.add_metric([str(e["kind"]), str(e["namespace"])], float(e["count"]))
         yield entries
-        ratio = GaugeMetricFamily("brain_gateway_index_embedded_ratio", "Share of active entries that have a vector.")
+        ratio = GaugeMetricFamily(
+            "brain_gateway_index_embedded_ratio", "Share of active entries that have a vector."
+        )
         if "embeddedRatio" in stats:
             ratio.add_metric([], float(stats["embeddedRatio"]))
         yield ratio
