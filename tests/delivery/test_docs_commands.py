@@ -694,7 +694,9 @@ class Stack(Box):
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        plan = subprocess.run(["make", "-n", "up"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        plan = subprocess.run(
+            ["make", "--no-print-directory", "-n", "up"], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
         assert plan.returncode == 0, plan.stderr
         line = plan.stdout.strip().splitlines()[-1]
         expected = "bin/brainctl up -f samples/brain.yaml -f samples/routingpolicy.yaml"
@@ -1048,7 +1050,9 @@ def test_tables_name_only_docs_commands() -> None:
 
 @pytest.mark.parametrize("target", sorted({k.split()[1] for k in CANNOT_RUN if k.startswith("make ")}))
 def test_excused_make_targets_exist(target: str) -> None:
-    proc = subprocess.run(["make", "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "-n", target], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
 
 
