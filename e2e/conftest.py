@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -77,3 +78,14 @@ def e2e_cluster(e2e_cluster_kind: str, request: pytest.FixtureRequest) -> Iterat
         return
     kc: KubeCluster = request.getfixturevalue("kube_cluster")
     yield E2ECluster("local", kc.env)
+
+
+@pytest.fixture
+def team_ns(e2e_cluster: E2ECluster) -> Iterator[str]:
+    if e2e_cluster.kind == "kind":
+        yield os.environ.get("TEAM_NS", "team")  # hack/kind-up.sh installed chart and samples there
+        return
+    ns = f"e2e-{uuid.uuid4().hex[:8]}"
+    e2e_cluster.kubectl("create", "namespace", ns)
+    yield ns
+    e2e_cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import httpx
 import yaml
+from tests.gateway.conftest import metric
 
 from brain.devdb import free_port
 
@@ -49,20 +50,6 @@ def wait_for(what: str, fn: Callable[[], T | None], timeout: float = 120, every:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(every)
-
-
-def metric(text: str, name: str, **labels: str) -> float:
-    """Sum of a Prometheus metric's samples whose labels include `labels`."""
-    total = 0.0
-    for line in text.splitlines():
-        if line.startswith("#") or not line.startswith(name):
-            continue
-        head, _, value = line.rpartition(" ")
-        if head.split("{")[0] != name:
-            continue
-        if all(f'{k}="{v}"' in head for k, v in labels.items()):
-            total += float(value)
-    return total
 
 
 def scrape(url: str) -> str:
@@ -350,29 +337,3 @@ def run_cronjob(
     except json.JSONDecodeError:
         summary = {}
     return JobRun(proc.returncode, summary, proc.stdout, proc.stderr)
-
-
-class Repo:
-    """A small git repository made with the git CLI."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.mkdir(parents=True, exist_ok=True)
-        self.git("init", "-q", "-b", "main")
-        self.git("config", "user.email", "dev@example.com")
-        self.git("config", "user.name", "Dev")
-
-    def git(self, *args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=self.path, check=True, capture_output=True, text=True
-        ).stdout.strip()
-
-    def write(self, rel: str, text: str) -> None:
-        p = self.path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-
-    def commit(self, msg: str = "change") -> str:
-        self.git("add", "-A")
-        self.git("commit", "-q", "-m", msg)
-        return self.git("rev-parse", "HEAD")

@@ -9,7 +9,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -18,38 +17,17 @@ from pathlib import Path
 import pytest
 
 from .conftest import E2ECluster
+from .story import wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "brain-operator"
 SAMPLES = ROOT / "samples"
 
 
-def wait_for(what: str, fn, timeout: float = 120, every: float = 1.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(every)
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def team_ns(e2e_cluster: E2ECluster) -> Iterator[str]:
-    if e2e_cluster.kind == "kind":
-        yield os.environ.get("TEAM_NS", "team")  # hack/kind-up.sh installed chart and samples there
-        return
-    ns = f"e2e-{uuid.uuid4().hex[:8]}"
-    e2e_cluster.kubectl("create", "namespace", ns)
-    yield ns
-    e2e_cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
 @pytest.fixture

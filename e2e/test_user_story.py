@@ -16,22 +16,21 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.gateway.conftest import metric
+from tests.jobs.conftest import Repo
 
 from .conftest import E2ECluster
 from .story import (
     SAMPLES,
     InstalledOperator,
     LocalStack,
-    Repo,
     helm_installed_operator,
     local_stack,
-    metric,
     ready,
     run_cronjob,
     wait_for,
@@ -67,17 +66,6 @@ LEARNING = {
 
 
 @pytest.fixture
-def story_ns(e2e_cluster: E2ECluster) -> Iterator[str]:
-    if e2e_cluster.kind == "kind":
-        yield "team"
-        return
-    ns = f"story-{uuid.uuid4().hex[:8]}"
-    e2e_cluster.kubectl("create", "namespace", ns)
-    yield ns
-    e2e_cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
-
-
-@pytest.fixture
 def stack() -> Iterator[LocalStack]:
     with local_stack() as s:
         yield s
@@ -102,14 +90,14 @@ def index_when(cluster: E2ECluster, ns: str, what: str, ok: Any, timeout: float 
 
 @pytest.mark.e2e
 def test_user_story(
-    e2e_cluster: E2ECluster, story_ns: str, tmp_path: Path, request: pytest.FixtureRequest
+    e2e_cluster: E2ECluster, team_ns: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     if e2e_cluster.kind == "kind":
         pytest.skip(
             "the user story runs its data plane and jobs as local processes next to the local control plane; "
             "on kind the same stack runs in pods (see test_stack.py)"
         )
-    k, ns = e2e_cluster.kubectl, story_ns
+    k, ns = e2e_cluster.kubectl, team_ns
     started = time.monotonic()
     # ---- 2 (started first: LiteLLM takes a while to boot) -----------------------------------------
     stack: LocalStack = request.getfixturevalue("stack")

@@ -63,7 +63,7 @@ class Served:
             self.app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="on"
         )
         self.server = uvicorn.Server(config)
-        self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self.server.install_signal_handlers = lambda: None  # type: ignore[attr-defined,method-assign,unused-ignore]
         self.task = asyncio.create_task(self.server.serve())
         while not self.server.started:
             if self.task.done():

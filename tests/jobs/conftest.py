@@ -68,7 +68,7 @@ async def fake_llm() -> AsyncIterator[FakeLLM]:
     state = FakeState()
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(fake_app(state), host="127.0.0.1", port=port, log_level="warning"))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    server.install_signal_handlers = lambda: None  # type: ignore[attr-defined,method-assign,unused-ignore]
     task = asyncio.create_task(server.serve())
     while not server.started:
         if task.done():
