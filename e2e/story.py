@@ -76,10 +76,10 @@ class InstalledOperator:
 def helm_installed_operator(
     cluster: E2ECluster, namespace: str, log_dir: Path, *sets: str
 ) -> Iterator[InstalledOperator]:
-    """As e2e/test_stack.py: `helm install` the chart (namespaced), then run the operator as a local
-    process with the arguments of the Deployment the chart rendered (pods are fake on this cluster)."""
+    """`helm install` the chart (namespaced), then run the operator as a local process with the
+    arguments of the Deployment the chart rendered (pods are fake on this cluster)."""
     env = cluster.kubectl_env
-    rel = f"story-{uuid.uuid4().hex[:6]}"
+    rel = f"e2e-{uuid.uuid4().hex[:6]}"
     set_args = [a for s in ("watch.scope=namespaced", *sets) for a in ("--set", s)]
     proc = subprocess.run(
         ["helm", "install", rel, str(CHART), "-n", namespace, *set_args],

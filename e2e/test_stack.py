@@ -4,39 +4,31 @@ stack and reports it; its metrics carry every operator series the dashboards and
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
 import subprocess
-import sys
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from brain.devdb import free_port
+
 from .conftest import E2ECluster
-from .story import wait_for
+from .story import helm_installed_operator, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "brain-operator"
 SAMPLES = ROOT / "samples"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
-def operator_metrics(e2e_cluster: E2ECluster, team_ns: str) -> Iterator[str]:
+def operator_metrics(e2e_cluster: E2ECluster, team_ns: str, tmp_path: Path) -> Iterator[str]:
     """local: helm-install the chart into the team namespace (namespaced mode), then run the operator
     process with the Deployment's own arguments (pods are fake there). kind: port-forward the real one."""
     env = e2e_cluster.kubectl_env
     if e2e_cluster.kind == "kind":
-        port = _free_port()
+        port = free_port()
         pf = subprocess.Popen(
             ["kubectl", "-n", "brain-system", "port-forward", "deploy/brain-operator", f"{port}:8080"],
             env=env,
@@ -47,32 +39,8 @@ def operator_metrics(e2e_cluster: E2ECluster, team_ns: str) -> Iterator[str]:
             pf.terminate()
             pf.wait(timeout=30)
         return
-    rel = f"e2e-{uuid.uuid4().hex[:6]}"
-    subprocess.run(
-        ["helm", "install", rel, str(CHART), "-n", team_ns, "--set", "watch.scope=namespaced"],
-        check=True,
-        env=env,
-        capture_output=True,
-        timeout=180,
-    )
-    dep = json.loads(
-        e2e_cluster.kubectl("get", "deploy", f"{rel}-brain-operator", "-n", team_ns, "-o", "json")
-    )
-    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
-    port = _free_port()
-    args = [a for a in args if not a.startswith("--metrics-port")] + [f"--metrics-port={port}"]
-    log = open(Path(os.environ.get("TMPDIR", "/tmp")) / f"{rel}-operator.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen([sys.executable, "-m", "brain_operator", *args], env=env, stdout=log, stderr=log)
-    try:
-        yield f"http://127.0.0.1:{port}/metrics"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-        subprocess.run(["helm", "uninstall", rel, "-n", team_ns], env=env, capture_output=True, timeout=120)
+    with helm_installed_operator(e2e_cluster, team_ns, tmp_path) as op:
+        yield op.metrics_url
 
 
 @pytest.mark.e2e

@@ -24,6 +24,16 @@ Render = Callable[..., list[dict[str, Any]]]
 #: A metric name in a PromQL expression (every metric of ours starts with `brain_`).
 METRIC = re.compile(r"\b(brain_[a-z0-9_]+)\b")
 HISTOGRAM_SUFFIXES = ("_bucket", "_sum", "_count")
+
+
+def fetched_tool(script: str, missing: str) -> str:
+    """The path a `hack/` fetch script prints; the test skips (saying ``missing`` and why) without it."""
+    proc = subprocess.run(["bash", str(HACK / script)], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        pytest.skip(f"{missing}: {proc.stderr.strip()}")
+    return proc.stdout.strip()
+
+
 #: helm built from source reports Kubernetes v1.20 to `helm template` (no ldflags); say what we run.
 KUBE_VERSION = "1.37.2"
 

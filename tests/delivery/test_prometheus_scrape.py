@@ -49,7 +49,7 @@ from tests.gateway.conftest import Gateway, gateway, gw
 from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc, operator, wait_until
 from tests.operator.helpers import sample
 
-from .conftest import HACK, dashboard_exprs, queried_metrics, rule_exprs
+from .conftest import dashboard_exprs, fetched_tool, queried_metrics, rule_exprs
 
 __all__ = ["cluster", "crds", "gateway", "gw", "kc", "operator"]  # fixtures used from other suites
 
@@ -72,10 +72,9 @@ GRAFANA_VARS |= {"$brain": ".*", "$kind": ".*"}
 
 @pytest.fixture(scope="module")
 def prometheus_bin() -> str:
-    proc = subprocess.run(["bash", str(HACK / "prometheus.sh")], capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        pytest.skip(f"no Prometheus server binary and Debian's package could not be fetched: {proc.stderr}")
-    return proc.stdout.strip()
+    return fetched_tool(
+        "prometheus.sh", "no Prometheus server binary and Debian's package could not be fetched"
+    )
 
 
 class Prometheus:

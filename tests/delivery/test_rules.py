@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import HACK, ROOT, RULES, Render, alerts
+from .conftest import ROOT, RULES, Render, alerts, fetched_tool
 
 EXPECTED = {
     "BrainNotReady",
@@ -25,10 +25,7 @@ RUNBOOK_BASE = "https://github.com/brain-operator/brain-operator/blob/main/docs/
 
 @pytest.fixture(scope="module")
 def promtool() -> str:
-    proc = subprocess.run(["bash", str(HACK / "promtool.sh")], capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        pytest.skip(f"promtool is not available and could not be fetched: {proc.stderr.strip()}")
-    return proc.stdout.strip()
+    return fetched_tool("promtool.sh", "promtool is not available and could not be fetched")
 
 
 def test_every_alert_is_there_with_severity_summary_description_and_runbook() -> None:
