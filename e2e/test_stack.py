@@ -18,7 +18,6 @@ from .conftest import E2ECluster
 from .story import helm_installed_operator, wait_for
 
 ROOT = Path(__file__).resolve().parents[1]
-CHART = ROOT / "charts" / "brain-operator"
 SAMPLES = ROOT / "samples"
 
 
