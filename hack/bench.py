@@ -112,7 +112,7 @@ async def quality(runs: int) -> str:
         dsn = await pg.create_database("bench_quality")
         store = await Store.open(dsn, dim=embedder.dim)
         t0 = time.perf_counter()
-        mapping = await load_into(store, embedder, ds)
+        mapping = await load_into(store, embedder, ds, episodes="valid_from")
         load_s = time.perf_counter() - t0
         reports = [
             await evaluate(store, embedder, ds, mapping, modes=list(MODES), ks=ks) for _ in range(runs)
@@ -208,7 +208,14 @@ async def latency(runs: int, sizes: list[int]) -> str:
                     v = base_vecs[i] + rng.normal(0, 0.02, base_vecs.shape[1]).astype(np.float32)
                     batch.append(
                         (
-                            MemoryIn(body=m.body, title=m.title, namespace=f"bench-{copy}"),
+                            MemoryIn(
+                                body=m.body,
+                                title=m.title,
+                                namespace=f"bench-{copy}",
+                                valid_from=m.valid_from,
+                                episode=f"bench-{copy}@{m.valid_from}",
+                                seq=i,
+                            ),
                             v / np.linalg.norm(v),
                         )
                     )

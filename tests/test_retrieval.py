@@ -12,7 +12,7 @@ from brain import metrics
 from brain.embedder import EmbedderUnavailable
 from brain.models import Actor, Hit, MemoryIn
 from brain.retrieval import RetrievalConfig, Retriever
-from brain.retrieval.fusion import diversify, rrf, zscore_fusion
+from brain.retrieval.fusion import diversify, episode_context, rrf, zscore_fusion
 from brain.retrieval.query import identifier_tokens, shape_query
 from brain.retrieval.render import estimate_tokens, fence_for, render_block, render_hit, within_budget
 from brain.service import MemoryService
@@ -130,6 +130,33 @@ async def test_edge_expansion_pulls_connected_entries(service: MemoryService, ow
     assert res.expanded[0].via == a.id
 
 
+async def test_an_answer_in_the_next_turn_is_found_through_its_episode(
+    service: MemoryService, owner: Actor
+) -> None:
+    # The question turn matches the query; the answer turn shares no word with it.
+    episode = [
+        "Do you know why the billing deploy failed on Friday?",
+        "Yes: the TLS certificate of the internal registry had expired, so image pulls were refused.",
+    ]
+    answer = ""
+    for i, body in enumerate(episode):
+        m = await service.note(MemoryIn(body=body, namespace="repo:billing", episode="standup-42"), owner)
+        assert m.memory.episode == "standup-42" and m.memory.seq == i
+        answer = m.memory.id
+    for body in [
+        "Billing deploys run from the release pipeline after the smoke tests pass.",
+        "Friday deploys need a second reviewer from the billing team.",
+        "The billing dashboard shows failed invoices per hour.",
+        "Deploy failures page the release on-call in PagerDuty.",
+    ]:
+        await service.note(MemoryIn(body=body, namespace="repo:billing"), owner)
+    query, scope = "why did the billing deploy fail?", Scope.of(["repo:billing"])
+    plain = await _retriever(service, top_k=3, episode_weight=0, adjacent_weight=0).retrieve(query, scope)
+    assert answer not in {h.id for h in plain.hits}  # the premise: words and meaning alone miss it
+    res = await _retriever(service, top_k=3).retrieve(query, scope)
+    assert answer in {h.id for h in res.hits} and "context" in res.timings
+
+
 # ---------------------------------------------------------------------- pure pieces
 
 
@@ -205,3 +232,22 @@ def test_zscore_fusion_uses_score_gaps_and_handles_constant_legs() -> None:
     assert order[0] == "b"  # strong on both legs beats a single-leg winner
     assert set(order) == {"a", "b", "c", "d"} and fused[-1][1] == 0.0
     assert dict((d, legs) for d, _, legs in fused)["d"] == ["lexical", "trigram"]
+
+
+def test_episode_context_lends_score_to_neighbours_and_leaves_loners_alone() -> None:
+    fused = [
+        ("q", 3.0, ["lexical"]),
+        ("x", 2.0, ["vector"]),
+        ("solo", 1.0, ["lexical"]),
+        ("far", 0.5, ["vector"]),
+    ]
+    context = {"q": ("e", 4), "a": ("e", 5), "far": ("e", 9), "x": ("other", 0)}
+    out = episode_context(fused, context, episode_weight=0.5, adjacent_weight=0.3, window=2)
+    scores = {d: s for d, s, _ in out}
+    assert scores["a"] == 0.5 * 3.0 + 0.3 * 3.0  # found by no leg, lifted by the turn before it
+    assert scores["far"] == 0.5 + 0.5 * 3.0  # same episode, outside the window: the episode term only
+    assert scores["q"] == 3.0 + 0.5 * 3.0  # its only neighbour in the window scored 0
+    assert scores["x"] == 2.0 + 0.5 * 2.0 and scores["solo"] == 1.0  # alone in its episode; no episode
+    assert dict((d, legs) for d, _, legs in out)["a"] == ["episode"]
+    assert [d for d, _, _ in out] == sorted(scores, key=lambda d: -scores[d])
+    assert episode_context(fused, {}, episode_weight=0.5, adjacent_weight=0.3, window=2) == fused

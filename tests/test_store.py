@@ -19,7 +19,7 @@ from brain.errors import (
 )
 from brain.models import MAX_BODY, Actor, MemoryIn
 from brain.service import MemoryService, parse_memory
-from brain.store import Store
+from brain.store import Scope, Store
 from brain.store import migrate as mig
 from tests.secret_corpus import POSITIVES
 
@@ -89,6 +89,31 @@ async def test_supersede_is_compare_and_set_and_keeps_history(service: MemorySer
         await service.supersede(new.id, MemoryIn(body="API rate limit is 50 rps."), old.content_hash, agent)
     # Nothing was lost by the refused writes.
     assert [h.body for h in (await service.get(new.id, agent)).history][-1] == "API rate limit is 250 rps."
+
+
+async def test_episodes_order_entries_and_survive_supersede(
+    service: MemoryService, store: Store, agent: Actor
+) -> None:
+    turns = [
+        (
+            await service.note(MemoryIn(body=f"turn {i} of the incident review", episode="review-7"), agent)
+        ).memory
+        for i in range(4)
+    ]
+    assert [(t.episode, t.seq) for t in turns] == [("review-7", i) for i in range(4)]
+    other = (
+        await service.note(MemoryIn(body="elsewhere", namespace="repo:x", episode="review-7"), agent)
+    ).memory
+    new = await service.supersede(
+        turns[1].id, MemoryIn(body="turn 1, corrected"), turns[1].content_hash, agent
+    )
+    assert (new.episode, new.seq) == ("review-7", 1)
+    ctx = await store.episode_context([turns[0].id], Scope.of([]), window=2)
+    # In scope and current only: the superseded turn and the other namespace's entry are not neighbours.
+    assert ctx == {turns[0].id: ("review-7", 0), new.id: ("review-7", 1), turns[2].id: ("review-7", 2)}
+    assert other.id not in await store.episode_context([turns[3].id], Scope.of([]), window=5)
+    with pytest.raises(Exception, match="episode"):
+        MemoryIn(body="x", episode="")
 
 
 async def test_point_in_time_reads(service: MemoryService, store: Store, agent: Actor) -> None:
@@ -217,3 +242,26 @@ async def test_destructive_migration_needs_the_flag(
     finally:
         await conn.close()
         await pg.drop_database(name)
+
+
+async def test_upgrade_from_schema_1_keeps_every_entry(
+    pg: EmbeddedPostgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncpg
+
+    dsn = await pg.create_database(f"t_upgrade_{id(monkeypatch)}")
+    conn = await asyncpg.connect(dsn)
+    try:
+        real = mig.available()
+        monkeypatch.setattr(mig, "available", lambda: real[:1])
+        await mig.migrate(conn, dim=384)
+        await conn.execute(
+            "INSERT INTO memories (id, lineage_id, kind, namespace, origin, author, body, content_hash)"
+            " VALUES ('m1', 'm1', 'note', 'shared', 'agent', 'ann', 'kept across the upgrade', 'h')"
+        )
+        monkeypatch.setattr(mig, "available", lambda: real)
+        assert await mig.migrate(conn, dim=384) == real[-1][0]
+        row = await conn.fetchrow("SELECT body, episode, seq FROM memories WHERE id = 'm1'")
+        assert dict(row) == {"body": "kept across the upgrade", "episode": None, "seq": None}
+    finally:
+        await conn.close()

@@ -105,7 +105,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
         try:
             print(f"loading {len(ds.memories)} memories from {ds.name} …", file=sys.stderr)
             t0 = time.monotonic()
-            mapping = await load_into(store, embedder, ds, progress=_progress)
+            mapping = await load_into(store, embedder, ds, episodes=args.episodes, progress=_progress)
             print(
                 f"\rloaded {len(mapping)} memories in {time.monotonic() - t0:.0f}s; running queries …",
                 file=sys.stderr,
@@ -391,6 +391,13 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--mode", choices=["hybrid", "lexical", "vector", "all"], default="all")
     e.add_argument("--k", default="1,5,10,20", help="comma-separated cut-offs (default %(default)s)")
     e.add_argument("--json", metavar="OUT", help="also write the report as JSON")
+    e.add_argument(
+        "--episodes",
+        choices=["field", "valid_from"],
+        default="field",
+        help="which memories were recorded together: only those sharing an `episode` field (default), or "
+        "also those sharing namespace and valid_from, like the turns of one LoCoMo session",
+    )
 
     n = sub.add_parser("note", help="save an entry as the owner")
     n.add_argument("body", help="Markdown body, or - to read stdin")

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -44,6 +44,8 @@ class EvalMemory(BaseModel):
     valid_from: datetime | None = None
     tags: list[str] = Field(default_factory=list)
     supersedes: str | None = None
+    episode: str | None = Field(default=None, min_length=1, max_length=200)
+    seq: int | None = Field(default=None, ge=0)
 
     @field_validator("namespace")
     @classmethod
@@ -151,13 +153,30 @@ async def embed_corpus(
 
 
 async def load_into(
-    store: Store, embedder: Embedder, ds: Dataset, *, batch: int = 256, progress: Any = None
+    store: Store,
+    embedder: Embedder,
+    ds: Dataset,
+    *,
+    episodes: Literal["field", "valid_from"] = "field",
+    batch: int = 256,
+    progress: Any = None,
 ) -> dict[str, str]:
-    """Insert every memory (supersedes applied in time order); returns dataset id → store id."""
+    """Insert every memory (supersedes applied in time order); returns dataset id → store id.
+
+    Episodes come from the records' `episode` field. With `episodes="valid_from"` a record without
+    one joins the episode of its namespace and `valid_from`: in a dialogue dataset such as LoCoMo,
+    the turns of one session. Within an episode, records keep their order in the file.
+    """
     actor = Actor(name="eval", role="owner", origin="import")
+    position = {m.id: i for i, m in enumerate(ds.memories)}
     plain = [m for m in ds.memories if not m.supersedes]
     chained = sorted((m for m in ds.memories if m.supersedes), key=lambda m: m.valid_from or datetime.min)
     mapping: dict[str, str] = {}
+
+    def episode_of(m: EvalMemory) -> str | None:
+        if m.episode or episodes == "field" or m.valid_from is None:
+            return m.episode
+        return f"{m.namespace}@{m.valid_from.isoformat()}"
 
     def to_in(m: EvalMemory) -> MemoryIn:
         return MemoryIn(
@@ -167,6 +186,8 @@ async def load_into(
             namespace=m.namespace,
             tags=m.tags,
             valid_from=m.valid_from,
+            episode=episode_of(m),
+            seq=m.seq if m.seq is not None else position[m.id],
         )
 
     ordered = plain + chained
@@ -184,6 +205,8 @@ async def load_into(
             embedding=vectors[len(plain) + j],
         )
         mapping[m.id] = new.id
+    # Planner statistics, as autovacuum would gather them on a live brain; fresh tables plan badly.
+    await store.pool.execute("ANALYZE memories, lexeme_stats")
     return mapping
 
 

@@ -79,6 +79,10 @@ class MemoryIn(BaseModel):
     attrs: dict[str, Any] = Field(default_factory=dict)
     source_key: str | None = Field(default=None, max_length=512)
     domain_keywords: list[str] = Field(default_factory=list, max_length=64)
+    # Entries recorded together (a conversation, a session, one exchange) share an episode; seq orders
+    # them in it and is assigned in arrival order when left out.
+    episode: str | None = Field(default=None, min_length=1, max_length=200)
+    seq: int | None = Field(default=None, ge=0)
 
     @field_validator("namespace")
     @classmethod
@@ -134,6 +138,8 @@ class Memory(BaseModel):
     created_at: datetime
     embedded: bool = False
     domain_keywords: list[str] = Field(default_factory=list)
+    episode: str | None = None
+    seq: int | None = None
 
 
 class MemorySummary(BaseModel):

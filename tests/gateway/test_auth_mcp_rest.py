@@ -82,9 +82,15 @@ async def test_agent_tools_teach_the_rules_and_write_with_the_key_as_author(gw: 
         gw,
         "agent",
         "brain_note",
-        {"body": "Deploys freeze on Fridays after 15:00.", "namespace": ns, "kind": "decision"},
+        {
+            "body": "Deploys freeze on Fridays after 15:00.",
+            "namespace": ns,
+            "kind": "decision",
+            "episode": "s-1",
+        },
     )
     assert not err and note["created"] and note["memory"]["author"] == "agent"
+    assert (note["memory"]["episode"], note["memory"]["seq"]) == ("s-1", 0)
     assert note["memory"]["origin"] == "agent" and note["memory"]["tier"] == "episodic"
     err, again = await call(
         gw, "agent", "brain_note", {"body": "Deploys freeze on Fridays after 15:00.", "namespace": ns}
@@ -156,8 +162,11 @@ async def test_secret_in_a_note_and_in_a_query_is_refused_without_echo(gw: Gatew
 
 
 async def test_confined_key_cannot_read_or_write_elsewhere(gw: Gateway, ns: str) -> None:
-    r = await gw.rest("POST", "/memories", json={"body": f"Only {ns} may know this.", "namespace": ns})
+    r = await gw.rest(
+        "POST", "/memories", json={"body": f"Only {ns} may know this.", "namespace": ns, "episode": "t-9"}
+    )
     other = r.json()["id"]
+    assert r.json()["memory"]["episode"] == "t-9"
     assert (await gw.rest("GET", f"/memories/{other}", key="confined")).status_code == 404
     r = await gw.rest("POST", "/memories", key="confined", json={"body": "sneaky", "namespace": ns})
     assert r.status_code == 403

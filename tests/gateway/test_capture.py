@@ -52,6 +52,28 @@ async def test_code_and_insight_are_captured_with_the_key_as_author(gw: Gateway,
     assert len(events) == 1 and len(json.loads(events[0]["payload"])["stored"]) == 2
 
 
+async def test_captures_are_recorded_in_their_conversation_episode(gw: Gateway, ns: str) -> None:
+    gw.script({"content": ANSWER_WITH_CODE})
+    await gw.chat("write a retry helper for the queue consumer", headers={"x-brain-namespaces": ns})
+    await gw.settle(ns)
+    one = await gw.store.pool.fetch("SELECT episode, seq FROM memories WHERE namespace = $1 ORDER BY seq", ns)
+    # Without a session, the code and the insight of one exchange form an episode of their own.
+    assert [r["seq"] for r in one] == [0, 1] and one[0]["episode"].startswith("call:")
+    assert one[0]["episode"] == one[1]["episode"]
+    questions = [
+        "how do I fix this error: too many connections in the worker?",
+        "the error came back after the deploy, how do I fix it for good?",
+    ]
+    for n, question in enumerate(questions, start=2):
+        gw.script({"content": FIX_ANSWER})
+        await gw.chat(question, headers={"x-brain-namespaces": ns, "x-brain-episode": "incident-12"})
+        await gw.settle(ns, events=n)
+    rows = await gw.store.pool.fetch(
+        "SELECT kind, seq FROM memories WHERE namespace = $1 AND episode = 'incident-12' ORDER BY seq", ns
+    )
+    assert [(r["kind"], r["seq"]) for r in rows] == [("experience", 0), ("experience", 1)]
+
+
 async def test_problem_and_solution_become_an_experience_streamed(gw: Gateway, ns: str) -> None:
     gw.script({"content": FIX_ANSWER})
     r = await gw.chat(

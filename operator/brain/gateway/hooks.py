@@ -8,6 +8,9 @@ Request headers a caller may send:
 - `x-brain-memory: off` — neither inject nor capture; `read` — inject, do not capture; `on` (default).
 - `x-brain-namespaces: repo:a,repo:b` — retrieve from these namespaces (within what the key may see)
   and capture into the first one the key may write.
+- `x-brain-episode: <id>` — record this exchange's captures in that episode (a conversation, a task), so
+  retrieval can let them lend each other relevance. Without it LiteLLM's `litellm_session_id` is used,
+  else each exchange is an episode of its own.
 """
 
 from __future__ import annotations
@@ -31,12 +34,27 @@ log = logging.getLogger("brain.gateway.hooks")
 
 MEMORY_HEADER = "x-brain-memory"
 NAMESPACES_HEADER = "x-brain-namespaces"
+EPISODE_HEADER = "x-brain-episode"
 
 
 def _headers(data: dict[str, Any]) -> dict[str, str]:
     psr = data.get("proxy_server_request") or {}
     raw = psr.get("headers") if isinstance(psr, dict) else None
     return {str(k).lower(): str(v) for k, v in (raw or {}).items()}
+
+
+def _episode(headers: dict[str, str], data: dict[str, Any]) -> str | None:
+    meta = data.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    for value in (
+        headers.get(EPISODE_HEADER),
+        data.get("litellm_session_id"),
+        meta.get("litellm_session_id"),
+    ):
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:200]
+    call_id = data.get("litellm_call_id")
+    return f"call:{call_id}" if isinstance(call_id, str) and call_id else None
 
 
 def _write_namespace(actor: Actor, requested: list[str]) -> str:
@@ -90,6 +108,7 @@ class BrainHooks(CustomLogger):
             write_namespace=_write_namespace(actor, requested),
             capture=mode not in ("off", "read", "false", "0", "no"),
             route=route,
+            episode=_episode(headers, data),
         )
         call_id = data.get("litellm_call_id")
         if isinstance(call_id, str):

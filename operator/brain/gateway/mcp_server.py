@@ -49,6 +49,10 @@ _ENTRY = {
     "tags": {"type": "array", "items": {"type": "string"}},
     "importance": {"type": "number", "minimum": 0, "maximum": 1},
     "valid_from": {"type": "string", "description": "ISO-8601 time this became true (default now)."},
+    "episode": {
+        "type": "string",
+        "description": "Your session or task id: notes of one episode help each other get found.",
+    },
 }
 
 READ_TOOLS: list[types.Tool] = [

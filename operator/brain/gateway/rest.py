@@ -52,6 +52,9 @@ class NoteBody(BaseModel):
     attrs: dict[str, Any] | None = None
     source_key: str | None = None
     domain_keywords: list[str] | None = Field(default=None, description="persona matching words")
+    episode: str | None = Field(
+        default=None, description="session or task id: entries of one episode help each other get found"
+    )
     standing: bool = Field(default=False, description="owner only: load at every session start")
     required: bool = Field(default=False, description="owner only: inject into every request")
 

@@ -53,6 +53,7 @@ class CallContext:
     injected: list[str] = field(default_factory=list)
     memory: str = "skipped"
     route: dict[str, str] = field(default_factory=dict)
+    episode: str | None = None  # what this exchange's captures are recorded under, with its siblings
     created: float = field(default_factory=time.monotonic)
 
 
@@ -307,6 +308,7 @@ class Runtime:
                         tags=item.tags,
                         attrs={**item.attrs, "model": model or "", "api": ctx.api},
                         importance=item.importance,
+                        episode=ctx.episode,
                     ),
                     actor,
                 )

@@ -25,6 +25,7 @@ WRITE_FIELDS = (
     "attrs",
     "source_key",
     "domain_keywords",
+    "episode",
 )
 
 

@@ -59,6 +59,47 @@ def zscore_fusion(
     return sorted(((d, s - low, found[d]) for d, s in total.items()), key=lambda t: (-t[1], t[0]))
 
 
+def episode_context(
+    fused: Sequence[tuple[str, float, list[str]]],
+    context: Mapping[str, tuple[str, int]],
+    *,
+    episode_weight: float,
+    adjacent_weight: float,
+    window: int,
+) -> list[tuple[str, float, list[str]]]:
+    """Let entries recorded together lend each other relevance.
+
+    An answer is often spread over neighbouring turns: the question names the topic, the next turn
+    holds the fact. So each candidate gains `episode_weight` × the best score in its episode and
+    `adjacent_weight` × the best score within `window` places of it; episode neighbours that no leg
+    found join at score 0 and can rise only through their neighbours. `context` maps id → (episode,
+    seq) for candidates and their neighbours; entries without an episode keep their score.
+    On LoCoMo this lifts recall@10 by ~0.07 (docs/benchmarks.md).
+    """
+    scores = {d: s for d, s, _ in fused}
+    found = {d: legs for d, _, legs in fused}
+    for d in context:
+        if d not in scores:
+            scores[d], found[d] = 0.0, ["episode"]
+    best_in_episode: dict[str, float] = {}
+    at: dict[tuple[str, int], str] = {}
+    for d, (episode, seq) in context.items():
+        best_in_episode[episode] = max(best_in_episode.get(episode, 0.0), scores[d])
+        at[(episode, seq)] = d
+    out = []
+    for d, s in scores.items():
+        if d in context:
+            episode, seq = context[d]
+            near = [
+                scores[at[(episode, seq + o)]]
+                for o in range(-window, window + 1)
+                if o and (episode, seq + o) in at
+            ]
+            s += episode_weight * best_in_episode[episode] + adjacent_weight * max(near, default=0.0)
+        out.append((d, s, found[d]))
+    return sorted(out, key=lambda t: (-t[1], t[0]))
+
+
 def boost(
     hit: Hit, *, now: datetime, importance_weight: float, recency_weight: float, half_life_days: float
 ) -> float:

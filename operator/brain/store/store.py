@@ -26,7 +26,8 @@ from brain.store.migrate import migrate
 _COLUMNS = (
     "id, lineage_id, version, kind, namespace, tier, origin, author, title, body, tags, attrs, source_key, "
     "content_hash, valid_from, valid_to, supersedes, status, status_reason, importance, standing, required, "
-    "access_count, last_accessed_at, promoted_by, created_at, domain_keywords, embedding IS NOT NULL AS embedded"
+    "access_count, last_accessed_at, promoted_by, created_at, domain_keywords, embedding IS NOT NULL AS embedded, "
+    "episode, seq"
 )
 _HIT_COLUMNS = (
     "id, kind, namespace, tier, origin, author, title, body, valid_from, importance, standing, required, "
@@ -167,9 +168,11 @@ class Store:
         row = await conn.fetchrow(
             f"""INSERT INTO memories (id, lineage_id, version, kind, namespace, tier, origin, author, title, body,
                    tags, attrs, source_key, content_hash, valid_from, supersedes, importance, standing, required,
-                   domain_keywords, embedding, embedding_model, promoted_by, promoted_at)
+                   domain_keywords, embedding, embedding_model, promoted_by, promoted_at, episode, seq)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, coalesce($15, now()),
-                   $16, $17, $18, $19, $20, $21, $22, $23, $24)
+                   $16, $17, $18, $19, $20, $21, $22, $23, $24, $25::text,
+                   CASE WHEN $25::text IS NOT NULL THEN coalesce($26::integer,
+                     (SELECT coalesce(max(seq) + 1, 0) FROM memories WHERE episode = $25::text)) END)
                RETURNING {_COLUMNS}""",
             mid,
             lineage_id or mid,
@@ -195,6 +198,8 @@ class Store:
             self.embedding_model if embedding is not None else None,
             actor.name if tier == "curated" else None,
             datetime.now(UTC) if tier == "curated" else None,
+            item.episode,
+            item.seq,
         )
         return _record_to_memory(row)
 
@@ -282,7 +287,10 @@ class Store:
                 memory_id,
                 now,
             )
-            item = item.model_copy(update={"valid_from": now})
+            update: dict[str, Any] = {"valid_from": now}
+            if item.episode is None:  # a new version keeps its place in the episode it was recorded in
+                update |= {"episode": old["episode"], "seq": old["seq"]}
+            item = item.model_copy(update=update)
             return await self._insert(
                 conn,
                 item,
@@ -525,6 +533,27 @@ class Store:
             *args,
         )
         return [(r["origin_lineage"], _record_to_hit(r)) for r in rows]
+
+    async def episode_context(
+        self, ids: Sequence[str], scope: Scope, window: int
+    ) -> dict[str, tuple[str, int]]:
+        """(episode, seq) of the given entries and of their in-scope episode neighbours within `window`."""
+        if not ids:
+            return {}
+        where, args = scope.where(3)
+        rows = await self.pool.fetch(
+            # LIMIT keeps the subquery from being flattened, so each candidate gets one (episode, seq) range scan.
+            f"""SELECT DISTINCT m.id, m.episode, m.seq
+                  FROM (SELECT episode, seq FROM memories WHERE id = ANY($1::text[]) AND episode IS NOT NULL) c
+                 CROSS JOIN LATERAL (
+                       SELECT m.id, m.episode, m.seq FROM memories m
+                        WHERE m.episode = c.episode AND m.seq BETWEEN c.seq - $2 AND c.seq + $2 AND {where}
+                        LIMIT 4 * $2 + 2) m""",
+            list(ids),
+            window,
+            *args,
+        )
+        return {r["id"]: (r["episode"], r["seq"]) for r in rows}
 
     async def add_edge(self, source: str, target: str, relation: str, confidence: float = 1.0) -> None:
         """Edges join lineages, so they survive a supersede."""
