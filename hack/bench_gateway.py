@@ -150,7 +150,7 @@ def configs(fake_url: str, state: Path, master: str) -> tuple[Path, Path]:
     )
     brain = render_litellm_config(spec)
     bare = effective_config(brain)
-    bare["litellm_settings"]["callbacks"] = []
+    bare["litellm_settings"]["callbacks"] = ["prometheus"]  # both proxies export LiteLLM's metrics
     bare["general_settings"] = {"master_key": master}
     bare.pop("brain", None)
     paths = state / "brain.yaml", state / "bare.yaml"
@@ -193,6 +193,28 @@ async def latency(
                 r.raise_for_status()
                 if i >= 10:  # warm-up
                     out[name].append(dt * 1000)
+    return out
+
+
+def sums(metrics_text: str, name: str, label: str) -> dict[str, tuple[float, float]]:
+    """(sum, count) per `label` value of a Prometheus histogram, from a /metrics scrape."""
+    out: dict[str, list[float]] = {}
+    for line in metrics_text.splitlines():
+        for part, idx in (("_sum{", 0), ("_count{", 1)):
+            if line.startswith(name + part):
+                value = line.split(f'{label}="', 1)[1].split('"', 1)[0]
+                out.setdefault(value, [0.0, 0.0])[idx] += float(line.rsplit(" ", 1)[1])
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def mean_ms(before: str, after: str, name: str, label: str) -> dict[str, float]:
+    """Mean milliseconds per observation between two scrapes, per label value."""
+    b, a = sums(before, name, label), sums(after, name, label)
+    out = {}
+    for k, (total, count) in a.items():
+        t0, c0 = b.get(k, (0.0, 0.0))
+        if count > c0:
+            out[k] = (total - t0) / (count - c0) * 1000
     return out
 
 
@@ -334,17 +356,33 @@ async def main(a: argparse.Namespace) -> None:
             "| case | bare p50 | brain p50 | added p50 | bare p95 | brain p95 | added p95 |",
             "|---|---|---|---|---|---|---|",
         ]
+        breakdown: dict[str, float] = {}
         for label, repeat in (
             ("new question every request", False),
             ("repeated question (agent loop)", True),
         ):
+            async with httpx.AsyncClient() as c:
+                before = (await c.get(gw_url + "/metrics")).text
             res = await latency(gw_url, bare_url, key, master, a.requests, repeat=repeat)
+            if not repeat:
+                async with httpx.AsyncClient() as c:
+                    after = (await c.get(gw_url + "/metrics")).text
+                breakdown = mean_ms(before, after, "brain_retrieval_stage_duration_seconds", "stage")
+                breakdown |= mean_ms(before, after, "brain_gateway_hook_duration_seconds", "hook")
             b50, g50 = pct(res["bare"], 0.5), pct(res["brain"], 0.5)
             b95, g95 = pct(res["bare"], 0.95), pct(res["brain"], 0.95)
             lines.append(
                 f"| {label} | {b50:.1f} ms | {g50:.1f} ms | {g50 - b50:+.1f} ms | {b95:.1f} ms | "
                 f"{g95:.1f} ms | {g95 - b95:+.1f} ms |"
             )
+        if breakdown:
+            lines += [
+                "",
+                "Where a new question's time goes inside the gateway (mean ms per request, from its own "
+                "histograms): "
+                + ", ".join(f"{k} {v:.1f}" for k, v in sorted(breakdown.items(), key=lambda kv: -kv[1]))
+                + ". `pre_call` is all the hook added before the request went upstream.",
+            ]
         async with httpx.AsyncClient() as c:
             await c.post(
                 fake + "/_fake/script", json=[{"content": CODE_ANSWER, "chunk_delay_s": 0.02, "times": -1}]
