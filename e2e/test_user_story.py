@@ -257,8 +257,8 @@ def test_user_story(
         wait_for(
             "the operator's index gauges",
             lambda: (
-                op.metric("brain_index_entries", brain=label, namespace="*") == 6  # by kind
-                and op.metric("brain_index_entries", brain=label, namespace="shared", kind="*") == 6
+                op.metric("brain_index_entries", brain=label, memory_namespace="*") == 6  # by kind
+                and op.metric("brain_index_entries", brain=label, memory_namespace="shared", kind="*") == 6
                 and op.metric("brain_index_entries", brain=label, kind="learning") == 1
                 and op.metric("brain_index_pending_proposals", brain=label) == 0
             ),

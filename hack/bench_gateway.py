@@ -62,82 +62,88 @@ def _sentence(rng: random.Random, n: int = 18) -> str:
 
 
 async def seed(dsn: str, n: int, dim: int = 384) -> None:
-    """Bulk-load `n` memories (COPY, then the HNSW index built once), skipping if already there."""
-    import asyncpg
-    from pgvector.asyncpg import register_vector
+    """Bulk-load `n` memories (COPY, then the HNSW index built once) unless there, then VACUUM ANALYZE.
 
+    The vacuum brings the store to the steady state autovacuum keeps a live brain in (GIN pending
+    lists merged, statistics current), also for a cached seed: otherwise the run times autovacuum.
+    """
     from brain.store import Store
-    from brain.store.store import content_hash, new_id
 
     store = await Store.open(dsn, dim=dim)
     try:
         have = await store.pool.fetchval("SELECT count(*) FROM memories")
-        if have >= n:
-            return
-        print(f"seeding {n} memories (once; cached for later runs) …", file=sys.stderr)
-        rng = random.Random(7)
-        conn = await asyncpg.connect(dsn)
-        await register_vector(conn)
-        try:
-            await conn.execute("DROP INDEX IF EXISTS memories_embedding")
-            batch = 5000
-            for start in range(have, n, batch):
-                rows = []
-                vecs = (
-                    np.random.default_rng(start)
-                    .standard_normal((min(batch, n - start), dim))
-                    .astype(np.float32)
-                )
-                vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-                for v in vecs:
-                    mid = new_id()
-                    body = _sentence(rng)
-                    ns = rng.choice(["shared", "repo:payments", "repo:web", "repo:infra"])
-                    rows.append(
-                        (
-                            mid,
-                            mid,
-                            "note",
-                            ns,
-                            "episodic",
-                            "agent",
-                            "bench",
-                            body[:40],
-                            body,
-                            content_hash(body),
-                            v,
-                            "bench",
-                        )
-                    )
-                await conn.copy_records_to_table(
-                    "memories",
-                    records=rows,
-                    columns=[
-                        "id",
-                        "lineage_id",
-                        "kind",
-                        "namespace",
-                        "tier",
-                        "origin",
-                        "author",
-                        "title",
-                        "body",
-                        "content_hash",
-                        "embedding",
-                        "embedding_model",
-                    ],
-                )
-                print(f"  {start + len(rows)}/{n}", file=sys.stderr)
-            await conn.execute("SET maintenance_work_mem = '512MB'")
-            await conn.execute(
-                "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
-                "WITH (m = 16, ef_construction = 64)"
-            )
-            await conn.execute("ANALYZE memories")
-        finally:
-            await conn.close()
+        if have < n:
+            await _load(dsn, have, n, dim)
+        await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
     finally:
         await store.close()
+
+
+async def _load(dsn: str, have: int, n: int, dim: int) -> None:
+    import asyncpg
+    from pgvector.asyncpg import register_vector
+
+    from brain.store.store import content_hash, new_id
+
+    print(f"seeding {n} memories (once; cached for later runs) …", file=sys.stderr)
+    rng = random.Random(7)
+    conn = await asyncpg.connect(dsn)
+    await register_vector(conn)
+    try:
+        await conn.execute("DROP INDEX IF EXISTS memories_embedding")
+        batch = 5000
+        for start in range(have, n, batch):
+            vecs = (
+                np.random.default_rng(start).standard_normal((min(batch, n - start), dim)).astype(np.float32)
+            )
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            rows = []
+            for v in vecs:
+                mid = new_id()
+                body = _sentence(rng)
+                ns = rng.choice(["shared", "repo:payments", "repo:web", "repo:infra"])
+                rows.append(
+                    (
+                        mid,
+                        mid,
+                        "note",
+                        ns,
+                        "episodic",
+                        "agent",
+                        "bench",
+                        body[:40],
+                        body,
+                        content_hash(body),
+                        v,
+                        "bench",
+                    )
+                )
+            await conn.copy_records_to_table(
+                "memories",
+                records=rows,
+                columns=[
+                    "id",
+                    "lineage_id",
+                    "kind",
+                    "namespace",
+                    "tier",
+                    "origin",
+                    "author",
+                    "title",
+                    "body",
+                    "content_hash",
+                    "embedding",
+                    "embedding_model",
+                ],
+            )
+            print(f"  {start + len(rows)}/{n}", file=sys.stderr)
+        await conn.execute("SET maintenance_work_mem = '512MB'")
+        await conn.execute(
+            "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
+            "WITH (m = 16, ef_construction = 64)"
+        )
+    finally:
+        await conn.close()
 
 
 def configs(fake_url: str, state: Path, master: str) -> tuple[Path, Path]:

@@ -108,10 +108,18 @@ async def test_episodes_order_entries_and_survive_supersede(
         turns[1].id, MemoryIn(body="turn 1, corrected"), turns[1].content_hash, agent
     )
     assert (new.episode, new.seq) == ("review-7", 1)
-    ctx = await store.episode_context([turns[0].id], Scope.of([]), window=2)
-    # In scope and current only: the superseded turn and the other namespace's entry are not neighbours.
-    assert ctx == {turns[0].id: ("review-7", 0), new.id: ("review-7", 1), turns[2].id: ("review-7", 2)}
-    assert other.id not in await store.episode_context([turns[3].id], Scope.of([]), window=5)
+    assert (other.episode, other.seq) == ("review-7", 0)  # an episode lives in one namespace
+    ctx = await store.episode_context([turns[0].id], Scope.of(["repo:x"]), window=2)
+    # Current versions of the same namespace's episode only: not the superseded turn, not repo:x's entry.
+    ep = "shared review-7"
+    assert ctx == {turns[0].id: (ep, 0), new.id: (ep, 1), turns[2].id: (ep, 2)}
+    assert other.id not in await store.episode_context([turns[3].id], Scope.of(["repo:x"]), window=5)
+    assert await store.episode_context([turns[3].id], Scope.of(["repo:y"]), window=5) == {
+        turns[3].id: (ep, 3),
+        turns[2].id: (ep, 2),
+        new.id: (ep, 1),
+        turns[0].id: (ep, 0),
+    }
     with pytest.raises(Exception, match="episode"):
         MemoryIn(body="x", episode="")
 

@@ -32,7 +32,8 @@ OPERATOR_HEALTHY = Gauge(
 OPERATOR_LAST_SUCCESS = Gauge(
     "brain_operator_last_success_timestamp_seconds", "Unix time of the last successful reconcile."
 )
-INDEX_ENTRIES = Gauge("brain_index_entries", "Live index entries.", ["brain", "namespace", "kind"])
+# `memory_namespace`, not `namespace`: Prometheus sets `namespace` on every scraped target (the pod's).
+INDEX_ENTRIES = Gauge("brain_index_entries", "Live index entries.", ["brain", "memory_namespace", "kind"])
 INDEX_STALE = Gauge("brain_index_stale_entries", "Entries past their review date.", ["brain"])
 INDEX_EMBEDDED_RATIO = Gauge("brain_index_embedded_ratio", "Share of entries with an embedding.", ["brain"])
 INDEX_PENDING = Gauge("brain_index_pending_proposals", "Proposals awaiting an owner.", ["brain"])
@@ -58,15 +59,15 @@ def forget_brain(namespace: str, name: str) -> None:
 def set_index(
     namespace: str, name: str, by_kind: dict[str, int], by_namespace: dict[str, int], index: Any
 ) -> None:
-    """``brain_index_entries`` per kind (namespace="*") and per memory namespace (kind="*")."""
+    """``brain_index_entries`` per kind (memory_namespace="*") and per memory namespace (kind="*")."""
     label = brain_label(namespace, name)
     for labels in list(INDEX_ENTRIES._metrics):
         if labels[0] == label:
             INDEX_ENTRIES.remove(*labels)
     for kind, count in by_kind.items():
-        INDEX_ENTRIES.labels(brain=label, namespace="*", kind=kind).set(count)
+        INDEX_ENTRIES.labels(brain=label, memory_namespace="*", kind=kind).set(count)
     for ns, count in by_namespace.items():
-        INDEX_ENTRIES.labels(brain=label, namespace=ns, kind="*").set(count)
+        INDEX_ENTRIES.labels(brain=label, memory_namespace=ns, kind="*").set(count)
     if index.stale_entries is not None:
         INDEX_STALE.labels(brain=label).set(index.stale_entries)
     if index.embedded_ratio is not None:

@@ -226,7 +226,7 @@ def test_index_health_flows_into_status_and_metrics() -> None:
     assert index["totalEntries"] == 5 and index["entriesByKind"] == {"note": 3, "skill": 2}
     assert index["pendingProposals"] == 4 and index["embeddingDim"] == 384 and "lastDistill" not in index
     assert _conditions(kube.obj("Brain", "team"))["IndexHealthy"]["status"] == "True"
-    assert INDEX_ENTRIES.labels(brain="team-ns/team", namespace="*", kind="note")._value.get() == 3
+    assert INDEX_ENTRIES.labels(brain="team-ns/team", memory_namespace="*", kind="note")._value.get() == 3
     rec.health[(NS, "team")] = Health(error="ConnectError from http://x")
     rec.reconcile(NS, "team")
     assert _conditions(kube.obj("Brain", "team"))["IndexHealthy"]["reason"] == "HealthUnreachable"

@@ -172,7 +172,8 @@ class Store:
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, coalesce($15, now()),
                    $16, $17, $18, $19, $20, $21, $22, $23, $24, $25::text,
                    CASE WHEN $25::text IS NOT NULL THEN coalesce($26::integer,
-                     (SELECT coalesce(max(seq) + 1, 0) FROM memories WHERE episode = $25::text)) END)
+                     (SELECT coalesce(max(seq) + 1, 0) FROM memories WHERE episode = $25::text AND namespace = $5))
+                   END)
                RETURNING {_COLUMNS}""",
             mid,
             lineage_id or mid,
@@ -537,17 +538,23 @@ class Store:
     async def episode_context(
         self, ids: Sequence[str], scope: Scope, window: int
     ) -> dict[str, tuple[str, int]]:
-        """(episode, seq) of the given entries and of their in-scope episode neighbours within `window`."""
+        """(episode, seq) of the given entries and of their in-scope episode neighbours within `window`.
+
+        An episode lives in one namespace: the same episode name in two namespaces is two episodes
+        (the returned key is "<namespace> <episode>"; namespaces hold no spaces).
+        """
         if not ids:
             return {}
         where, args = scope.where(3)
         rows = await self.pool.fetch(
             # LIMIT keeps the subquery from being flattened, so each candidate gets one (episode, seq) range scan.
-            f"""SELECT DISTINCT m.id, m.episode, m.seq
-                  FROM (SELECT episode, seq FROM memories WHERE id = ANY($1::text[]) AND episode IS NOT NULL) c
+            f"""SELECT DISTINCT m.id, m.namespace || ' ' || m.episode AS episode, m.seq
+                  FROM (SELECT namespace, episode, seq FROM memories
+                         WHERE id = ANY($1::text[]) AND episode IS NOT NULL) c
                  CROSS JOIN LATERAL (
-                       SELECT m.id, m.episode, m.seq FROM memories m
-                        WHERE m.episode = c.episode AND m.seq BETWEEN c.seq - $2 AND c.seq + $2 AND {where}
+                       SELECT m.id, m.namespace, m.episode, m.seq FROM memories m
+                        WHERE m.episode = c.episode AND m.namespace = c.namespace
+                          AND m.seq BETWEEN c.seq - $2 AND c.seq + $2 AND {where}
                         LIMIT 4 * $2 + 2) m""",
             list(ids),
             window,
