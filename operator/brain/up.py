@@ -32,6 +32,8 @@ from urllib.parse import urlparse
 import httpx
 import yaml
 
+from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
+
 PROVIDERS: dict[str, tuple[str, str, str]] = {
     # env var → (provider prefix, model name offered, LiteLLM model)
     "OPENAI_API_KEY": ("openai", "gpt", "openai/gpt-4o-mini"),
@@ -301,6 +303,14 @@ async def up(
             "BRAIN_EMBEDDING_DIM": str(dim),
         }
         gw_env.pop("BRAIN_EMBEDDER_URL", None)  # the offline model, in the gateway process
+        # ... which is the bundled all-MiniLM-L6-v2 whatever the manifest names: label vectors with it.
+        gw_env["BRAIN_EMBEDDING_MODEL"] = OFFLINE_MODEL
+        if brain.spec.embedding.model != OFFLINE_MODEL:
+            print(
+                f"embedding: the manifest names {brain.spec.embedding.model}; on this machine the bundled "
+                f"offline {OFFLINE_MODEL} ({dim} dims) embeds instead (a cluster's embedder serves the manifest's)",
+                file=sys.stderr,
+            )
         print(
             f"starting the gateway on {stack.url} (first start takes a while; log: {state / 'gateway.log'}) …",
             file=sys.stderr,
