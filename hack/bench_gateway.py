@@ -202,26 +202,28 @@ async def latency(
     return out
 
 
-def sums(metrics_text: str, name: str, label: str) -> dict[str, tuple[float, float]]:
-    """(sum, count) per `label` value of a Prometheus histogram, from a /metrics scrape."""
-    out: dict[str, list[float]] = {}
-    for line in metrics_text.splitlines():
-        for part, idx in (("_sum{", 0), ("_count{", 1)):
-            if line.startswith(name + part):
-                value = line.split(f'{label}="', 1)[1].split('"', 1)[0]
-                out.setdefault(value, [0.0, 0.0])[idx] += float(line.rsplit(" ", 1)[1])
-    return {k: (v[0], v[1]) for k, v in out.items()}
+def by_label(metrics_text: str, sample: str, label: str = "") -> dict[str, float]:
+    """Values of one sample name in a /metrics scrape, summed per value of `label` (all in "" without)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(metrics_text):
+        for s in family.samples:
+            if s.name == sample:
+                key = s.labels.get(label, "")
+                out[key] = out.get(key, 0.0) + s.value
+    return out
 
 
 def mean_ms(before: str, after: str, name: str, label: str) -> dict[str, float]:
-    """Mean milliseconds per observation between two scrapes, per label value."""
-    b, a = sums(before, name, label), sums(after, name, label)
-    out = {}
-    for k, (total, count) in a.items():
-        t0, c0 = b.get(k, (0.0, 0.0))
-        if count > c0:
-            out[k] = (total - t0) / (count - c0) * 1000
-    return out
+    """Mean milliseconds per observation of histogram `name` between two scrapes, per label value."""
+    sum0, count0 = by_label(before, name + "_sum", label), by_label(before, name + "_count", label)
+    sum1, count1 = by_label(after, name + "_sum", label), by_label(after, name + "_count", label)
+    return {
+        k: (sum1[k] - sum0.get(k, 0.0)) / (n - count0.get(k, 0.0)) * 1000
+        for k, n in count1.items()
+        if n > count0.get(k, 0.0)
+    }
 
 
 def rss_mb(pid: int) -> float:
@@ -397,18 +399,9 @@ async def main(a: argparse.Namespace) -> None:
         s = await streaming(gw_url, key, a.clients, a.duration, gw.pid)
         async with httpx.AsyncClient() as c:
             m = (await c.get(gw_url + "/metrics")).text
-        dropped = sum(
-            float(x.rsplit(" ", 1)[1])
-            for x in m.splitlines()
-            if x.startswith("brain_capture_queue_dropped_total{")
-        )
-        stored = sum(
-            float(x.rsplit(" ", 1)[1]) for x in m.splitlines() if x.startswith("brain_captures_stored_total{")
-        )
-        stored -= sum(
-            float(x.rsplit(" ", 1)[1])
-            for x in metrics_before.splitlines()
-            if x.startswith("brain_captures_stored_total{")
+        dropped = sum(by_label(m, "brain_capture_queue_dropped_total").values())
+        stored = sum(by_label(m, "brain_captures_stored_total").values()) - sum(
+            by_label(metrics_before, "brain_captures_stored_total").values()
         )
         lines += [
             "",
