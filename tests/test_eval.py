@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from brain.cli import main
 from brain.errors import InvalidInput
 from brain.eval import evaluate, load_dataset, load_into
+from brain.retrieval.pipeline import Floor, RetrievalConfig
 from brain.store import Store
 
 MINI = Path(__file__).parent / "data" / "mini_eval.json"
@@ -67,3 +69,52 @@ def test_cli_reports_malformed_dataset_without_traceback(
     bad.write_text('{"memories": [{"id": "a"}], "queries": []}')
     assert main(["eval", str(bad)]) == 2
     assert "memories[0] (id 'a'): field 'namespace'" in capsys.readouterr().err
+
+
+TEAM = Path(__file__).parent / "data" / "team_eval.json"
+
+
+async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: Store, embedder) -> None:  # type: ignore[no-untyped-def]
+    """The floor keeps small talk, general coding and other domains out, and every answer in.
+
+    Queries with `relevant: []` must get nothing; recall counts only hits above the floor, so a
+    floor that cut real answers would show here as lost recall.
+    """
+    ds = load_dataset(json.loads(TEAM.read_text()))
+    mapping = await load_into(store, embedder, ds)
+    report = await evaluate(store, embedder, ds, mapping, modes=["hybrid", "lexical", "vector"], ks=[5])
+    hybrid = report["modes"]["hybrid"]
+    assert hybrid["abstain_queries"] == 15
+    assert hybrid["abstain"] >= 0.9, hybrid
+    assert hybrid["recall@5"] >= 0.95, hybrid["by_category"]
+    # not worse than its best single leg in any category
+    for cat, row in hybrid["by_category"].items():
+        best_leg = max(report["modes"][m]["by_category"][cat]["recall@5"] for m in ("lexical", "vector"))
+        assert row["recall@5"] >= best_leg, (cat, row, best_leg)
+    # abstaining is also cheaper: an unrelated question costs no tokens, so the mean is well below top-k
+    unfloored = await evaluate(
+        store,
+        embedder,
+        ds,
+        mapping,
+        modes=["hybrid"],
+        ks=[5],
+        config=RetrievalConfig(floor=Floor(vector=0, lexical=0, trigram=0)),
+    )
+    assert unfloored["modes"]["hybrid"]["abstain"] == 0.0
+    assert hybrid["injected_tokens_mean"] < unfloored["modes"]["hybrid"]["injected_tokens_mean"] / 2
+
+
+@pytest.mark.parametrize(
+    ("floor", "message"),
+    [
+        ("vector=1.5", r"--floor: vector: .*less than or equal to 1.*\[0, 1\]"),
+        ("rerank=0.3", r"--floor: rerank.*legs vector, lexical, trigram"),
+        ("vector", r"not LEG=VALUE"),
+    ],
+)
+def test_cli_refuses_a_bad_floor_naming_it(
+    floor: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", str(TEAM), "--floor", floor]) == 2
+    assert re.search(message, capsys.readouterr().err)

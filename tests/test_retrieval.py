@@ -12,7 +12,7 @@ from brain import metrics
 from brain.embedder import EmbedderUnavailable
 from brain.models import Actor, Hit, MemoryIn
 from brain.retrieval import RetrievalConfig, Retriever
-from brain.retrieval.fusion import diversify, episode_context, rrf, zscore_fusion
+from brain.retrieval.fusion import above_floor, diversify, episode_context, evidence, rrf, zscore_fusion
 from brain.retrieval.query import identifier_tokens, shape_query
 from brain.retrieval.render import estimate_tokens, fence_for, render_block, render_hit, within_budget
 from brain.service import MemoryService
@@ -55,7 +55,8 @@ async def test_meaning_and_identifiers_both_find_the_entry(service: MemoryServic
 
 async def test_namespace_scope_sees_own_plus_shared_only(service: MemoryService, owner: Actor) -> None:
     await _seed(service, owner)
-    res = await _retriever(service, top_k=20).retrieve(
+    # a bag of words that touches everything, so no floor: this is about scope, not relevance
+    res = await _retriever(service, top_k=20, floor={"vector": 0, "lexical": 0, "trigram": 0}).retrieve(
         "postgres port settlement vite flags", Scope.of(["repo:web"])
     )
     assert {h.namespace for h in res.hits} <= {"repo:web", "shared"}
@@ -251,3 +252,43 @@ def test_episode_context_lends_score_to_neighbours_and_leaves_loners_alone() -> 
     assert dict((d, legs) for d, _, legs in out)["a"] == ["episode"]
     assert [d for d, _, _ in out] == sorted(scores, key=lambda d: -scores[d])
     assert episode_context(fused, {}, episode_weight=0.5, adjacent_weight=0.3, window=2) == fused
+
+
+async def test_floor_injects_nothing_unrelated_also_without_the_embedder(
+    service: MemoryService, owner: Actor
+) -> None:
+    """The floor needs absolute evidence, so it works on the lexical-only fallback too."""
+    ids = await _seed(service, owner)
+    port = ids[FACTS[0][1]]
+    for embedder in (service.embedder, None):
+        r = Retriever(service.store, embedder, RetrievalConfig())
+        related = await r.retrieve(
+            "which port does the payments staging postgres use?", Scope.of(["repo:payments"])
+        )
+        assert related.hits and related.hits[0].id == port, embedder
+        for question in ("write a haiku about autumn leaves", "what is the capital of Australia?"):
+            unrelated = await r.retrieve(question, Scope.of(["repo:payments"]))
+            assert unrelated.hits == [] and unrelated.expanded == [], (embedder, question)
+    # with the floor off, the same unrelated question gets topK noise: the floor is what stops it
+    off = Retriever(
+        service.store, service.embedder, RetrievalConfig(floor={"vector": 0, "lexical": 0, "trigram": 0})
+    )  # type: ignore[arg-type]
+    assert (await off.retrieve("write a haiku about autumn leaves", Scope.of(["repo:payments"]))).hits
+
+
+def test_evidence_is_absolute_and_one_strong_leg_passes() -> None:
+    legs = {
+        "vector": [("a", 0.62), ("b", 0.12)],
+        "lexical": [("b", 1.5), ("c", 9.0)],
+        "trigram": [("d", 1.0)],
+    }
+    ev = evidence(legs, query_idf=10.0, identifiers=2)
+    assert ev["a"] == {"vector": 0.62}
+    assert ev["b"] == {"vector": 0.12, "lexical": 0.15}
+    assert ev["c"]["lexical"] == 0.9 and ev["d"]["trigram"] == 0.5
+    assert above_floor(ev, {"vector": 0.3, "lexical": 0.5, "trigram": 0.5}) == {"a", "c", "d"}
+    assert above_floor(ev, {"vector": 0.7, "lexical": 0.95, "trigram": 0.6}) == set()
+    # no identifiers in the query, no IDF: those legs give no evidence rather than dividing by zero
+    assert evidence({"lexical": [("x", 3.0)], "trigram": [("x", 1.0)]}, query_idf=0, identifiers=0) == {
+        "x": {"lexical": 0.0, "trigram": 0.0}
+    }

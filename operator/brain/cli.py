@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from brain.errors import BrainError
+from brain.errors import BrainError, InvalidInput
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 COMMANDS: dict[str, Handler] = {}
@@ -80,11 +80,41 @@ def _progress(done: int, total: int) -> None:
         )
 
 
+def parse_floor(spec: str | None) -> Any:
+    """`vector=0.4,lexical=0.6` → a Floor; unknown legs and values outside [0, 1] are refused by name."""
+    from pydantic import ValidationError
+
+    from brain.retrieval.pipeline import Floor
+
+    if not spec:
+        return Floor()
+    values: dict[str, str] = {}
+    for part in spec.split(","):
+        leg, sep, value = part.partition("=")
+        if not sep:
+            raise InvalidInput(
+                f"--floor: {part!r} is not LEG=VALUE (legs: {', '.join(Floor.model_fields)})", field="floor"
+            )
+        values[leg.strip()] = value.strip()
+    try:
+        return Floor.model_validate(values)
+    except ValidationError as e:
+        err = e.errors()[0]
+        leg = ".".join(str(x) for x in err["loc"])
+        accepted = (
+            "a number in [0, 1]" if leg in Floor.model_fields else f"legs {', '.join(Floor.model_fields)}"
+        )
+        raise InvalidInput(
+            f"--floor: {leg}: {err['msg']} (accepted: {accepted})", field=f"floor.{leg}"
+        ) from None
+
+
 @command("eval")
 async def cmd_eval(args: argparse.Namespace) -> int:
     from brain.devdb import EmbeddedPostgres
     from brain.embedder import LocalEmbedder
     from brain.eval import MODES, evaluate, format_report, load_dataset, load_into
+    from brain.retrieval.pipeline import RetrievalConfig
     from brain.store import Store
 
     try:
@@ -92,6 +122,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
     except (OSError, json.JSONDecodeError) as e:
         raise BrainError(f"cannot read dataset {args.dataset}: {e}") from None
     ds = load_dataset(raw)
+    config = RetrievalConfig(floor=parse_floor(args.floor))
     modes = list(MODES) if args.mode == "all" else [args.mode]
     ks = sorted({int(k) for k in args.k.split(",")})
     embedder = LocalEmbedder()
@@ -110,7 +141,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
                 f"\rloaded {len(mapping)} memories in {time.monotonic() - t0:.0f}s; running queries …",
                 file=sys.stderr,
             )
-            report = await evaluate(store, embedder, ds, mapping, modes=modes, ks=ks)
+            report = await evaluate(store, embedder, ds, mapping, modes=modes, ks=ks, config=config)
         finally:
             await store.close()
     finally:
@@ -397,6 +428,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="field",
         help="which memories were recorded together: only those sharing an `episode` field (default), or "
         "also those sharing namespace and valid_from, like the turns of one LoCoMo session",
+    )
+    e.add_argument(
+        "--floor",
+        metavar="LEG=VALUE,...",
+        help="least evidence for a hit to count, per leg in [0, 1] (vector: cosine, lexical: share of the "
+        "query's IDF covered, trigram: share of its identifiers); default: the gateway's "
+        "(spec.gateway.retrieval.floor). 'vector=0,lexical=0,trigram=0' ranks without a floor",
     )
 
     n = sub.add_parser("note", help="save an entry as the owner")

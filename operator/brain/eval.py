@@ -23,7 +23,7 @@ from brain.embedder.model import Embedder
 from brain.errors import InvalidInput
 from brain.models import KINDS, Actor, MemoryIn, check_namespace
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
-from brain.retrieval.render import render_block
+from brain.retrieval.render import estimate_tokens, render_block
 from brain.store.store import Scope, Store, embed_text
 
 MODES: dict[str, tuple[str, ...]] = {
@@ -66,7 +66,9 @@ class EvalQuery(BaseModel):
     id: str = Field(min_length=1)
     namespace: str
     query: str = Field(min_length=1)
-    relevant: list[str] = Field(min_length=1)
+    relevant: list[str] = Field(
+        description="Memory ids that answer the query; empty means nothing should be injected for it."
+    )
     category: str = "all"
     as_of: datetime | None = None
 
@@ -235,12 +237,18 @@ async def evaluate(
         retriever = Retriever(store, embedder, base.model_copy(update={"legs": MODES[mode]}))
         per_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
         latencies: list[float] = []
+        abstained: list[bool] = []
+        tokens: list[int] = []
         for q in ds.queries:
             t0 = time.perf_counter()
             res = await retriever.retrieve(q.query, Scope.of([q.namespace], as_of=q.as_of), limit=depth)
             ranked = res.hits + res.expanded
-            render_block(ranked[: base.top_k])
+            block = render_block(ranked[: base.top_k])
             latencies.append((time.perf_counter() - t0) * 1000)
+            tokens.append(estimate_tokens(block) if block else 0)
+            if not q.relevant:  # nothing bears on it: the right answer is to inject nothing
+                abstained.append(not ranked)
+                continue
             got = [reverse.get(h.id, h.id) for h in ranked]
             relevant = set(q.relevant)
             row = {f"recall@{k}": len(relevant & set(got[:k])) / len(relevant) for k in ks}
@@ -255,6 +263,10 @@ async def evaluate(
         keys = [f"recall@{k}" for k in ks] + ["mrr"]
         report["modes"][mode] = {
             **{key: mean(rows, key) for key in keys},
+            # Share of the queries with nothing relevant that got nothing injected (None: the set has none).
+            "abstain": round(statistics.fmean(abstained), 4) if abstained else None,
+            "abstain_queries": len(abstained),
+            "injected_tokens_mean": round(statistics.fmean(tokens), 1) if tokens else 0.0,
             "latency_ms": {"p50": round(_pct(latencies, 0.5), 2), "p95": round(_pct(latencies, 0.95), 2)},
             "by_category": {
                 cat: {**{key: mean(rs, key) for key in keys}, "queries": len(rs)}
@@ -269,15 +281,16 @@ def format_report(report: dict[str, Any], ks: Sequence[int]) -> str:
     head = (
         f"{'mode':<10} {'category':<14} "
         + " ".join(f"{k:>10}" for k in keys)
-        + f" {'p50 ms':>8} {'p95 ms':>8}"
+        + f" {'abstain':>8} {'tokens':>7} {'p50 ms':>8} {'p95 ms':>8}"
     )
     lines = [f"{report['memories']} memories, {report['queries']} queries", head, "-" * len(head)]
     for mode, m in report["modes"].items():
         lat = m["latency_ms"]
+        abstain = "-" if m["abstain"] is None else f"{m['abstain']:.4f}"
         lines.append(
             f"{mode:<10} {'all':<14} "
             + " ".join(f"{m[k]:>10.4f}" for k in keys)
-            + f" {lat['p50']:>8} {lat['p95']:>8}"
+            + f" {abstain:>8} {m['injected_tokens_mean']:>7} {lat['p50']:>8} {lat['p95']:>8}"
         )
         for cat, c in m["by_category"].items():
             lines.append(f"{'':<10} {cat[:14]:<14} " + " ".join(f"{c[k]:>10.4f}" for k in keys))

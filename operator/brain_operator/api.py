@@ -206,6 +206,29 @@ class GatewayAuth(_Model):
     )
 
 
+class RetrievalFloor(_Model):
+    """The least absolute evidence for a memory to be injected; with none above it, nothing is.
+
+    A memory passes on any one leg; its episode neighbours pass with it. 0 turns a leg's floor off.
+    """
+
+    vector: float = Field(
+        default=0.3, ge=0, le=1, description="Cosine similarity between the question and the memory."
+    )
+    lexical: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Share of the question's term weight (BM25 IDF) that the memory's words cover.",
+    )
+    trigram: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="Share of the question's identifiers (ports, flags, env vars, hosts) found verbatim.",
+    )
+
+
 class Retrieval(_Model):
     """What the gateway injects into each request before it reaches the model."""
 
@@ -227,6 +250,7 @@ class Retrieval(_Model):
     persona: bool = Field(
         default=True, description="Prefix a matching agent persona (from `personas` MemorySources)."
     )
+    floor: RetrievalFloor = Field(default_factory=RetrievalFloor, description=RetrievalFloor.__doc__)
 
 
 class CaptureFilters(_Model):

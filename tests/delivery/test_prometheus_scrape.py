@@ -174,7 +174,7 @@ async def drive_gateway(gw: Gateway, ns: str) -> None:
     r = await gw.chat("which port does staging postgres use?", headers=scoped)
     assert r.status_code == 200 and r.headers.get("x-brain-memory") == "injected", (r.headers, r.text)
     r = await gw.chat("zebra quokka narwhal", headers={"x-brain-namespaces": ns + "-empty"})
-    assert r.status_code == 200 and r.headers.get("x-brain-memory") == "no_hit", (r.headers, r.text)
+    assert r.status_code == 200 and r.headers.get("x-brain-memory") == "none", (r.headers, r.text)
     gw.script({"content": FIX_ANSWER}, {"content": FIX_ANSWER})
     r = await gw.chat("how do I fix this error: too many connections in the worker?", headers=scoped)
     assert r.status_code == 200, r.text

@@ -97,7 +97,7 @@ async def test_opt_out_header_and_no_hit(gw: Gateway, ns: str) -> None:
     assert [m["role"] for m in gw.upstream_bodies()[-1]["messages"]] == ["user"]
     before = metric(await gw.metrics(), "brain_retrieval_queries_total", result="no_hit")
     r = await gw.chat("zebra quokka narwhal", headers={"x-brain-namespaces": "test:empty-" + ns[5:]})
-    assert r.status_code == 200 and r.headers["x-brain-memory"] == "no_hit"
+    assert r.status_code == 200 and r.headers["x-brain-memory"] == "none"
     assert metric(await gw.metrics(), "brain_retrieval_queries_total", result="no_hit") == before + 1
 
 

@@ -138,9 +138,10 @@ class BrainHooks(CustomLogger):
             return "degraded"
         finally:
             rt.after_injection(ctx, injection)
-        if not injection.text:
+        if not injection.text:  # nothing bore on the request: inject nothing rather than noise
             metrics.retrieval_queries.labels("no_hit").inc()
-            return "no_hit"
+            metrics.injected_tokens.observe(0)
+            return "none"
         inject(data, ctx.api, injection.text)
         ctx.injected = injection.ids
         metrics.retrieval_queries.labels("hit").inc()

@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 requests = Counter(
     "brain_gateway_requests_total",
     "Model requests seen by the brain hook, by API and memory outcome "
-    "(injected, no_hit, off, degraded, skipped).",
+    "(injected, none, off, degraded, skipped).",
     ["api", "memory"],
 )
 hook_seconds = Histogram(

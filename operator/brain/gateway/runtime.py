@@ -83,7 +83,7 @@ class Runtime:
         self._redact = SecretGate("redact")
         r = settings.retrieval
         self.retrieval_config = RetrievalConfig(
-            top_k=r.top_k, embed_timeout_s=max(0.05, r.timeout_ms / 1000 * 0.6)
+            top_k=r.top_k, embed_timeout_s=max(0.05, r.timeout_ms / 1000 * 0.6), floor=r.floor
         )
 
     # ------------------------------------------------------------------ lifecycle

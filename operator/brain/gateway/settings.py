@@ -14,6 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
+from brain.retrieval.pipeline import Floor
+
 
 class RetrievalSettings(BaseModel):
     enabled: bool = True
@@ -22,6 +24,7 @@ class RetrievalSettings(BaseModel):
     timeout_ms: int = Field(default=500, ge=1)
     skill_slots: int = Field(default=2, ge=0, le=10)
     persona: bool = True
+    floor: Floor = Field(default_factory=Floor)
     cache_ttl_s: float = 30.0  # agent loops resend the same question with every tool call
 
 

@@ -59,6 +59,40 @@ def zscore_fusion(
     return sorted(((d, s - low, found[d]) for d, s in total.items()), key=lambda t: (-t[1], t[0]))
 
 
+def evidence(
+    legs: Mapping[str, Sequence[tuple[str, float]]], *, query_idf: float, identifiers: int
+) -> dict[str, dict[str, float]]:
+    """Each candidate's absolute evidence per leg, in [0, 1], comparable across queries and corpora.
+
+    Fused scores are relative (a z-score always has a top), so they cannot say "nothing here bears on
+    the question". These can: the vector leg's cosine, the share of the query's IDF a memory's BM25
+    covers (`query_idf` is what a memory matching every term would score), and the share of the
+    query's identifiers (ports, flags, env vars) found verbatim.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for leg, scored in legs.items():
+        for doc, score in scored:
+            if leg == "vector":
+                value = score
+            elif leg == "lexical":
+                value = score / query_idf if query_idf > 0 else 0.0
+            elif leg == "trigram":
+                value = score / identifiers if identifiers else 0.0
+            else:
+                continue
+            out.setdefault(doc, {})[leg] = max(0.0, min(1.0, value))
+    return out
+
+
+def above_floor(evidence: Mapping[str, Mapping[str, float]], floor: Mapping[str, float]) -> set[str]:
+    """Candidates with at least one leg at or above that leg's floor: one strong signal is enough."""
+    return {
+        doc
+        for doc, legs in evidence.items()
+        if any(leg in floor and value >= floor[leg] for leg, value in legs.items())
+    }
+
+
 def episode_context(
     fused: Sequence[tuple[str, float, list[str]]],
     context: Mapping[str, tuple[str, int]],

@@ -13,13 +13,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from brain import metrics
 from brain.embedder.client import EmbedderUnavailable
 from brain.embedder.model import Embedder
 from brain.models import Hit
-from brain.retrieval.fusion import boost, diversify, episode_context, rrf, zscore_fusion
+from brain.retrieval.fusion import (
+    above_floor,
+    boost,
+    diversify,
+    episode_context,
+    evidence,
+    rrf,
+    zscore_fusion,
+)
 from brain.retrieval.query import identifier_tokens
 from brain.store.store import Scope, Store
 
@@ -32,6 +40,22 @@ CONTEXT_DEPTH = 50
 
 async def _none() -> None:
     return None
+
+
+class Floor(BaseModel):
+    """The least absolute evidence, per leg, for a memory to be injected at all (each in [0, 1]).
+
+    A memory passes on any one leg: cosine similarity for `vector`, the share of the query's IDF its
+    BM25 covers for `lexical`, the share of the query's identifiers it contains for `trigram`. Episode
+    neighbours of a passing memory pass with it. 0 turns a leg's floor off (everything it finds
+    passes). Defaults and how they were chosen: docs/memory-core.md.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vector: float = Field(default=0.3, ge=0, le=1)
+    lexical: float = Field(default=0.5, ge=0, le=1)
+    trigram: float = Field(default=0.5, ge=0, le=1)
 
 
 class RetrievalConfig(BaseModel):
@@ -53,6 +77,7 @@ class RetrievalConfig(BaseModel):
     adjacent_window: int = Field(default=2, ge=0, le=10)
     expand_edges: int = Field(default=2, ge=0)
     embed_timeout_s: float = 0.3
+    floor: Floor = Field(default_factory=Floor)
 
 
 @dataclass
@@ -63,6 +88,7 @@ class RetrievalResult:
     degraded: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     query_vector: Any = None  # reused by callers (persona, skill slots) instead of embedding again
+    below_floor: int = 0  # candidates the legs found that had too little evidence to be injected
 
     @property
     def all_hits(self) -> list[Hit]:
@@ -133,6 +159,7 @@ class Retriever:
                 self._timed(result, "trigram", self.store.trigram_leg(tokens, scope, n))
             )
         pinned_task = asyncio.create_task(self.store.standing(scope)) if include_pinned else None
+        idf_task = asyncio.create_task(self.store.query_idf(query)) if "lexical" in legs else None
         vec = result.query_vector = await vec_task
         if vec is not None:
             legs["vector"] = self._timed(result, "vector", self.store.vector_leg(vec, scope, n))
@@ -147,6 +174,15 @@ class Retriever:
             scored[name] = outcome
         if not scored and outcomes and isinstance(outcomes[0], BaseException):
             raise outcomes[0]
+        query_idf = 0.0
+        if idf_task is not None:
+            try:
+                query_idf = await idf_task
+            except Exception:  # without it lexical evidence is 0; the other legs still decide
+                result.degraded.append("idf_failed")
+        passing = above_floor(
+            evidence(scored, query_idf=query_idf, identifiers=len(tokens)), cfg.floor.model_dump()
+        )
 
         t0 = time.perf_counter()
         if cfg.fusion == "rrf":
@@ -176,6 +212,10 @@ class Retriever:
                     adjacent_weight=cfg.adjacent_weight,
                     window=cfg.adjacent_window,
                 )
+                episodes = {context[d][0] for d in passing if d in context}
+                passing |= {d for d, (ep, _) in context.items() if ep in episodes}
+        result.below_floor = sum(1 for d, _, _ in fused if d not in passing)
+        fused = [f for f in fused if f[0] in passing]
         # Boosts and diversity reorder only near the top, so only the head is fetched (bodies are large).
         fused = fused[: max(limit * 3, limit + 20)]
         hits_by_id = await self._timed(result, "fetch", self.store.hits([d for d, _, _ in fused]))

@@ -471,6 +471,23 @@ class Store:
         )
         return [(r["id"], float(r["score"])) for r in rows]
 
+    async def query_idf(self, query: str) -> float:
+        """The BM25 score a document matching every query term once, at average length, would get.
+
+        `lexical_leg`'s scores divided by this are the share of the query's information a memory
+        covers, comparable across queries and corpora. A term no memory contains counts at the highest
+        IDF, so "write a haiku" against an engineering brain covers almost nothing.
+        """
+        stats = await self._refresh_lexical()
+        value = await self.pool.fetchval(
+            """SELECT coalesce(sum(ln(1 + ($2::float8 - coalesce(s.df, 0) + 0.5) / (coalesce(s.df, 0) + 0.5))), 0)
+                 FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
+                 LEFT JOIN lexeme_stats s ON s.lexeme = l.lexeme""",
+            query,
+            max(stats.docs, 1),
+        )
+        return float(value or 0.0)
+
     async def trigram_leg(self, tokens: Sequence[str], scope: Scope, n: int) -> list[tuple[str, float]]:
         """Exact identifier lookups (ports, flags, host names, env vars, error codes) via the trigram index."""
         if not tokens:

@@ -152,6 +152,7 @@ def render_litellm_config(
                 "timeout_ms": r.timeout_ms,
                 "skill_slots": r.skill_slots,
                 "persona": r.persona,
+                "floor": r.floor.model_dump(),
             },
             "capture": {
                 "enabled": c.enabled,
