@@ -53,6 +53,9 @@ BRAIN_INVALID: list[tuple[str, Any, str]] = [
     ("spec.gateway.serviceType", "Ingress", "serviceType"),
     ("spec.gateway.replicas", 0, "replicas"),
     ("spec.gateway.retrieval.topK", 500, "topK"),
+    ("spec.gateway.retrieval.floor", {"vector": -0.1}, "vector"),
+    ("spec.gateway.retrieval.floor", {"lexical": 2}, "lexical"),
+    ("spec.gateway.retrieval.floor", {"rerank": 0.5}, "rerank"),
     ("spec.gateway.bogus", True, "bogus"),
     ("spec.distill.model", "nope", "spec.distill.model"),
     ("spec.gateway.models", [], "models"),
@@ -68,6 +71,15 @@ def test_invalid_brain_is_refused_naming_the_field(path: str, value: Any, named:
     with pytest.raises(ValidationError) as err:
         Brain.model_validate(deep_set(sample("brain.yaml"), path, value))
     assert named in str(err.value)
+
+
+def test_floor_defaults_are_the_gateways() -> None:
+    """The CRD's defaults and the pods' own defaults are one contract: a Brain without `floor`
+    and a gateway run without a config behave the same."""
+    from brain.retrieval.pipeline import Floor
+
+    rendered = Brain.model_validate(sample("brain.yaml")).spec.gateway.retrieval.floor
+    assert rendered.model_dump() == Floor().model_dump()
 
 
 def test_duplicate_model_names_refused() -> None:

@@ -54,6 +54,12 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
     ("unknown top-level spec field", _brain("spec.extra", 1), ["extra"]),
     ("replicas below minimum", _brain("spec.gateway.replicas", 0), ["spec.gateway.replicas"]),
     ("topK above maximum", _brain("spec.gateway.retrieval.topK", 500), ["spec.gateway.retrieval.topK"]),
+    (
+        "floor above 1",
+        _brain("spec.gateway.retrieval.floor", {"vector": 1.5}),
+        ["spec.gateway.retrieval.floor.vector"],
+    ),
+    ("floor of an unknown leg", _brain("spec.gateway.retrieval.floor", {"rerank": 0.3}), ["rerank"]),
     ("no models", _brain("spec.gateway.models", []), ["spec.gateway.models"]),
     ("missing gateway", _drop(sample("brain.yaml"), "spec.gateway"), ["spec.gateway"]),
     ("duplicate model names", _two_models_same_name(), ["spec.gateway.models"]),
