@@ -30,6 +30,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
+TEAM = ROOT / "tests" / "data" / "team_eval.json"
+NO_FLOOR = {"vector": 0.0, "lexical": 0.0, "trigram": 0.0}
 
 
 def machine() -> str:
@@ -101,6 +103,7 @@ async def quality(runs: int) -> str:
     from brain.devdb import EmbeddedPostgres
     from brain.embedder import LocalEmbedder
     from brain.eval import MODES, embed_corpus, evaluate, load_dataset, load_into
+    from brain.retrieval import RetrievalConfig
     from brain.store import Store
     from brain.store.store import embed_text
 
@@ -117,6 +120,9 @@ async def quality(runs: int) -> str:
         reports = [
             await evaluate(store, embedder, ds, mapping, modes=list(MODES), ks=ks) for _ in range(runs)
         ]
+        unfloored = await evaluate(
+            store, embedder, ds, mapping, modes=["hybrid"], ks=ks, config=RetrievalConfig(floor=NO_FLOOR)
+        )
         await store.close()
     finally:
         pg.stop()
@@ -155,11 +161,60 @@ async def quality(runs: int) -> str:
         f"MRR {h['mrr'] / b['mrr']:.2f}×. Latency is the median over {runs} runs of each run's percentile, "
         "per query: embed + legs + fuse + fetch + render.",
         "",
+        f"The relevance floor costs hybrid recall@10 {h['recall@10']:.4f} with it vs "
+        f"{unfloored['modes']['hybrid']['recall@10']:.4f} without it "
+        f"({h['recall@10'] / unfloored['modes']['hybrid']['recall@10']:.3f}×).",
+        "",
         "| category | queries | hybrid recall@10 | hybrid MRR |",
         "|---|---|---|---|",
     ]
     for cat, c in h["by_category"].items():
         out.append(f"| {cat} | {c['queries']} | {c['recall@10']:.3f} | {c['mrr']:.3f} |")
+    return "\n".join(out)
+
+
+async def selectivity() -> str:
+    """The team set: does the floor keep unrelated questions out and every answer in?"""
+    from brain.devdb import EmbeddedPostgres
+    from brain.embedder import LocalEmbedder
+    from brain.eval import MODES, evaluate, load_dataset, load_into
+    from brain.retrieval import RetrievalConfig
+    from brain.store import Store
+
+    ds = load_dataset(json.loads(TEAM.read_text()))
+    embedder = LocalEmbedder()
+    pg = EmbeddedPostgres().start()
+    try:
+        store = await Store.open(await pg.create_database("bench_team"), dim=embedder.dim)
+        mapping = await load_into(store, embedder, ds)
+        floored = await evaluate(store, embedder, ds, mapping, modes=list(MODES), ks=[5])
+        bare = await evaluate(
+            store, embedder, ds, mapping, modes=["hybrid"], ks=[5], config=RetrievalConfig(floor=NO_FLOOR)
+        )
+        await store.close()
+    finally:
+        pg.stop()
+    modes = floored["modes"]
+    out = [
+        "## Selectivity: the team set (`tests/data/team_eval.json`)",
+        "",
+        f"`{len(ds.memories)}` memories, `{len(ds.queries)}` queries, of which "
+        f"{modes['hybrid']['abstain_queries']} have nothing relevant (small talk, general coding, other "
+        "domains). abstain = share of those that got nothing; recall counts only hits above the floor.",
+        "",
+        "| mode | abstain | recall@5 | injected tokens / query |",
+        "|---|---|---|---|",
+    ]
+    for mode, m in modes.items():
+        out.append(f"| {mode} | {m['abstain']:.2f} | {m['recall@5']:.3f} | {m['injected_tokens_mean']:.0f} |")
+    b = bare["modes"]["hybrid"]
+    out.append(
+        f"| hybrid, no floor | {b['abstain']:.2f} | {b['recall@5']:.3f} | {b['injected_tokens_mean']:.0f} |"
+    )
+    out += ["", "| category | hybrid recall@5 | best single leg |", "|---|---|---|"]
+    for cat, c in modes["hybrid"]["by_category"].items():
+        best = max(modes[m]["by_category"][cat]["recall@5"] for m in ("lexical", "vector"))
+        out.append(f"| {cat} | {c['recall@5']:.3f} | {best:.3f} |")
     return "\n".join(out)
 
 
@@ -361,7 +416,7 @@ async def ingest(runs: int) -> str:
     )
 
 
-SECTIONS = ("quality", "latency", "ingest")
+SECTIONS = ("quality", "selectivity", "latency", "ingest")
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -375,6 +430,8 @@ async def run(args: argparse.Namespace) -> None:
     only = args.only.split(",") if args.only else SECTIONS
     if "quality" in only:
         parts.append(await quality(args.runs))
+    if "selectivity" in only:
+        parts.append(await selectivity())
     if "latency" in only:
         parts.append(await latency(args.runs, [int(s) for s in args.sizes.split(",")]))
     if "ingest" in only:
