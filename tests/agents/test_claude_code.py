@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from brain.keys import KeyStore
+
 from .conftest import (
     ANSWER_FACT,
     QUESTION,
@@ -98,3 +100,36 @@ async def test_claude_code_streaming_tools_and_thinking_survive(
     ], blocks
     assert any(b["type"] == "text" and b["text"] == "Port 6543." for b in blocks), blocks
     assert events[-1]["type"] == "result" and events[-1]["result"] == "Port 6543."
+
+
+async def test_claude_code_follow_up_retrieves_on_the_latest_question(
+    gw: Gateway, team: Team, agents_bin: Path, repo: Path, tmp_path: Path
+) -> None:
+    """`claude -c -p` continues the session: the request carries the first exchange, memory follows the new one."""
+    env = claude_env(tmp_path / "home", agents_bin, gw.url, team.key)
+    await run_cli(_claude(agents_bin), env, repo)
+    follow_up = "and who owns the billing cron job?"
+    await run_cli([str(agents_bin / "claude"), "-c", "-p", follow_up, "--model", "echo"], env, repo)
+    body = gw.upstream_bodies(CHAT)[-1]
+    sent = json.dumps(body["messages"])
+    assert QUESTION in sent and follow_up in sent  # the whole conversation went up
+    owner = team.ids["The billing cron job is owned by the revenue team (channel #revenue-oncall)."]
+    assert first_memory_id(_system_text(body)) == owner
+
+
+async def test_claude_code_capture_keeps_the_question_not_the_harness(
+    gw: Gateway, agents_bin: Path, repo: Path, tmp_path: Path
+) -> None:
+    ns = f"agents-capture:{tmp_path.name[-8:]}"
+    key, _ = await KeyStore(gw.store.pool).create(f"capture-{ns}", "agent", namespaces=[ns])
+    answer = (
+        "The staging database listens on 6543. The reason is that pgbouncer fronts Postgres there, "
+        "and the trade-off is one more hop for every connection."
+    )
+    gw.script({"match": QUESTION, "content": answer})
+    env = claude_env(tmp_path / "home", agents_bin, gw.url, key)
+    await run_cli(_claude(agents_bin), env, repo)
+    await gw.settle(ns)
+    rows = await gw.store.pool.fetch("SELECT kind, title, body FROM memories WHERE namespace = $1", ns)
+    assert [(r["kind"], r["title"]) for r in rows] == [("summary", f"insight: {QUESTION}")]
+    assert "claudeMd" not in rows[0]["body"] and "pgbouncer fronts Postgres" in rows[0]["body"]

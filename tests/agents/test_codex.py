@@ -93,3 +93,19 @@ async def test_codex_capture_keeps_the_question_not_the_harness(
     rows = await gw.store.pool.fetch("SELECT kind, title, body FROM memories WHERE namespace = $1", ns)
     assert [(r["kind"], r["title"]) for r in rows] == [("summary", f"insight: {QUESTION}")]
     assert "AGENTS.md" not in rows[0]["body"] and "pgbouncer fronts Postgres" in rows[0]["body"]
+
+
+async def test_codex_follow_up_retrieves_on_the_latest_question(
+    gw: Gateway, team: Team, agents_bin: Path, repo: Path, tmp_path: Path
+) -> None:
+    """`codex exec resume --last` continues the thread: memory follows the new question."""
+    env = codex_env(tmp_path / "home", agents_bin, gw.url, team.key)
+    await run_cli(_codex(agents_bin), env, repo)
+    follow_up = "and who owns the billing cron job?"
+    argv = [str(agents_bin / "codex"), "exec", "--skip-git-repo-check", "resume", "--last", follow_up]
+    await run_cli(argv, env, repo)
+    body = gw.upstream_bodies(RESPONSES)[-1]
+    sent = json.dumps(body["input"])
+    assert QUESTION in sent and follow_up in sent
+    owner = team.ids["The billing cron job is owned by the revenue team (channel #revenue-oncall)."]
+    assert first_memory_id(_developer_text(body)) == owner
