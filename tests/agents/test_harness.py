@@ -187,3 +187,8 @@ def test_responses_answer_and_reasoning_are_read_for_capture() -> None:
         ],
     }
     assert response_texts(response) == ("Port 6543.", "look in the runbook")
+
+
+def test_a_tag_mentioned_inline_is_the_persons_words() -> None:
+    text = "what does a <system-reminder> block in Claude Code's prompt mean?"
+    assert person_text(text) == text

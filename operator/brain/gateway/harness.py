@@ -78,7 +78,9 @@ def _tag_re(tags: tuple[str, ...]) -> re.Pattern[str]:
 
 _HARNESS = _tag_re(HARNESS_TAGS)
 _QUESTION = _tag_re(QUESTION_TAGS)
-_UNCLOSED = re.compile(rf"<({'|'.join(re.escape(t) for t in HARNESS_TAGS)})(?:\s[^<>]*)?>.*\Z", re.S)
+_UNCLOSED = re.compile(
+    rf"^[ \t]*<({'|'.join(re.escape(t) for t in HARNESS_TAGS)})(?:\s[^<>]*)?>.*\Z", re.S | re.M
+)
 _AGENTS_HEADER = re.compile(r"^# AGENTS\.md instructions for [^\n]*\n?", re.M)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
@@ -94,7 +96,9 @@ def person_text(text: str) -> str:
     if asked:
         text = asked[-1]
     out = _HARNESS.sub("", text)
-    out = _UNCLOSED.sub("", out)  # a harness block the client cut off (size limits) takes the rest with it
+    # a harness block the client cut off (size limits) takes the rest with it; only one opened on a
+    # line of its own, so a person who *mentions* a tag inline keeps their sentence
+    out = _UNCLOSED.sub("", out)
     out = _AGENTS_HEADER.sub("", out)
     return _BLANK_RUNS.sub("\n\n", out).strip()
 
