@@ -187,6 +187,11 @@ def codex_home(home: Path, gateway_url: str) -> Path:
 
             [feedback]
             enabled = false
+
+            [features]  # the plugin/app catalogues sync from the internet at start: off
+            plugins = false
+            remote_plugin = false
+            apps = false
             """
         )
     )
