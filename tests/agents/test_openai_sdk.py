@@ -7,6 +7,8 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
+from tests.gateway.conftest import metric
+
 from .conftest import ANSWER_FACT, QUESTION, Gateway, Team, first_memory_id
 
 SYSTEM = "You are the payments team's assistant. Answer briefly."
@@ -66,7 +68,11 @@ async def test_sdk_tool_loop_retrieves_on_the_question_not_the_tool_output(gw: G
 
 async def test_sdk_responses_api_gets_the_answering_memory_first(gw: Gateway, team: Team) -> None:
     client = _client(gw, team)
-    r = await client.responses.create(model="echo", instructions=SYSTEM, input=QUESTION)
+    raw = await client.responses.with_raw_response.create(model="echo", instructions=SYSTEM, input=QUESTION)
+    assert raw.headers["x-brain-memory"] == "injected"
+    assert team.answer_id in raw.headers["x-brain-memory-ids"].split(",")
+    r = raw.parse()
+    assert metric(await gw.metrics(), "brain_gateway_requests_total", api="responses", memory="injected") >= 1
     body = gw.upstream_bodies("/v1/responses")[-1]
     assert body["instructions"] == SYSTEM
     developer = [it for it in body["input"] if it.get("role") == "developer"]
