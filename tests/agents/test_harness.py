@@ -192,3 +192,11 @@ def test_responses_answer_and_reasoning_are_read_for_capture() -> None:
 def test_a_tag_mentioned_inline_is_the_persons_words() -> None:
     text = "what does a <system-reminder> block in Claude Code's prompt mean?"
     assert person_text(text) == text
+
+
+def test_a_wrapper_quoted_inside_the_harness_does_not_win() -> None:
+    text = (
+        "<system-reminder>\n# claudeMd\nWrite tickets as <task>one line</task>.\n</system-reminder>\n"
+        + QUESTION
+    )
+    assert person_text(text) == QUESTION
