@@ -6,7 +6,7 @@ CACHE ?= $(HOME)/.cache/brain-operator
 export BRAIN_CACHE := $(CACHE)
 
 .PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help \
-	images kind-up e2e chart-test chart-sync lint-dockerfiles
+	images kind-up e2e chart-test chart-sync lint-dockerfiles agents
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -31,6 +31,9 @@ unit: install ## pytest (real Postgres, real model, real control plane)
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck unit ## everything CI runs
+
+agents: ## the pinned agent CLIs (Claude Code, Codex) tests/agents drives, into the cache folder (the tests run this too)
+	bash hack/agents.sh
 
 bench: install ## benchmarks → docs/benchmarks.md
 	$(PY) hack/bench.py --out docs/benchmarks.md

@@ -1,11 +1,12 @@
 """A tiny OpenAI-compatible upstream that echoes what it received: the offline model of `brainctl up` and tests.
 
-It answers `POST /v1/chat/completions` (plain JSON or SSE) and `POST /v1/messages` (Anthropic) with a
-transcript of the messages it was sent, so a person (or a test) can see exactly what the gateway
-injected. Every request is recorded. A script of behaviours (stall, fail, given JSON or text) makes
+It answers `POST /v1/chat/completions` (plain JSON or SSE), `POST /v1/messages` (Anthropic) and
+`POST /v1/responses` (OpenAI Responses API, what Codex speaks; JSON or SSE) with a transcript of the
+messages it was sent, so a person (or a test) can see exactly what the gateway injected. Each message
+is cut at `--transcript-limit` characters (4000 by default; agents' system prompts are longer). Every request is recorded. A script of behaviours (stall, fail, given JSON or text) makes
 it misbehave on purpose; each request consumes the first behaviour whose `match` it contains.
 
-    python -m brain.fakeupstream --port 4001
+    python -m brain.fakeupstream --port 4001 [--transcript-limit 100000]
 
 Control endpoints (loopback only, no auth): `GET/DELETE /_fake/requests`, `POST/DELETE /_fake/script`.
 """
@@ -26,6 +27,13 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
 
+class ToolCall(BaseModel):
+    """A function call the fake answers with, so an agent loop runs a tool and sends its result back."""
+
+    name: str = Field(description="the tool's name, as the client declared it")
+    arguments: dict[str, Any] = Field(default_factory=dict, description="the call's JSON arguments")
+
+
 class Behaviour(BaseModel):
     """One scripted answer. Unset fields keep the echo behaviour."""
 
@@ -38,6 +46,7 @@ class Behaviour(BaseModel):
     stall_s: float = Field(default=0.0, description="streaming: wait after headers, before the first chunk")
     chunk_delay_s: float = Field(default=0.0, description="streaming: wait between chunks")
     times: int = Field(default=1, description="how many requests this behaviour answers (-1: forever)")
+    tool_call: ToolCall | None = Field(default=None, description="answer with this tool call, no text")
 
     model_config = {"populate_by_name": True}
 
@@ -47,6 +56,7 @@ class FakeState:
     received: list[dict[str, Any]] = field(default_factory=list)
     script: list[Behaviour] = field(default_factory=list)
     max_received: int = 1000
+    transcript_limit: int = 4000
 
     def record(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         self.received.append({"path": path, "body": body, "headers": headers, "at": time.time()})
@@ -107,6 +117,89 @@ def _error(status: int, message: str) -> JSONResponse:
     )
 
 
+def _tool_id(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:16]}"
+
+
+def _chat_tool_call(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": _tool_id("call_"),
+        "type": "function",
+        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+    }
+
+
+def response_items(input_: Any) -> list[dict[str, Any]]:
+    """A Responses API `input` as transcript messages: messages by role, tool calls and results by type."""
+    if isinstance(input_, str):
+        return [{"role": "user", "content": input_}]
+    out: list[dict[str, Any]] = []
+    for item in input_ if isinstance(input_, list) else []:
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind == "message" or "role" in item:
+            out.append({"role": item.get("role", "user"), "content": item.get("content")})
+        elif kind == "function_call":
+            out.append({"role": "function_call", "content": f"{item.get('name')} {item.get('arguments')}"})
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            out.append({"role": "tool", "content": item.get("output")})
+        else:
+            out.append({"role": str(kind), "content": ""})
+    return out
+
+
+def _response_object(
+    body: dict[str, Any], content: str, b: Behaviour, usage: dict[str, int]
+) -> dict[str, Any]:
+    output: list[dict[str, Any]] = []
+    if b.reasoning:
+        output.append(
+            {
+                "type": "reasoning",
+                "id": _tool_id("rs_"),
+                "summary": [{"type": "summary_text", "text": b.reasoning}],
+            }
+        )
+    if b.tool_call is not None:
+        output.append(
+            {
+                "type": "function_call",
+                "id": _tool_id("fc_"),
+                "call_id": _tool_id("call_"),
+                "name": b.tool_call.name,
+                "arguments": json.dumps(b.tool_call.arguments),
+                "status": "completed",
+            }
+        )
+    else:
+        output.append(
+            {
+                "type": "message",
+                "id": _tool_id("msg_"),
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": content, "annotations": []}],
+            }
+        )
+    return {
+        "id": _tool_id("resp_"),
+        "object": "response",
+        "created_at": int(time.time()),
+        "status": "completed",
+        "model": body.get("model", "echo"),
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+            "total_tokens": usage["total_tokens"],
+        },
+    }
+
+
 def create_app(state: FakeState | None = None) -> FastAPI:
     st = state or FakeState()
     app = FastAPI(title="brain fake upstream", version="1")
@@ -140,7 +233,7 @@ def create_app(state: FakeState | None = None) -> FastAPI:
         if b.json_body is not None:
             return JSONResponse(b.json_body)
         messages = body.get("messages") or []
-        content = b.content if b.content is not None else transcript(messages)
+        content = b.content if b.content is not None else transcript(messages, limit=st.transcript_limit)
         model = body.get("model", "echo")
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
         usage = _usage(json.dumps(messages), content)
@@ -149,6 +242,10 @@ def create_app(state: FakeState | None = None) -> FastAPI:
                 _chat_stream(cid, model, content, b, usage), media_type="text/event-stream"
             )
         message: dict[str, Any] = {"role": "assistant", "content": content}
+        finish = "stop"
+        if b.tool_call is not None:
+            message = {"role": "assistant", "content": None, "tool_calls": [_chat_tool_call(b.tool_call)]}
+            finish = "tool_calls"
         if b.reasoning:
             message["reasoning_content"] = b.reasoning
         return JSONResponse(
@@ -157,7 +254,7 @@ def create_app(state: FakeState | None = None) -> FastAPI:
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": model,
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": usage,
             }
         )
@@ -176,7 +273,9 @@ def create_app(state: FakeState | None = None) -> FastAPI:
         if b.json_body is not None:
             return JSONResponse(b.json_body)
         content = (
-            b.content if b.content is not None else transcript(body.get("messages") or [], body.get("system"))
+            b.content
+            if b.content is not None
+            else transcript(body.get("messages") or [], body.get("system"), st.transcript_limit)
         )
         usage = _usage(json.dumps(body.get("messages")), content)
         mid = f"msg_{uuid.uuid4().hex[:12]}"
@@ -185,14 +284,18 @@ def create_app(state: FakeState | None = None) -> FastAPI:
             return StreamingResponse(
                 _anthropic_stream(mid, model, content, b, usage), media_type="text/event-stream"
             )
+        block: dict[str, Any] = {"type": "text", "text": content}
+        if b.tool_call is not None:
+            block = {"type": "tool_use", "id": _tool_id("toolu_"), "name": b.tool_call.name}
+            block["input"] = b.tool_call.arguments
         return JSONResponse(
             {
                 "id": mid,
                 "type": "message",
                 "role": "assistant",
                 "model": model,
-                "content": [{"type": "text", "text": content}],
-                "stop_reason": "end_turn",
+                "content": [block],
+                "stop_reason": "tool_use" if b.tool_call is not None else "end_turn",
                 "stop_sequence": None,
                 "usage": {
                     "input_tokens": usage["prompt_tokens"],
@@ -200,6 +303,27 @@ def create_app(state: FakeState | None = None) -> FastAPI:
                 },
             }
         )
+
+    @app.post("/v1/responses")
+    async def responses(request: Request) -> Response:
+        body, raw = await _read(request)
+        b = st.take(raw)
+        if b.delay_s:
+            await asyncio.sleep(b.delay_s)
+        if b.status >= 400:
+            return _error(b.status, f"scripted failure {b.status}")
+        if b.json_body is not None:
+            return JSONResponse(b.json_body)
+        items = response_items(body.get("input"))
+        content = (
+            b.content
+            if b.content is not None
+            else transcript(items, body.get("instructions"), st.transcript_limit)
+        )
+        resp = _response_object(body, content, b, _usage(json.dumps(body.get("input")), content))
+        if body.get("stream"):
+            return StreamingResponse(_responses_stream(resp, content, b), media_type="text/event-stream")
+        return JSONResponse(resp)
 
     @app.get("/_fake/requests")
     async def get_requests() -> list[dict[str, Any]]:
@@ -251,11 +375,16 @@ async def _chat_stream(
     yield chunk({"role": "assistant", "content": ""})
     for piece in _words(b.reasoning or "") if b.reasoning else []:
         yield chunk({"reasoning_content": piece})
-    for piece in _words(content):
+    if b.tool_call is not None:
+        call = _chat_tool_call(b.tool_call)
+        args = call["function"].pop("arguments")
+        yield chunk({"tool_calls": [{"index": 0, **call, "function": {**call["function"], "arguments": ""}}]})
+        yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": args}}]})
+    for piece in _words(content) if b.tool_call is None else []:
         if b.chunk_delay_s:
             await asyncio.sleep(b.chunk_delay_s)
         yield chunk({"content": piece})
-    final = json.loads(chunk({}, "stop")[len("data: ") :])
+    final = json.loads(chunk({}, "stop" if b.tool_call is None else "tool_calls")[len("data: ") :])
     final["usage"] = usage
     yield _sse(final)
     yield _sse("[DONE]")
@@ -279,11 +408,17 @@ async def _anthropic_stream(
         },
     }
     yield _sse(start, "message_start")
-    yield _sse(
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        "content_block_start",
-    )
-    for piece in _words(content):
+    if b.tool_call is not None:
+        block = {"type": "tool_use", "id": _tool_id("toolu_"), "name": b.tool_call.name, "input": {}}
+        yield _sse({"type": "content_block_start", "index": 0, "content_block": block}, "content_block_start")
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(b.tool_call.arguments)}
+        yield _sse({"type": "content_block_delta", "index": 0, "delta": delta}, "content_block_delta")
+    else:
+        yield _sse(
+            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            "content_block_start",
+        )
+    for piece in _words(content) if b.tool_call is None else []:
         if b.chunk_delay_s:
             await asyncio.sleep(b.chunk_delay_s)
         yield _sse(
@@ -294,12 +429,46 @@ async def _anthropic_stream(
     yield _sse(
         {
             "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "delta": {"stop_reason": "tool_use" if b.tool_call else "end_turn", "stop_sequence": None},
             "usage": {"output_tokens": usage["completion_tokens"]},
         },
         "message_delta",
     )
     yield _sse({"type": "message_stop"}, "message_stop")
+
+
+async def _responses_stream(resp: dict[str, Any], content: str, b: Behaviour) -> AsyncIterator[bytes]:
+    """The Responses API event stream: created, each output item added/delta/done, completed."""
+    seq = 0
+
+    def event(kind: str, **fields: Any) -> bytes:
+        nonlocal seq
+        seq += 1
+        return _sse({"type": kind, "sequence_number": seq, **fields}, kind)
+
+    if b.stall_s:
+        await asyncio.sleep(b.stall_s)
+    pending = {**resp, "status": "in_progress", "output": []}
+    yield event("response.created", response=pending)
+    yield event("response.in_progress", response=pending)
+    for i, item in enumerate(resp["output"]):
+        if item["type"] != "message":
+            yield event("response.output_item.added", output_index=i, item=item)
+            yield event("response.output_item.done", output_index=i, item=item)
+            continue
+        empty = {**item, "status": "in_progress", "content": []}
+        yield event("response.output_item.added", output_index=i, item=empty)
+        part = {"type": "output_text", "text": "", "annotations": []}
+        ids = {"item_id": item["id"], "output_index": i, "content_index": 0}
+        yield event("response.content_part.added", **ids, part=part)
+        for piece in _words(content):
+            if b.chunk_delay_s:
+                await asyncio.sleep(b.chunk_delay_s)
+            yield event("response.output_text.delta", **ids, delta=piece)
+        yield event("response.output_text.done", **ids, text=content)
+        yield event("response.content_part.done", **ids, part={**part, "text": content})
+        yield event("response.output_item.done", output_index=i, item=item)
+    yield event("response.completed", response=resp)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -308,8 +477,17 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m brain.fakeupstream", description=__doc__.splitlines()[0])
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=4001)
+    p.add_argument(
+        "--transcript-limit",
+        type=int,
+        default=4000,
+        help="characters of each message the echo repeats (raise it to see the end of a long system prompt)",
+    )
     a = p.parse_args(argv)
-    uvicorn.run(create_app(), host=a.host, port=a.port, log_level="warning")
+    if a.transcript_limit < 1:
+        p.error(f"--transcript-limit must be a positive number of characters, got {a.transcript_limit}")
+    state = FakeState(transcript_limit=a.transcript_limit)
+    uvicorn.run(create_app(state), host=a.host, port=a.port, log_level="warning")
 
 
 if __name__ == "__main__":

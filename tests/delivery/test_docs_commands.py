@@ -289,6 +289,43 @@ def check_revoked(r: Result, stack: Stack) -> None:
         r.fail("expected claude-mac revoked")
 
 
+def agents_bin() -> Path:
+    """Where hack/agents.sh installed the pinned `claude` and `codex` (it installs them when missing)."""
+    r = subprocess.run(
+        ["bash", str(ROOT / "hack" / "agents.sh")], capture_output=True, text=True, timeout=900
+    )
+    assert r.returncode == 0, f"hack/agents.sh failed:\n{r.stderr[-3000:]}"
+    return Path(r.stdout.strip().splitlines()[-1])
+
+
+def agent_cli_env(home: Path) -> dict[str, str]:
+    """An isolated HOME for the agent CLIs, their telemetry, updaters and nonessential traffic off."""
+    (home / ".codex").mkdir(parents=True, exist_ok=True)  # Codex refuses a CODEX_HOME that does not exist
+    return {
+        "HOME": str(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+
+def check_claude_mcp(r: Result, stack: Stack) -> None:
+    """`claude mcp list` (run after the add) health-checks the server: it must report it Connected."""
+    r.matches(rf"^brain: {re.escape(stack.url)}/mcp \(HTTP\) - .*Connected")
+    config = json.loads((stack.tmp / "agent-home" / ".claude.json").read_text())
+    assert config["mcpServers"]["brain"]["headers"] == {"Authorization": f"Bearer {stack.agent_key}"}
+
+
+def check_codex_mcp(r: Result, stack: Stack) -> None:
+    """`codex mcp get brain --json` (run after the add) shows the URL and the key's env var, as registered."""
+    doc = json.loads(r.out[r.out.index("{") :])
+    transport = doc.get("transport", doc)
+    if transport.get("url") != f"{stack.url}/mcp" or transport.get("bearer_token_env_var") != "BRAIN_KEY":
+        r.fail(f"codex registered {doc}")
+
+
 def check_doctor(r: Result, stack: Stack) -> None:
     r.matches(r"^ok\s+database\s+[1-9]\d* active entries")
     r.matches(r"^ok\s+embedded\s+100\.0% of entries have vectors")
@@ -490,6 +527,12 @@ RUN: dict[str, Case] = {
     "brainctl keys revoke claude-mac": Case(
         "stack", check_revoked, after=("brainctl keys create claude-mac --role agent",)
     ),
+    # README "Connect an agent": the real CLIs (hack/agents.sh, pinned), an isolated HOME (Stack.env)
+    'claude mcp add --scope user --transport http brain http://127.0.0.1:4000/mcp --header "Authorization: '
+    'Bearer $BRAIN_KEY"': Case("stack", check_claude_mcp, then="claude mcp list", timeout=240),
+    "codex mcp add brain --url http://127.0.0.1:4000/mcp --bearer-token-env-var BRAIN_KEY": Case(
+        "stack", check_codex_mcp, then="codex mcp get brain --json", timeout=240
+    ),
     # docs/jobs.md (the CronJobs' commands; the stack's database, gateway and master key)
     "python -m brain.jobs.ingest --source-file /etc/brain/source.json": Case(
         "stack", check_job(added=lambda n: n == 1, rejected=lambda n: n == 0)
@@ -541,15 +584,6 @@ CANNOT_RUN: dict[str, str] = {
     "kubectl -n team exec -i team-db-0 -- pg_restore -U brain -d brain --clean --if-exists < "
     "brain-2026-01-01.dump": KUBELET.format("an exec into Postgres"),
     "kubectl -n $NS port-forward svc/$B-gateway 4000:4000 &": KUBELET.format("a port-forward"),
-    'claude mcp add --scope user --transport http brain http://127.0.0.1:4000/mcp --header "Authorization: '
-    'Bearer $BRAIN_KEY"': (
-        "Claude Code's CLI is not installed here; test_mcp_endpoint_the_agent_commands_register "
-        "connects an MCP client to the same URL with the same header"
-    ),
-    "codex mcp add brain --url http://127.0.0.1:4000/mcp --bearer-token-env-var BRAIN_KEY": (
-        "the Codex CLI is not installed here; test_mcp_endpoint_the_agent_commands_register "
-        "connects an MCP client to the same URL with the same bearer token"
-    ),
 }
 
 
@@ -782,6 +816,10 @@ class Stack(Box):
             env["BRAIN_KEY"] = self.agent_key  # what the README's export leaves in the reader's shell
         else:
             env.pop("BRAIN_KEY", None)
+        if cmd.key.startswith(("claude ", "codex ")):  # the real CLIs, never the reader's own config
+            env.update(
+                agent_cli_env(self.tmp / "agent-home"), PATH=f"{agents_bin()}{os.pathsep}{env['PATH']}"
+            )
         return env
 
     def prepare(self, cmd: DocCommand) -> None:

@@ -89,7 +89,7 @@ class BrainHooks(CustomLogger):
 
     async def _pre_call(self, rt: Runtime, api: str, user_api_key_dict: Any, data: dict[str, Any]) -> None:
         headers = _headers(data)
-        query = query_of(data)
+        query = query_of(data, api)
         actor = actor_of(user_api_key_dict) or Actor(name="anonymous", role="read", origin="agent")
         route: dict[str, str] = {}
         ov = pick_override(data.get("model"), query, rt.settings.routing.overrides)

@@ -1,18 +1,25 @@
 """Reading the question out of, and putting memory into, OpenAI and Anthropic request bodies (pure).
 
+Three wire APIs: chat completions (`messages`), Anthropic messages (`system` + `messages`) and the
+OpenAI Responses API (`instructions` + `input`, what Codex speaks). The question is what the person
+asked, with the agent's harness text cut away (`brain.gateway.harness`).
+
 The memory block goes *after* the client's own system prompt (a second system message for chat
-completions, an extra text block for /v1/messages): the client's long, stable prompt stays a cache
-prefix at the provider, and only our part varies.
+completions, an extra text block for /v1/messages, a developer message after the client's developer
+and system items for /v1/responses): the client's long, stable prompt stays a cache prefix at the
+provider, and only our part varies.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from brain.gateway.harness import question_of
 from brain.retrieval.query import shape_query
 
 ANTHROPIC = "anthropic_messages"
 CHAT = ("acompletion", "completion")
+RESPONSES = ("aresponses", "responses")
 
 
 def api_of(call_type: str) -> str | None:
@@ -20,6 +27,8 @@ def api_of(call_type: str) -> str | None:
         return "chat"
     if call_type == ANTHROPIC:
         return "messages"
+    if call_type in RESPONSES:
+        return "responses"
     return None
 
 
@@ -38,20 +47,9 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def last_user_text(messages: Any) -> str:
-    """The latest user turn that has text; agent loops end with tool results, so we look back past them."""
-    if not isinstance(messages, list):
-        return ""
-    for m in reversed(messages):
-        if isinstance(m, dict) and m.get("role") == "user":
-            text = text_of(m.get("content")).strip()
-            if text:
-                return text
-    return ""
-
-
-def query_of(data: dict[str, Any]) -> str:
-    return shape_query(last_user_text(data.get("messages")))
+def query_of(data: dict[str, Any], api: str = "chat") -> str:
+    """The retrieval query of a request: the person's latest question, harness and tool output cut away."""
+    return shape_query(question_of(data, api))
 
 
 def inject(data: dict[str, Any], api: str, block: str) -> None:
@@ -67,6 +65,9 @@ def inject(data: dict[str, Any], api: str, block: str) -> None:
         else:
             data["system"] = block
         return
+    if api == "responses":
+        _inject_responses(data, block)
+        return
     messages = list(data.get("messages") or [])
     i = 0
     while (
@@ -79,10 +80,54 @@ def inject(data: dict[str, Any], api: str, block: str) -> None:
     data["messages"] = messages
 
 
+def _inject_responses(data: dict[str, Any], block: str) -> None:
+    """Responses API: a developer message after the leading developer/system items (`instructions` untouched)."""
+    items = data.get("input")
+    if isinstance(items, str):
+        items = [{"type": "message", "role": "user", "content": items}]
+    items = list(items) if isinstance(items, list) else []
+    i = 0
+    while i < len(items) and isinstance(items[i], dict) and items[i].get("role") in ("system", "developer"):
+        i += 1
+    items.insert(
+        i, {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": block}]}
+    )
+    data["input"] = items
+
+
+def _responses_output(output: list[Any]) -> tuple[str, str]:
+    """(answer, reasoning) of a Responses API `output` list: output_text parts, reasoning summaries."""
+    text, think = [], []
+    for item in output:
+        item = item if isinstance(item, dict) else _as_dict(item)
+        if item.get("type") == "message":
+            for part in item.get("content") or []:
+                part = part if isinstance(part, dict) else _as_dict(part)
+                if part.get("type") == "output_text" and part.get("text"):
+                    text.append(str(part["text"]))
+        elif item.get("type") == "reasoning":
+            for part in [*(item.get("summary") or []), *(item.get("content") or [])]:
+                part = part if isinstance(part, dict) else _as_dict(part)
+                if part.get("text"):
+                    think.append(str(part["text"]))
+    return "\n".join(text), "\n".join(think)
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        out = dump()
+        return out if isinstance(out, dict) else {}
+    return dict(obj) if isinstance(obj, dict) else {}
+
+
 def response_texts(response: Any) -> tuple[str, str]:
     """(answer, reasoning) of a finished response: a LiteLLM ModelResponse or an Anthropic message dict."""
     if response is None:
         return "", ""
+    output = response.get("output") if isinstance(response, dict) else getattr(response, "output", None)
+    if isinstance(output, list):  # Responses API (dict or litellm's ResponsesAPIResponse)
+        return _responses_output(output)
     if isinstance(response, dict):
         if isinstance(response.get("content"), list):  # Anthropic message
             text = [

@@ -1,0 +1,202 @@
+"""The retrieval query is what the person asked: real request bodies from the real CLIs, and the other shapes.
+
+The fixtures are request bodies Claude Code 2.1.197 and Codex 0.171.0 sent to the echo upstream
+(system prompts and tool catalogues trimmed; the user turns are as sent), in a repository whose
+CLAUDE.md / AGENTS.md is 6 KB.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brain.gateway.harness import content_text, person_text, question_of
+from brain.gateway.inject import inject, query_of, response_texts
+
+FIXTURES = Path(__file__).parent / "fixtures"
+QUESTION = "which port does the staging database use?"
+
+
+def fixture(name: str) -> dict[str, Any]:
+    body: dict[str, Any] = json.loads((FIXTURES / name).read_text())
+    return body
+
+
+@pytest.mark.parametrize(
+    ("name", "api"),
+    [
+        ("claude-code-2.1.197-first.json", "messages"),
+        ("claude-code-2.1.197-tool-result.json", "messages"),
+        ("codex-0.171.0-first.json", "responses"),
+        ("codex-0.171.0-tool-result.json", "responses"),
+    ],
+)
+def test_real_cli_requests_yield_the_persons_question(name: str, api: str) -> None:
+    body = fixture(name)
+    assert query_of(body, api) == QUESTION
+
+
+def test_the_old_first_2000_characters_were_harness_text() -> None:
+    """What the gateway used to retrieve on: Claude Code's CLAUDE.md reminder, not the question."""
+    body = fixture("claude-code-2.1.197-first.json")
+    user = body["messages"][0]["content"]
+    naive = "\n".join(p["text"] for p in user if p.get("type") == "text")[:2000]
+    assert QUESTION not in naive
+    assert "claudeMd" in naive
+
+
+def test_tool_loop_turns_keep_the_question_that_started_them() -> None:
+    body = fixture("claude-code-2.1.197-tool-result.json")
+    last = body["messages"][-1]
+    assert [b["type"] for b in last["content"]] == ["tool_result"]
+    codex = fixture("codex-0.171.0-tool-result.json")
+    assert codex["input"][-1]["type"] == "function_call_output"
+    assert question_of(codex, "responses") == QUESTION
+
+
+def test_a_later_question_wins_over_the_first() -> None:
+    body = fixture("claude-code-2.1.197-tool-result.json")
+    body["messages"] += [
+        {"role": "assistant", "content": [{"type": "text", "text": "Port 6543, per the runbook."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "<system-reminder>\nThe date changed.\n</system-reminder>"},
+                {"type": "text", "text": "and who owns the billing cron job?"},
+            ],
+        },
+    ]
+    assert question_of(body, "messages") == "and who owns the billing cron job?"
+
+
+def test_a_tool_result_turn_with_reminders_only_is_not_a_question() -> None:
+    body = {
+        "messages": [
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": "port 5432 in docker-compose.yml",
+                    },
+                    {"type": "text", "text": "<system-reminder>Todo list is empty.</system-reminder>"},
+                ],
+            },
+        ]
+    }
+    assert question_of(body, "messages") == QUESTION
+
+
+def test_openai_chat_agent_loops_skip_tool_messages() -> None:
+    body = {
+        "messages": [
+            {"role": "system", "content": "You are a coding assistant."},
+            {"role": "user", "content": QUESTION},
+            {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function"}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "grep: 14 matches for DATABASE_URL"},
+        ]
+    }
+    assert question_of(body, "chat") == QUESTION
+
+
+def test_cursor_style_user_query_wrapper() -> None:
+    text = (
+        "<user_info>OS linux, shell bash</user_info>\n"
+        "<attached_files>\n<file_contents path='db.py'>\nPORT = 1\n</file_contents>\n</attached_files>\n"
+        f"<user_query>\n{QUESTION}\n</user_query>"
+    )
+    assert person_text(text) == QUESTION
+
+
+def test_cline_style_task_and_environment_details() -> None:
+    content = [
+        {"type": "text", "text": f"<task>\n{QUESTION}\n</task>"},
+        {
+            "type": "text",
+            "text": "<environment_details>\n# VSCode Visible Files\ndb.py\n</environment_details>",
+        },
+    ]
+    assert content_text(content) == QUESTION
+
+
+def test_catalogue_parts_are_dropped_whole() -> None:
+    content = [
+        {"type": "text", "text": "Available agent types for the Agent tool:\n- Explore: read-only search"},
+        {"type": "text", "text": "# MCP Server Instructions\n## brain\nUse memory_search first."},
+        {"type": "text", "text": QUESTION},
+    ]
+    assert content_text(content) == QUESTION
+
+
+def test_a_harness_block_cut_off_by_the_client_takes_the_rest_with_it() -> None:
+    assert person_text(f"{QUESTION}\n<system-reminder>\nCLAUDE.md: rule 1 ... rule 90") == QUESTION
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        QUESTION,
+        "why does `List<String> xs = new ArrayList<>();` not compile?",
+        "render <div class='a'>hi</div> in the template — why is it escaped?",
+        "Fix this:\n```py\nraise KeyError('x')\n```\nplease",
+    ],
+)
+def test_plain_script_text_comes_through_unchanged(text: str) -> None:
+    assert question_of({"messages": [{"role": "user", "content": text}]}, "chat") == text
+
+
+def test_responses_input_as_a_string() -> None:
+    assert question_of({"input": QUESTION}, "responses") == QUESTION
+
+
+def test_only_harness_means_no_question() -> None:
+    body = {"messages": [{"role": "user", "content": "<system-reminder>the date is today</system-reminder>"}]}
+    assert question_of(body, "messages") == ""
+
+
+def test_responses_injection_follows_the_developer_prompt_and_precedes_the_conversation() -> None:
+    body = fixture("codex-0.171.0-first.json")
+    before = json.loads(json.dumps(body))
+    inject(body, "responses", "[team memory m1] staging db port 6543")
+    roles = [it.get("role") for it in body["input"]]
+    assert roles == ["developer", "developer", "developer", "user", "user"]
+    assert body["input"][2]["content"][0]["text"].endswith("staging db port 6543")
+    assert body["input"][:2] == before["input"][:2]
+    assert body["input"][3:] == before["input"][2:]
+    assert body.get("instructions") == before.get("instructions")
+
+    plain: dict[str, Any] = {"input": QUESTION}
+    inject(plain, "responses", "[team memory m1] x")
+    assert [it["role"] for it in plain["input"]] == ["developer", "user"]
+    assert plain["input"][1]["content"] == QUESTION
+
+
+def test_responses_answer_and_reasoning_are_read_for_capture() -> None:
+    response = {
+        "object": "response",
+        "output": [
+            {"type": "reasoning", "summary": [{"type": "summary_text", "text": "look in the runbook"}]},
+            {"type": "function_call", "name": "exec_command", "arguments": "{}"},
+            {"type": "message", "content": [{"type": "output_text", "text": "Port 6543."}]},
+        ],
+    }
+    assert response_texts(response) == ("Port 6543.", "look in the runbook")
+
+
+def test_a_tag_mentioned_inline_is_the_persons_words() -> None:
+    text = "what does a <system-reminder> block in Claude Code's prompt mean?"
+    assert person_text(text) == text
+
+
+def test_a_wrapper_quoted_inside_the_harness_does_not_win() -> None:
+    text = (
+        "<system-reminder>\n# claudeMd\nWrite tickets as <task>one line</task>.\n</system-reminder>\n"
+        + QUESTION
+    )
+    assert person_text(text) == QUESTION
