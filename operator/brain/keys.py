@@ -196,8 +196,13 @@ class KeyVerifier:
         stale_for: float = 3600.0,
         touch_every: float = 60.0,
         size: int = 10_000,
+        lookup_timeout: float = 5.0,
+        stale_timeout: float = 0.3,
     ) -> None:
         self.keys = keys
+        self.lookup_timeout = lookup_timeout
+        self.stale_timeout = stale_timeout
+        self._db_down_until = 0.0
         self.master_key = master_key or None
         self.ttl = ttl
         self.negative_ttl = negative_ttl
@@ -245,10 +250,19 @@ class KeyVerifier:
             if hit is not None and hit.info is not None and now - hit.at < self.stale_for:
                 return hit.info
             raise Unauthorized("the key database is unavailable and this key was not verified recently")
+        # With a verdict to fall back on, the database gets no longer than a request's retrieval budget,
+        # and after a failure none for a while: a hanging database must not hold every request whose
+        # cache entry just aged out.
+        stale = hit is not None and hit.info is not None and now - hit.at < self.stale_for
+        if stale and now < self._db_down_until:
+            return hit.info if hit is not None else None
         try:
-            info = await self.keys.lookup(key)
+            info = await asyncio.wait_for(
+                self.keys.lookup(key), self.stale_timeout if stale else self.lookup_timeout
+            )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as e:
             if hit is not None and hit.info is not None and now - hit.at < self.stale_for:
+                self._db_down_until = time.monotonic() + self.negative_ttl
                 return hit.info  # the database is down: a key verified within the hour keeps working
             raise Unauthorized(
                 "the key database is unavailable and this key was not verified recently"

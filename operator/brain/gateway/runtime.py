@@ -37,7 +37,22 @@ from brain.store.store import Scope, Store
 log = logging.getLogger("brain.gateway")
 
 PERSONA_TOKENS = 600
-DB_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
+DB_ERRORS = (
+    OSError,  # TimeoutError too: the client gave up on a server that did not answer
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.QueryCanceledError,  # the server's statement_timeout
+)
+# A database that hangs must not hold the gateway: the server stops a slow statement at
+# DB_STATEMENT_TIMEOUT_MS, the client abandons a connection whose server has not answered within
+# DB_COMMAND_TIMEOUT_S (a little later, so a merely slow statement is the server's to stop), and a
+# new connection that gets no answer within DB_CONNECT_TIMEOUT_S is given up. The request path is
+# bounded tighter still: retrieval by its own budget (retrieval.timeoutMs), key checks by
+# keys.KeyVerifier. See docs/operations.md, "When the database hangs".
+DB_STATEMENT_TIMEOUT_MS = 5000
+DB_COMMAND_TIMEOUT_S = 6.0
+DB_CONNECT_TIMEOUT_S = 3.0
 
 
 @dataclass
@@ -145,7 +160,9 @@ class Runtime:
                     dim=self.settings.embedding.dim,
                     embedding_model=self.settings.embedding.model,
                     max_size=20,
-                    timeout=5.0,
+                    timeout=DB_CONNECT_TIMEOUT_S,
+                    statement_timeout_ms=DB_STATEMENT_TIMEOUT_MS,
+                    command_timeout=DB_COMMAND_TIMEOUT_S,
                 )
             except BrainError:
                 raise

@@ -151,10 +151,19 @@ async def supersede(
     return {"id": m.id, "supersedes": m.supersedes, "content_hash": m.content_hash, "memory": memory_json(m)}
 
 
-async def forget(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
+async def forget(
+    actor: Actor, memory_id: str, reason: str, expected_hash: str | None = None
+) -> dict[str, Any]:
     await service().get(memory_id, actor)  # invisible entries are "not found", never "forbidden"
-    m = await service().forget(memory_id, reason, actor)
-    _rt().invalidate()
+    m = await service().forget(memory_id, reason, actor, expected_hash or None)
+    _rt().invalidate(catalog=m.kind in ("persona", "skill"))
+    return {"id": m.id, "status": m.status}
+
+
+async def restore(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
+    """Owner only (REST and brainctl): a forgotten or retired entry is served again."""
+    m = await service().restore(memory_id, reason, actor)
+    _rt().invalidate(catalog=m.kind in ("persona", "skill"))
     return {"id": m.id, "status": m.status}
 
 
