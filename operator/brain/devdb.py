@@ -179,6 +179,9 @@ class EmbeddedPostgres:
     def start(self, timeout: float = 30.0) -> EmbeddedPostgres:
         """Start (or restart after `stop()`); the socket directory is made fresh each time."""
         self.init()
+        if self._proc is not None and self._proc.poll() is not None:  # it died: a restart (see brain.up)
+            shutil.rmtree(self.socket_dir, ignore_errors=True)
+            self._proc = None
         self.socket_dir = Path(tempfile.mkdtemp(prefix="bpgs-", dir="/tmp"))
         self._chown(self.socket_dir)
         self.log_path.touch()
@@ -235,6 +238,11 @@ class EmbeddedPostgres:
     @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def exit_code(self) -> int | None:
+        """How the server ended, when it ended on its own (None while it runs or before it started)."""
+        return self._proc.returncode if self._proc is not None else None
 
     @property
     def pid(self) -> int | None:
