@@ -72,6 +72,45 @@ class CallContext:
     created: float = field(default_factory=time.monotonic)
 
 
+class DatabaseWatch:
+    """Whether the database answers at all, so a hang costs the retrieval budget once, not per request.
+
+    A retrieval that runs out of budget may have been slow for any reason (the embedder, load), so it
+    only raises a suspicion: a probe (`SELECT 1` within `probe_timeout`) then decides. While probes
+    go unanswered the database counts as hung and retrieval is skipped at once (`db_down`); the
+    first answered probe ends that. A refused connection needs none of this: it fails fast anyway.
+    """
+
+    def __init__(self, probe_timeout: float = 1.0, interval: float = 0.5) -> None:
+        self.probe_timeout = probe_timeout
+        self.interval = interval
+        self.hung = False
+        self._probe: asyncio.Task[None] | None = None
+
+    def suspect(self, store: Store | None) -> None:
+        if store is not None and (self._probe is None or self._probe.done()):
+            self._probe = asyncio.create_task(self._watch(store))
+
+    async def _watch(self, store: Store) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(store.pool.fetchval("SELECT 1"), self.probe_timeout)
+            except Exception:
+                if not self.hung:
+                    log.warning("the database does not answer; retrieval is skipped until it does")
+                self.hung = True
+                await asyncio.sleep(self.interval)
+                continue
+            if self.hung:
+                log.warning("the database answers again; retrieval resumes")
+            self.hung = False
+            return
+
+    def stop(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
+
+
 @dataclass
 class Injection:
     text: str
@@ -96,6 +135,7 @@ class Runtime:
         self._cache: OrderedDict[tuple[str, tuple[str, ...], str], tuple[float, Injection]] = OrderedDict()
         self._tasks: list[asyncio.Task[None]] = []
         self._redact = SecretGate("redact")
+        self.db_watch = DatabaseWatch()
         r = settings.retrieval
         self.retrieval_config = RetrievalConfig(
             top_k=r.top_k, embed_timeout_s=max(0.05, r.timeout_ms / 1000 * 0.6)
@@ -120,6 +160,7 @@ class Runtime:
 
     async def stop(self) -> None:
         self.ready = False
+        self.db_watch.stop()
         await self.capture.stop()
         for t in self._tasks:
             t.cancel()
@@ -206,7 +247,13 @@ class Runtime:
         service = self.service
         if service is None:
             raise ConnectionError("database not connected")
-        injection = await self._compose(service, scope, query)
+        if self.db_watch.hung:
+            raise ConnectionError("the database does not answer; retrieval skipped until it does")
+        try:
+            injection = await self._compose(service, scope, query)
+        except (asyncio.CancelledError, TimeoutError):  # the budget ran out: is the database there at all?
+            self.db_watch.suspect(self.store)
+            raise
         self._cache[key] = (now, injection)
         self._cache.move_to_end(key)
         while len(self._cache) > 2048:

@@ -42,8 +42,9 @@ def _rt() -> Runtime:
 
 
 def service() -> MemoryService:
-    svc = _rt().service
-    if svc is None:
+    rt = _rt()
+    svc = rt.service
+    if svc is None or rt.db_watch.hung:  # hung: answer now rather than after the command timeout
         raise Unavailable("the brain database is not reachable right now; try again shortly")
     return svc
 
