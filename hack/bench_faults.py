@@ -159,7 +159,8 @@ async def main(a: argparse.Namespace) -> None:
             "",
             f"{a.memories:,} memories; {a.clients} clients keep asking new questions for {a.freeze:.0f} s in each "
             "case; in the last, Postgres is SIGSTOPped (postmaster and every backend) for those seconds. "
-            f"Retrieval budget {BUDGET_MS} ms; echo upstream; loopback; {os.cpu_count()} CPUs.",
+            f"Retrieval budget {BUDGET_MS} ms; echo upstream; loopback; {os.cpu_count()} CPUs "
+            f"(load average {os.getloadavg()[0]:.1f} at the end: every case shares them with whatever else runs).",
             "",
             "| case | requests | p50 | p95 | p99 | max |",
             "|---|---|---|---|---|---|",
