@@ -3,7 +3,11 @@ change is recorded with both authors, and an owner can bring a forgotten entry b
 
 from __future__ import annotations
 
+import asyncio
 import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -115,3 +119,27 @@ async def test_an_owner_restores_a_forgotten_entry_and_it_is_served_again(
     with pytest.raises(Conflict, match="only a forgotten or retired entry"):
         await service.restore(old.id, "the first text", OWNER)  # superseded, not forgotten
     assert (await service.restore(newer.id, "it was right", OWNER)).status == "active"
+
+
+async def test_brainctl_restore_serves_a_forgotten_entry_again(service: MemoryService, dsn: str) -> None:
+    old = await _alice_fact(service)
+    await service.forget(old.id, "mistaken cleanup", OWNER)
+    brainctl = Path(sys.executable).parent / "brainctl"
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [str(brainctl), "--dsn", dsn, "--as", "cole", "restore", old.id, "--reason", "it was right"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"id": old.id, "status": "active"}
+    assert FACT in await _served(service, ALICE)
+    again = await asyncio.to_thread(
+        subprocess.run,
+        [str(brainctl), "--dsn", dsn, "restore", old.id, "--reason", "twice"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 2 and "only a forgotten or retired entry" in again.stderr
