@@ -163,3 +163,30 @@ async def test_brainctl_up_restarts_a_crashed_postgres() -> None:
 def test_password_file_is_private_to_whoever_started_postgres(own_pg: EmbeddedPostgres) -> None:
     st = own_pg.password_path.stat()
     assert st.st_uid == os.geteuid() and st.st_mode & 0o077 == 0
+
+
+async def test_key_checks_fall_back_to_recent_verdicts_while_the_database_hangs(
+    own_pg: EmbeddedPostgres,
+) -> None:
+    from brain.errors import Unauthorized
+    from brain.keys import KeyStore, KeyVerifier
+
+    dsn = await own_pg.create_database("keys")
+    store = await Store.open(dsn, dim=384, timeout=2.0, command_timeout=2.0)
+    try:
+        ks = KeyStore(store.pool)
+        known, _ = await ks.create("claude-mac", "agent")
+        never, _ = await ks.create("ci", "read")
+        verifier = KeyVerifier(ks, ttl=0.2, lookup_timeout=0.5)
+        assert (await verifier.verify(known)).name == "claude-mac"
+        await asyncio.sleep(0.3)  # the cached verdict is now past its TTL
+        async with Frozen(own_pg) as frozen:
+            for _ in range(3):  # answered from the last verdict, not after the outage
+                outcome = await frozen.outcome(verifier.verify(known))
+                assert outcome == ("Actor", True)
+            # A key never verified cannot be vouched for: refused, while the database is still frozen.
+            assert await frozen.outcome(verifier.verify(never)) == ("Unauthorized", True)
+        with pytest.raises(Unauthorized):
+            await KeyVerifier(ks).verify("brk_not-a-key")
+    finally:
+        await store.close()

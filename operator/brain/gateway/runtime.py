@@ -402,7 +402,7 @@ class Runtime:
 
     async def health(self) -> dict[str, Any]:
         database, index = "down", None
-        if self.store is not None:
+        if self.store is not None and not self.db_watch.hung:  # hung: say so now, not after 3 s
             try:
                 index = await asyncio.wait_for(self.store.index_stats(), 3)
                 self.index_stats = index
