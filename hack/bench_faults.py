@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import os
 import random
+import shutil
 import signal
 import sys
 import time
@@ -185,6 +186,7 @@ async def main(a: argparse.Namespace) -> None:
             stop(p)
         pg.thaw()
         pg.stop()
+        shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":
