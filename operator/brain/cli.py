@@ -227,6 +227,14 @@ async def cmd_retire(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("restore")
+async def cmd_restore(args: argparse.Namespace) -> int:
+    async with _service(args) as svc:
+        m = await svc.restore(args.id, args.reason, _owner(args))
+    _print({"id": m.id, "status": m.status})
+    return 0
+
+
 @command("promote")
 async def cmd_promote(args: argparse.Namespace) -> int:
     async with _service(args) as svc:
@@ -461,6 +469,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, helptext in (
         ("forget", "soft-delete an entry, with a reason"),
         ("retire", "retire an entry that is no longer true, with a reason"),
+        ("restore", "serve a forgotten or retired entry again, with a reason"),
     ):
         f = sub.add_parser(name, help=helptext)
         f.add_argument("id")

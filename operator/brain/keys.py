@@ -196,8 +196,14 @@ class KeyVerifier:
         stale_for: float = 3600.0,
         touch_every: float = 60.0,
         size: int = 10_000,
+        lookup_timeout: float = 5.0,
+        stale_timeout: float = 0.1,
     ) -> None:
         self.keys = keys
+        self.lookup_timeout = lookup_timeout
+        self.stale_timeout = stale_timeout
+        self._db_down_until = 0.0
+        self._refreshing: set[str] = set()
         self.master_key = master_key or None
         self.ttl = ttl
         self.negative_ttl = negative_ttl
@@ -240,24 +246,56 @@ class KeyVerifier:
         if hit is not None:
             fresh = self.ttl if hit.info is not None else self.negative_ttl
             if now - hit.at < fresh:
+                if hit.info is not None and now - hit.at > self.ttl / 2:
+                    self._refresh_ahead(digest, key)  # a key in use never waits for its own re-check
                 return hit.info
+        stale = hit is not None and hit.info is not None and now - hit.at < self.stale_for
         if self.keys is None:
-            if hit is not None and hit.info is not None and now - hit.at < self.stale_for:
-                return hit.info
+            if stale:
+                return hit.info if hit is not None else None
             raise Unauthorized("the key database is unavailable and this key was not verified recently")
+        # A hanging database must not hold requests: with a verdict to fall back on, a lookup gets a
+        # short wait, none while a re-check is already in flight or the database just failed one.
+        if stale and (digest in self._refreshing or now < self._db_down_until):
+            return hit.info if hit is not None else None
         try:
-            info = await self.keys.lookup(key)
+            info = await asyncio.wait_for(
+                self.keys.lookup(key), self.stale_timeout if stale else self.lookup_timeout
+            )
         except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as e:
-            if hit is not None and hit.info is not None and now - hit.at < self.stale_for:
-                return hit.info  # the database is down: a key verified within the hour keeps working
+            if stale:
+                self._db_down_until = time.monotonic() + self.negative_ttl
+                return hit.info if hit is not None else None  # a key verified within the hour keeps working
             raise Unauthorized(
                 "the key database is unavailable and this key was not verified recently"
             ) from e
-        self._cache[digest] = _Cached(info, now)
+        self._remember(digest, info, now)
+        return info
+
+    def _remember(self, digest: str, info: KeyInfo | None, at: float) -> None:
+        self._cache[digest] = _Cached(info, at)
         self._cache.move_to_end(digest)
         while len(self._cache) > self.size:
             self._cache.popitem(last=False)
-        return info
+
+    def _refresh_ahead(self, digest: str, key: str) -> None:
+        if digest in self._refreshing or self.keys is None:
+            return
+        self._refreshing.add(digest)
+        keys = self.keys
+
+        async def refresh() -> None:
+            try:
+                at = time.monotonic()
+                self._remember(digest, await asyncio.wait_for(keys.lookup(key), self.lookup_timeout), at)
+            except Exception:
+                self._db_down_until = time.monotonic() + self.negative_ttl
+            finally:
+                self._refreshing.discard(digest)
+
+        task = asyncio.create_task(refresh())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _maybe_touch(self, info: KeyInfo) -> None:
         if self.keys is None:

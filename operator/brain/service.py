@@ -135,14 +135,29 @@ class MemoryService:
             embedding=await self._embed(embed_text(item.title, item.body)),
         )
 
-    async def forget(self, memory_id: str, reason: str, actor: Actor) -> Memory:
+    async def forget(
+        self, memory_id: str, reason: str, actor: Actor, expected_hash: str | None = None
+    ) -> Memory:
+        """Soft delete. Another author's entry needs `expected_hash` (owners excepted; see Store)."""
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)
         if current.tier == "curated" and actor.role != "owner":
             raise Forbidden(f"memory {memory_id} is curated; only an owner can forget it")
         return await self.store.set_status(
-            memory_id, "forgotten", self.gate.check("reason", reason), actor=actor
+            memory_id,
+            "forgotten",
+            self.gate.check("reason", reason),
+            actor=actor,
+            expected_hash=expected_hash,
         )
+
+    async def restore(self, memory_id: str, reason: str, actor: Actor) -> Memory:
+        """Owner only: undo a forget (or a retire); the entry is served again."""
+        if actor.role != "owner":
+            raise Forbidden("only an owner key can restore a memory")
+        current = (await self.store.get(memory_id)).memory
+        self._authorize_write(actor, current.namespace)
+        return await self.store.restore(memory_id, self.gate.check("reason", reason), actor=actor)
 
     async def retire(self, memory_id: str, reason: str, actor: Actor) -> Memory:
         if actor.role != "owner" and actor.origin != "import":

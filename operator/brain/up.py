@@ -4,7 +4,8 @@ Starts, in order: an embedded Postgres (data kept in the state directory), the b
 upstream (for models whose apiBase is a loopback address nothing listens on), and the gateway
 (LiteLLM proxy + brain, with the offline embedding model in-process) on 127.0.0.1:4000. On first
 run it creates an owner key and an agent key and keeps them (0600) in the state directory, so the
-banner can show them again. Ctrl-C stops everything.
+banner can show them again. Postgres is supervised: when it exits it is started again (the
+gateway reconnects by itself). Ctrl-C stops everything.
 
 Provider keys in the environment add real models next to the manifest's: OPENAI_API_KEY → `gpt`,
 ANTHROPIC_API_KEY → `claude`, DEEPSEEK_API_KEY → `deepseek` (and fill the apiKeySecretRef of
@@ -178,6 +179,7 @@ class Stack:
     host: str
     port: int
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     pg: Any = None
 
     @property
@@ -249,6 +251,51 @@ def banner(stack: Stack, keys: dict[str, str], models: list[str], echo: list[int
         "",
     ]
     return "\n".join(lines)
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+async def _pause(stop_event: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop_event.wait(), seconds)
+
+
+async def supervise_postgres(
+    pg: Any,
+    stop_event: asyncio.Event,
+    *,
+    interval: float = 1.0,
+    max_backoff: float = 10.0,
+    say: Any = _say,
+) -> int:
+    """Restart the embedded Postgres whenever it exits, until `stop_event`; returns the restarts made.
+
+    Without this a crashed (OOM-killed, `kill -9`ed) server stayed down and the gateway ran without
+    memory until someone restarted `brainctl up`. A restart can fail for a few seconds while the
+    dead server's backends still hold its shared memory, so it is retried with a backoff. The gateway
+    needs nothing: its pool opens new connections once the server answers again.
+    """
+    restarts = 0
+    while not stop_event.is_set():
+        if not pg.running:
+            restarts += 1
+            say(f"brainctl up: Postgres exited (code {pg.exit_code}); restarting it (restart {restarts}) …")
+            delay = 0.5
+            while not stop_event.is_set():
+                try:
+                    await asyncio.to_thread(pg.start)
+                except Exception as e:
+                    first = (str(e).splitlines() or [type(e).__name__])[0]
+                    say(f"brainctl up: Postgres did not start yet ({first}); retrying in {delay:.1f}s")
+                    await _pause(stop_event, delay)
+                    delay = min(delay * 2, max_backoff)
+                    continue
+                say(f"brainctl up: Postgres is back on port {pg.port}; the gateway reconnects by itself")
+                break
+        await _pause(stop_event, interval)
+    return restarts
 
 
 async def up(
@@ -334,6 +381,8 @@ async def up(
         print(banner(stack, keys, models, echo_ports, dsn), flush=True)
         if ready is not None:
             ready.set()
+        supervisor = asyncio.create_task(supervise_postgres(stack.pg, stop_event))
+        stack.tasks.append(supervisor)
         while not stop_event.is_set():
             if any(p.poll() is not None for p in stack.procs):
                 print("brainctl up: a component exited; see the logs in " + str(state), file=sys.stderr)
@@ -343,6 +392,9 @@ async def up(
         return 0
     finally:
         print("stopping …", file=sys.stderr)
+        for task in stack.tasks:  # first, so a stopping Postgres is not restarted
+            task.cancel()
+        await asyncio.gather(*stack.tasks, return_exceptions=True)
         for proc in reversed(stack.procs):
             await asyncio.to_thread(stop, proc)
         if stack.pg is not None:

@@ -763,8 +763,8 @@ class Stack(Box):
             self.banner = log.read_text()
         keys = json.loads((self.state / "keys.json").read_text())
         self.agent_key, self.owner_key = keys["agent"], keys["owner"]
-        pg_port = (self.state / "pgdata" / "postmaster.pid").read_text().splitlines()[3].strip()
-        self.dsn = f"postgresql://postgres@127.0.0.1:{pg_port}/brain"
+        # the banner's DSN carries the generated Postgres password (brain.devdb: scram, not trust)
+        self.dsn = re.search(r"^  database +(\S+)", self.banner, re.M).group(1)  # type: ignore[union-attr]
         self.master_key = (self.state / "master.key").read_text().strip()
         self.done[(README, "make up")] = Result(
             _doc(README, "make up"),

@@ -128,3 +128,60 @@ async def test_non_streaming_requests_pass_through_untouched(gw: Gateway) -> Non
     r = await gw.chat("slow non-stream", headers={"x-brain-memory": "off"})
     assert r.status_code == 200 and "x-brain-heartbeat" not in r.headers
     assert r.json()["choices"][0]["message"]["content"].startswith("late but fine")
+
+
+async def test_a_hanging_database_does_not_hold_requests(gw: Gateway, ns: str) -> None:
+    """Postgres stops answering (SIGSTOP) instead of refusing: every request still completes during the
+    outage, chat within its retrieval budget without memory, REST with a 503; memory returns after."""
+    fact = "The quarterly ledger reconciliation runs on the first Monday of the quarter."
+    r = await gw.rest("POST", "/memories", json={"body": fact, "namespace": ns})
+    assert r.status_code == 201
+    h = {"x-brain-namespaces": ns}
+    r = await gw.chat("when does the ledger reconciliation run?", headers=h)
+    assert r.headers["x-brain-memory"] == "injected"
+    m = await gw.metrics()
+    before = {c: metric(m, "brain_retrieval_degraded_total", cause=c) for c in ("timeout", "db_down")}
+    frozen = True
+
+    def thaw() -> None:
+        nonlocal frozen
+        frozen = False
+        gw.pg.thaw()
+
+    gw.pg.freeze()
+    safety = asyncio.get_running_loop().call_later(40, thaw)  # the test fails, rather than hangs, on a bug
+    try:
+        answers = await asyncio.gather(
+            *(gw.chat(f"when does the ledger reconciliation run? ({i})", headers=h) for i in range(4)),
+            gw.chat("when does the ledger reconciliation run? (stream)", stream=True, headers=h),
+            gw.messages("when does the ledger reconciliation run? (messages)", headers=h),
+        )
+        chats_done_while_frozen = frozen
+        # Once a probe found the database hung, requests skip retrieval instead of each waiting the budget.
+        for _ in range(50):
+            if (
+                metric(await gw.metrics(), "brain_retrieval_degraded_total", cause="db_down")
+                > before["db_down"]
+            ):
+                break
+            await gw.chat("when does the ledger reconciliation run? (later)", headers=h)
+        search = await gw.rest("GET", "/search", params={"q": "ledger reconciliation", "namespace": ns})
+        rest_done_while_frozen = frozen
+    finally:
+        safety.cancel()
+        thaw()
+    assert chats_done_while_frozen and rest_done_while_frozen
+    for a in answers:
+        assert a.status_code == 200, a.text
+        # (a stream that already sent heartbeats has no room left for the header)
+        assert a.headers.get("x-brain-memory", "degraded") == "degraded"
+    assert search.status_code == 503 and search.json()["code"] == "unavailable"
+    m = await gw.metrics()
+    assert metric(m, "brain_retrieval_degraded_total", cause="timeout") > before["timeout"]
+    assert metric(m, "brain_retrieval_degraded_total", cause="db_down") > before["db_down"]
+    for attempt in range(50):  # the pool opens fresh connections; the cached answer is not reused
+        r = await gw.chat(f"when does the ledger reconciliation run? (back {attempt})", headers=h)
+        if r.headers.get("x-brain-memory") == "injected":
+            break
+        await asyncio.sleep(0.2)
+    assert r.headers["x-brain-memory"] == "injected" and fact in json.dumps(gw.upstream_bodies()[-1])

@@ -121,7 +121,8 @@ WRITE_TOOLS: list[types.Tool] = [
         name="brain_supersede",
         description="Rule 4: when a saved fact changed, replace it instead of adding a second note. The old version "
         "stays readable in the history. Pass expected_hash (the content_hash you read with brain_get or "
-        "brain_search); if someone changed it first you get a conflict — read it again and reapply.",
+        "brain_search); if someone changed it first you get a conflict — read it again and reapply. Another "
+        "author's entry needs expected_hash.",
         input_schema={
             "type": "object",
             "properties": {"id": {"type": "string"}, "expected_hash": {"type": "string"}, **_ENTRY},
@@ -131,10 +132,15 @@ WRITE_TOOLS: list[types.Tool] = [
     types.Tool(
         name="brain_forget",
         description="Soft-delete an entry that is wrong or should not have been saved, with a reason. It stays in "
-        "the history; curated entries can only be forgotten by an owner.",
+        "the history; curated entries can only be forgotten by an owner. Another author's entry needs "
+        "expected_hash (its content_hash from brain_get), so you only forget the text you read.",
         input_schema={
             "type": "object",
-            "properties": {"id": {"type": "string"}, "reason": {"type": "string"}},
+            "properties": {
+                "id": {"type": "string"},
+                "reason": {"type": "string"},
+                "expected_hash": {"type": "string"},
+            },
             "required": ["id", "reason"],
         },
         annotations=types.ToolAnnotations(destructive_hint=True),
@@ -170,7 +176,9 @@ async def dispatch(actor: Actor, name: str, args: dict[str, Any]) -> dict[str, A
         expected = a.pop("expected_hash", None)
         return await tools.supersede(actor, mid, a, expected)
     if name == "brain_forget":
-        return await tools.forget(actor, str(a.get("id") or ""), str(a.get("reason") or ""))
+        return await tools.forget(
+            actor, str(a.get("id") or ""), str(a.get("reason") or ""), a.get("expected_hash") or None
+        )
     raise BrainError(f"unknown tool {name!r}")
 
 

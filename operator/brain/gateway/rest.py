@@ -84,6 +84,12 @@ class ReasonBody(BaseModel):
     reason: str
 
 
+class ForgetBody(ReasonBody):
+    expected_hash: str | None = Field(
+        default=None, description="content_hash you read; needed to forget another author's entry"
+    )
+
+
 class PromoteBody(BaseModel):
     standing: bool | None = None
     required: bool | None = None
@@ -155,13 +161,20 @@ async def post_supersede(actor: ActorDep, memory_id: str, item: SupersedeBody) -
 
 
 @router.post("/memories/{memory_id}/forget", summary="soft delete, with a reason")
-async def post_forget(actor: ActorDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
-    return await tools.forget(actor, memory_id, body.reason)
+async def post_forget(actor: ActorDep, memory_id: str, body: ForgetBody) -> dict[str, Any]:
+    return await tools.forget(actor, memory_id, body.reason, body.expected_hash)
 
 
 @owner_router.post("/memories/{memory_id}/retire", summary="retire an entry that is no longer true (owner)")
 async def post_retire(actor: OwnerDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
     return await tools.retire(actor, memory_id, body.reason)
+
+
+@owner_router.post(
+    "/memories/{memory_id}/restore", summary="serve a forgotten or retired entry again (owner)"
+)
+async def post_restore(actor: OwnerDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
+    return await tools.restore(actor, memory_id, body.reason)
 
 
 @owner_router.post("/memories/{memory_id}/promote", summary="move an entry to the curated tier (owner)")

@@ -37,7 +37,22 @@ from brain.store.store import Scope, Store
 log = logging.getLogger("brain.gateway")
 
 PERSONA_TOKENS = 600
-DB_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError)
+DB_ERRORS = (
+    OSError,  # TimeoutError too: the client gave up on a server that did not answer
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.QueryCanceledError,  # the server's statement_timeout
+)
+# A database that hangs must not hold the gateway: the server stops a slow statement at
+# DB_STATEMENT_TIMEOUT_MS, the client abandons a connection whose server has not answered within
+# DB_COMMAND_TIMEOUT_S (a little later, so a merely slow statement is the server's to stop), and a
+# new connection that gets no answer within DB_CONNECT_TIMEOUT_S is given up. The request path is
+# bounded tighter still: retrieval by its own budget (retrieval.timeoutMs), key checks by
+# keys.KeyVerifier. See docs/operations.md, "When the database hangs".
+DB_STATEMENT_TIMEOUT_MS = 5000
+DB_COMMAND_TIMEOUT_S = 6.0
+DB_CONNECT_TIMEOUT_S = 3.0
 
 
 @dataclass
@@ -55,6 +70,45 @@ class CallContext:
     route: dict[str, str] = field(default_factory=dict)
     episode: str | None = None  # what this exchange's captures are recorded under, with its siblings
     created: float = field(default_factory=time.monotonic)
+
+
+class DatabaseWatch:
+    """Whether the database answers at all, so a hang costs the retrieval budget once, not per request.
+
+    A retrieval that runs out of budget may have been slow for any reason (the embedder, load), so it
+    only raises a suspicion: a probe (`SELECT 1` within `probe_timeout`) then decides. While probes
+    go unanswered the database counts as hung and retrieval is skipped at once (`db_down`); the
+    first answered probe ends that. A refused connection needs none of this: it fails fast anyway.
+    """
+
+    def __init__(self, probe_timeout: float = 1.0, interval: float = 0.5) -> None:
+        self.probe_timeout = probe_timeout
+        self.interval = interval
+        self.hung = False
+        self._probe: asyncio.Task[None] | None = None
+
+    def suspect(self, store: Store | None) -> None:
+        if store is not None and (self._probe is None or self._probe.done()):
+            self._probe = asyncio.create_task(self._watch(store))
+
+    async def _watch(self, store: Store) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(store.pool.fetchval("SELECT 1"), self.probe_timeout)
+            except Exception:
+                if not self.hung:
+                    log.warning("the database does not answer; retrieval is skipped until it does")
+                self.hung = True
+                await asyncio.sleep(self.interval)
+                continue
+            if self.hung:
+                log.warning("the database answers again; retrieval resumes")
+            self.hung = False
+            return
+
+    def stop(self) -> None:
+        if self._probe is not None:
+            self._probe.cancel()
 
 
 @dataclass
@@ -81,6 +135,7 @@ class Runtime:
         self._cache: OrderedDict[tuple[str, tuple[str, ...], str], tuple[float, Injection]] = OrderedDict()
         self._tasks: list[asyncio.Task[None]] = []
         self._redact = SecretGate("redact")
+        self.db_watch = DatabaseWatch()
         r = settings.retrieval
         self.retrieval_config = RetrievalConfig(
             top_k=r.top_k, embed_timeout_s=max(0.05, r.timeout_ms / 1000 * 0.6), floor=r.floor
@@ -105,6 +160,7 @@ class Runtime:
 
     async def stop(self) -> None:
         self.ready = False
+        self.db_watch.stop()
         await self.capture.stop()
         for t in self._tasks:
             t.cancel()
@@ -145,7 +201,9 @@ class Runtime:
                     dim=self.settings.embedding.dim,
                     embedding_model=self.settings.embedding.model,
                     max_size=20,
-                    timeout=5.0,
+                    timeout=DB_CONNECT_TIMEOUT_S,
+                    statement_timeout_ms=DB_STATEMENT_TIMEOUT_MS,
+                    command_timeout=DB_COMMAND_TIMEOUT_S,
                 )
             except BrainError:
                 raise
@@ -189,7 +247,13 @@ class Runtime:
         service = self.service
         if service is None:
             raise ConnectionError("database not connected")
-        injection = await self._compose(service, scope, query)
+        if self.db_watch.hung:
+            raise ConnectionError("the database does not answer; retrieval skipped until it does")
+        try:
+            injection = await self._compose(service, scope, query)
+        except (asyncio.CancelledError, TimeoutError):  # the budget ran out: is the database there at all?
+            self.db_watch.suspect(self.store)
+            raise
         self._cache[key] = (now, injection)
         self._cache.move_to_end(key)
         while len(self._cache) > 2048:
@@ -338,7 +402,7 @@ class Runtime:
 
     async def health(self) -> dict[str, Any]:
         database, index = "down", None
-        if self.store is not None:
+        if self.store is not None and not self.db_watch.hung:  # hung: say so now, not after 3 s
             try:
                 index = await asyncio.wait_for(self.store.index_stats(), 3)
                 self.index_stats = index

@@ -42,8 +42,9 @@ def _rt() -> Runtime:
 
 
 def service() -> MemoryService:
-    svc = _rt().service
-    if svc is None:
+    rt = _rt()
+    svc = rt.service
+    if svc is None or rt.db_watch.hung:  # hung: answer now rather than after the command timeout
         raise Unavailable("the brain database is not reachable right now; try again shortly")
     return svc
 
@@ -151,10 +152,19 @@ async def supersede(
     return {"id": m.id, "supersedes": m.supersedes, "content_hash": m.content_hash, "memory": memory_json(m)}
 
 
-async def forget(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
+async def forget(
+    actor: Actor, memory_id: str, reason: str, expected_hash: str | None = None
+) -> dict[str, Any]:
     await service().get(memory_id, actor)  # invisible entries are "not found", never "forbidden"
-    m = await service().forget(memory_id, reason, actor)
-    _rt().invalidate()
+    m = await service().forget(memory_id, reason, actor, expected_hash or None)
+    _rt().invalidate(catalog=m.kind in ("persona", "skill"))
+    return {"id": m.id, "status": m.status}
+
+
+async def restore(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
+    """Owner only (REST and brainctl): a forgotten or retired entry is served again."""
+    m = await service().restore(memory_id, reason, actor)
+    _rt().invalidate(catalog=m.kind in ("persona", "skill"))
     return {"id": m.id, "status": m.status}
 
 

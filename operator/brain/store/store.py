@@ -6,10 +6,12 @@ in the same lineage; forget and retire are status changes with a reason.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -94,6 +96,32 @@ class LexicalStats:
     refreshed: float = 0.0
 
 
+# What says the server is gone or frozen (rather than that a statement failed): the connection is abandoned.
+ABANDON_ON = (asyncio.CancelledError, TimeoutError, OSError, asyncpg.InterfaceError)
+
+
+class AbandoningPool(asyncpg.Pool):
+    """A pool that never waits on a connection whose statement was interrupted.
+
+    asyncpg's own release of such a connection first waits for the server to acknowledge the
+    cancel request, then runs a reset query. Against a server that hangs (SIGSTOP, a black-holed
+    network, a stuck disk) both wait for the whole outage, and so does everything awaiting the
+    release: a request whose retrieval budget ran out stayed in flight until the database came back.
+    Here an interrupted connection is terminated (its socket closed; the server rolls back whatever
+    it held) and the pool opens a fresh one when it next needs it. A release that is not
+    interrupted still gets `release_timeout` for its reset, after which asyncpg terminates it too.
+    """
+
+    release_timeout = 1.0
+
+    async def release(self, connection: Any, *, timeout: float | None = None) -> None:
+        con = getattr(connection, "_con", None)
+        protocol = getattr(con, "_protocol", None)
+        if con is not None and not con.is_closed() and protocol is not None and protocol._is_cancelling():
+            con.terminate()
+        await super().release(connection, timeout=self.release_timeout if timeout is None else timeout)
+
+
 def _record_to_memory(r: asyncpg.Record) -> Memory:
     d = dict(r)
     d["attrs"] = json.loads(d["attrs"]) if isinstance(d["attrs"], str) else d["attrs"]
@@ -105,10 +133,13 @@ def _record_to_hit(r: asyncpg.Record, score: float = 0.0) -> Hit:
 
 
 class Store:
-    def __init__(self, pool: asyncpg.Pool, *, dim: int, embedding_model: str) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, *, dim: int, embedding_model: str, acquire_timeout: float | None = None
+    ) -> None:
         self.pool = pool
         self.dim = dim
         self.embedding_model = embedding_model
+        self.acquire_timeout = acquire_timeout
         self.lexical = LexicalStats()
 
     @classmethod
@@ -121,7 +152,17 @@ class Store:
         min_size: int = 1,
         max_size: int = 10,
         timeout: float = 10.0,
+        statement_timeout_ms: int | None = None,
+        command_timeout: float | None = None,
     ) -> Store:
+        """Migrate, then open the pool.
+
+        `statement_timeout_ms` is the server's own limit (a slow statement is cancelled there and
+        the connection stays usable); `command_timeout` is the client's, for a server that does not
+        answer at all (the connection is then abandoned, see `AbandoningPool`). Set the client's a
+        little above the server's so a merely slow statement is stopped by the server. `timeout`
+        bounds connecting and, when `command_timeout` is set, waiting for a free connection.
+        """
         conn = await asyncpg.connect(dsn, timeout=timeout)
         try:
             await migrate(conn, dim=dim)
@@ -132,11 +173,49 @@ class Store:
             await register_vector(c)
             await c.execute("SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = 100")
 
-        pool = await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, init=init, timeout=timeout
+        settings = {"statement_timeout": str(int(statement_timeout_ms))} if statement_timeout_ms else {}
+        pool = AbandoningPool(
+            dsn,
+            connection_class=asyncpg.Connection,
+            record_class=asyncpg.Record,
+            min_size=min_size,
+            max_size=max_size,
+            max_queries=50000,
+            max_inactive_connection_lifetime=300.0,
+            loop=None,
+            init=init,
+            timeout=timeout,
+            command_timeout=command_timeout,
+            server_settings=settings,
         )
-        assert pool is not None
-        return cls(pool, dim=dim, embedding_model=embedding_model)
+        await pool
+        return cls(
+            pool,
+            dim=dim,
+            embedding_model=embedding_model,
+            acquire_timeout=timeout if command_timeout is not None else None,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _tx(self) -> AsyncIterator[asyncpg.Connection]:
+        """A connection in a transaction that is abandoned, not rolled back, when the server stops answering.
+
+        `conn.transaction()` alone would send ROLLBACK to a frozen server on cancellation and wait
+        for it; closing the socket makes the server roll back on its own when it runs again.
+        """
+        async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
+            tx = conn.transaction()
+            await tx.start()
+            try:
+                yield conn
+            except ABANDON_ON:
+                conn.terminate()
+                raise
+            except BaseException:
+                await tx.rollback()
+                raise
+            else:
+                await tx.commit()
 
     async def close(self) -> None:
         await self.pool.close()
@@ -216,7 +295,7 @@ class Store:
     ) -> NoteResult:
         """Insert, unless an identical body already lives in the namespace: then return that entry."""
         h = content_hash(item.body)
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._tx() as conn:
             # Serialise writers of the same body so two concurrent identical notes cannot both insert.
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"{item.namespace}|{h}")
             existing = await conn.fetchrow(
@@ -237,7 +316,7 @@ class Store:
     ) -> list[Memory]:
         """Bulk insert for imports and evaluation: one transaction, no dedup (callers dedup on identity)."""
         out = []
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._tx() as conn:
             for item, emb in items:
                 out.append(await self._insert(conn, item, actor=actor, tier=tier, embedding=emb))
         return out
@@ -261,7 +340,7 @@ class Store:
         embedding: np.ndarray | None = None,
     ) -> Memory:
         """Compare-and-set: refuse if the current version's hash is not the one the caller read."""
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._tx() as conn:
             old = await self._current(conn, memory_id, lock=True)
             if old["status"] != "active":
                 current = await conn.fetchval(
@@ -271,6 +350,7 @@ class Store:
                 raise Conflict(
                     f"memory {memory_id} is {old['status']}, not the current version{hint}", field="id"
                 )
+            _require_cas(old, memory_id, expected_hash, actor, "supersede")
             if expected_hash is not None and old["content_hash"] != expected_hash:
                 raise Conflict(
                     f"memory {memory_id} changed since you read it (content_hash is {old['content_hash'][:12]}…, "
@@ -292,7 +372,7 @@ class Store:
             if item.episode is None:  # a new version keeps its place in the episode it was recorded in
                 update |= {"episode": old["episode"], "seq": old["seq"]}
             item = item.model_copy(update=update)
-            return await self._insert(
+            new = await self._insert(
                 conn,
                 item,
                 actor=actor,
@@ -304,15 +384,29 @@ class Store:
                 standing=old["standing"],
                 required=old["required"],
             )
+            await _audit(conn, "memory_superseded", old, actor, new_id=new.id, cas=expected_hash is not None)
+            return new
 
-    async def set_status(self, memory_id: str, status: str, reason: str, *, actor: Actor) -> Memory:
-        """forget / retire: a soft delete that keeps the row and says why and who."""
+    async def set_status(
+        self, memory_id: str, status: str, reason: str, *, actor: Actor, expected_hash: str | None = None
+    ) -> Memory:
+        """forget / retire: a soft delete that keeps the row and says why and who (`restore` undoes it)."""
         if not reason.strip():
             raise InvalidInput(f"{status} needs a reason", field="reason")
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._tx() as conn:
             old = await self._current(conn, memory_id, lock=True)
             if old["status"] != "active":
                 raise Conflict(f"memory {memory_id} is already {old['status']}", field="id")
+            _require_cas(old, memory_id, expected_hash, actor, "forget" if status == "forgotten" else status)
+            if expected_hash is not None and old["content_hash"] != expected_hash:
+                raise Conflict(
+                    f"memory {memory_id} is not the text you read (content_hash is {old['content_hash'][:12]}…, "
+                    f"you sent {expected_hash[:12]}…); get it again",
+                    field="expected_hash",
+                )
+            await _audit(
+                conn, f"memory_{status}", old, actor, reason=reason.strip(), cas=expected_hash is not None
+            )
             row = await conn.fetchrow(
                 f"""UPDATE memories SET status = $2, status_reason = $3, valid_to = now(), updated_at = now(),
                         attrs = attrs || jsonb_build_object('status_by', $4::text)
@@ -324,13 +418,48 @@ class Store:
             )
             return _record_to_memory(row)
 
+    async def restore(self, memory_id: str, reason: str, *, actor: Actor) -> Memory:
+        """Owner only: a forgotten (or retired) entry becomes the current version of its lineage again."""
+        if actor.role != "owner":
+            raise Forbidden("only an owner key can restore a memory")
+        if not reason.strip():
+            raise InvalidInput("restore needs a reason", field="reason")
+        async with self._tx() as conn:
+            old = await self._current(conn, memory_id, lock=True)
+            if old["status"] not in ("forgotten", "retired"):
+                raise Conflict(
+                    f"memory {memory_id} is {old['status']}; only a forgotten or retired entry can be restored",
+                    field="id",
+                )
+            current = await conn.fetchval(
+                "SELECT id FROM memories WHERE lineage_id = $1 AND (status = 'active' OR version > $2) "
+                "ORDER BY version DESC LIMIT 1",
+                old["lineage_id"],
+                old["version"],
+            )
+            if current is not None:
+                raise Conflict(
+                    f"memory {memory_id} is not the newest version of its entry ({current} is); restore that one",
+                    field="id",
+                )
+            await _audit(conn, "memory_restored", old, actor, reason=reason.strip())
+            row = await conn.fetchrow(
+                f"""UPDATE memories SET status = 'active', status_reason = $2, valid_to = NULL, updated_at = now(),
+                        attrs = (attrs - 'status_by') || jsonb_build_object('restored_by', $3::text)
+                    WHERE id = $1 RETURNING {_COLUMNS}""",
+                memory_id,
+                f"restored: {reason.strip()}",
+                actor.name,
+            )
+            return _record_to_memory(row)
+
     async def promote(
         self, memory_id: str, *, actor: Actor, standing: bool | None = None, required: bool | None = None
     ) -> Memory:
         """Owner only. Untrusted text is never promoted and never standing."""
         if actor.role != "owner":
             raise Forbidden("only an owner key can promote a memory to the curated tier")
-        async with self.pool.acquire() as conn, conn.transaction():
+        async with self._tx() as conn:
             old = await self._current(conn, memory_id, lock=True)
             if old["status"] != "active":
                 raise Conflict(
@@ -649,6 +778,56 @@ class Store:
             "embeddingModel": self.embedding_model,
             "embeddingDim": self.dim,
         }
+
+
+def _require_cas(
+    old: asyncpg.Record, memory_id: str, expected_hash: str | None, actor: Actor, what: str
+) -> None:
+    """Another author's entry is changed only by a caller that shows it read the current text.
+
+    Owner keys are exempt: they moderate (and can restore what they forget); they may still send a
+    hash to get compare-and-set. Either way the change is recorded with both authors (`_audit`).
+    """
+    if expected_hash is None and old["author"] != actor.name and actor.role != "owner":
+        raise Conflict(
+            f"memory {memory_id} was written by {old['author']!r}, not {actor.name!r}; to {what} another "
+            "author's entry send expected_hash (its content_hash, from brain_get or GET /memories/{id}), "
+            "so a change you have not read is never overwritten",
+            field="expected_hash",
+        )
+
+
+async def _audit(
+    conn: asyncpg.Connection,
+    type_: str,
+    old: asyncpg.Record,
+    actor: Actor,
+    *,
+    new_id: str | None = None,
+    reason: str | None = None,
+    cas: bool = False,
+) -> None:
+    """Who changed whose entry: one `events` row in the same transaction as the change."""
+    payload = {
+        "id": old["id"],
+        "lineage_id": old["lineage_id"],
+        "by": actor.name,
+        "by_role": actor.role,
+        "author": old["author"],
+        "cross_author": old["author"] != actor.name,
+        "compare_and_set": cas,
+    }
+    if new_id is not None:
+        payload["new_id"] = new_id
+    if reason is not None:
+        payload["reason"] = reason
+    await conn.execute(
+        "INSERT INTO events (type, key_name, namespace, payload) VALUES ($1, $2, $3, $4::jsonb)",
+        type_,
+        actor.name,
+        old["namespace"],
+        json.dumps(payload),
+    )
 
 
 def embed_text(title: str, body: str) -> str:
