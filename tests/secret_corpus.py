@@ -72,6 +72,33 @@ POSITIVES: list[tuple[str, str]] = [
     ("generic_secret", "db_password=Summer2024!" + rand(4)),
     ("generic_secret", 'api_key = "' + rand(32) + '"'),
     ("high_entropy_string", "the signing value is " + rand(40) + " keep it safe"),
+    # Gaps found by the issue-14 attack, and their neighbours.
+    ("generic_secret", 'DB_PASSWORD="correcthorsebatterystaple"'),
+    ("generic_secret", "DB_PASSWORD=correcthorsebatterystaple"),
+    ("generic_secret", "admin_passphrase: 'mellowyellowsunset'"),
+    ("generic_secret", "export SERVICE_TOKEN='" + rand(10, "abcdefghijklmnopqrstuvwxyz") + "'"),
+    ("aws_access_key", "key id " + AWS_ID[:4] + " " + AWS_ID[4:]),
+    ("aws_access_key", "key id " + AWS_ID[:10] + "-" + AWS_ID[10:]),
+    ("huggingface_token", "HF_TOKEN=hf" + "_" + rand(34)),
+    ("huggingface_token", "pull the model with hf" + "_" + rand(34) + " then run"),
+    ("twilio_key", "twilio sid SK" + rand(32, "0123456789abcdef")),
+    ("twilio_key", "TWILIO_AUTH_TOKEN=" + rand(32, "0123456789abcdef")),
+    ("mailgun_key", "mailgun api key" + "-" + rand(32, "0123456789abcdefghijklmnopqrstuvwxyz")),
+    (
+        "mailgun_key",
+        "MAILGUN_API_KEY="
+        + rand(32, "0123456789abcdef")
+        + "-"
+        + rand(8, "0123456789abcdef")
+        + "-"
+        + rand(8, "0123456789abcdef"),
+    ),
+    ("basic_auth", "Authorization: Basic " + base64.b64encode(b"deploy:" + rand(12).encode()).decode()),
+    (
+        "basic_auth",
+        "curl -H 'Authorization: basic " + base64.b64encode(b"ci:" + rand(16).encode()).decode() + "'",
+    ),
+    ("bearer_token", "Authorization: Bearer " + rand(40, _B62 + "._-")),
 ]
 
 # Tricky negatives: shapes that look random but are not secrets.
@@ -81,6 +108,37 @@ _SHORT_VEC_B64 = base64.b64encode(struct.pack("8f", *_FLOATS[:8])).decode()
 _SHA1 = hashlib.sha1(b"commit").hexdigest()
 _SHA256 = hashlib.sha256(b"lockfile").hexdigest()
 _SHA512_B64 = base64.b64encode(hashlib.sha512(b"pkg").digest()).decode()
+
+# (class, text) so the report can count false positives per shape of negative.
+NEGATIVE_CASES: list[tuple[str, str]] = [
+    *[
+        ("base64_random_bytes", base64.b64encode(_rng.randbytes(n)).decode())
+        for n in (16, 24, 32, 33, 48, 64)
+    ],
+    ("base64_random_bytes", "nonce " + base64.b64encode(_rng.randbytes(18)).decode() + " was reused"),
+    (
+        "k8s_reference",
+        "password:\n  valueFrom:\n    secretKeyRef:\n      name: brain-db\n      key: password",
+    ),
+    ("k8s_reference", "secret_name: prod-db-credentials"),
+    ("k8s_reference", "passwordSecretRef: brain-db-superuser-credentials"),
+    ("k8s_reference", "token_path: /var/run/secrets/kubernetes.io/serviceaccount/token"),
+    ("k8s_reference", "api_key_env: OPENAI_API_KEY_PRODUCTION"),
+    ("k8s_reference", "client_secret_file: /etc/brain/oauth/client-secret.json"),
+    ("prose", "The token: authentication happens at the edge"),
+    ("prose", "Rotate the api key every quarter; the password policy requires 14 characters."),
+    ("prose", "password: required for the admin console, optional for read-only users"),
+    ("prose", "We store the secret in Vault at secret/data/payments/stripe, never in git."),
+    ("code_reference", "token = settings.github_token"),
+    ("code_reference", "password=getDatabasePassword"),
+    ("code_reference", "api_key = config.openai.apiKey"),
+    ("identifier", "AKIA is the prefix of AWS access key ids; ASIA marks temporary ones"),
+    ("identifier", "the basic plan costs less than the premium plan"),
+    ("identifier", "curl -H 'Authorization: Bearer $GITHUB_TOKEN' https://api.github.com/user"),
+    ("redaction_placeholder", "export AWS_ACCESS_KEY_ID=«REDACTED:aws_access_key»"),
+    ("redaction_placeholder", "postgres://app:«REDACTED:connection_string»@db.prod.internal:5432/app"),
+    ("redaction_placeholder", "db_password=«REDACTED:generic_secret» in the old config"),
+]
 
 NEGATIVES: list[str] = [
     f"request id {uuid.UUID(int=_rng.getrandbits(128))} failed at 10:32",
@@ -107,3 +165,5 @@ NEGATIVES: list[str] = [
     "ULID 01JD3V8ZQ4K6R2XW5T9N7M1B0C identifies the entry",
     "auth_token_ttl_seconds = 3600",
 ]
+NEGATIVE_CASES += [("hashes_ids_blobs", t) for t in NEGATIVES]
+NEGATIVES = [t for _, t in NEGATIVE_CASES]
