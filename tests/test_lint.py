@@ -8,18 +8,28 @@ from hypothesis import strategies as st
 
 from brain.errors import InstructionRejected
 from brain.lint import CLASSES, check, findings
-from tests.lint_corpus import NEGATIVES, POSITIVES
+from tests.lint_corpus import (
+    FRESH_NEGATIVES,
+    FRESH_POSITIVES,
+    HELD_OUT_NEGATIVES,
+    HELD_OUT_POSITIVES,
+    NEGATIVES,
+    POSITIVES,
+)
+
+ALL_POSITIVES = POSITIVES + HELD_OUT_POSITIVES + FRESH_POSITIVES
+ALL_NEGATIVES = NEGATIVES + HELD_OUT_NEGATIVES + FRESH_NEGATIVES
 
 
 @pytest.mark.parametrize(
-    ("cls", "kind", "text"), POSITIVES, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(POSITIVES)]
+    ("cls", "kind", "text"), ALL_POSITIVES, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(ALL_POSITIVES)]
 )
 def test_each_class_is_detected(cls: str, kind: str, text: str) -> None:
     assert cls in findings(text, kind=kind), f"{cls} not found in {text!r}"
 
 
 @pytest.mark.parametrize(
-    ("group", "kind", "text"), NEGATIVES, ids=[f"{g}-{i}" for i, (g, _, _) in enumerate(NEGATIVES)]
+    ("group", "kind", "text"), ALL_NEGATIVES, ids=[f"{g}-{i}" for i, (g, _, _) in enumerate(ALL_NEGATIVES)]
 )
 def test_tricky_negatives_pass(group: str, kind: str, text: str) -> None:
     origin = "import" if group == "import_code" else "agent"

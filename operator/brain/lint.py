@@ -42,14 +42,24 @@ _STRONG = (
 )
 _OBJECT = (
     r"(?:instructions?|prompts?|directives?|guidelines?|guardrails?|rules|constraints|polic(?:y|ies)|"
-    r"programming|messages?|restrictions|commands|orders)"
+    r"programming|messages?|restrictions|commands|orders|directions)"
 )
 
 # Classes that read prose (every view).
 _PROSE: dict[str, list[re.Pattern[str]]] = {
     "override_instructions": [
+        # Round-2 generalisation: any override verb, then instructions "you were given".
         re.compile(
-            r"\b(?:ignore|disregard|forget|override|bypass|overlook|neglect|abandon|discard|drop)"
+            r"\b(?:ignore|disregard|forget|override|bypass|pay no attention to|no longer follow|stop following|"
+            r"set aside|discard|drop)\b[^.\n]{0,40}?"
+            + _OBJECT
+            + _W
+            + r"(?:you (?:were|have been|'ve been|got) (?:given|told|provided)|given to you|(?:given|provided) "
+            r"(?:earlier|before|above|so far))"
+        ),
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass|overlook|neglect|abandon|discard|drop|set aside|put aside"
+            r"|throw out|throw away|stop following|stop obeying)"
             + _W
             + _ANY_WORDS
             + _STRONG
@@ -94,6 +104,16 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
         re.compile(r"\b(?:is|are)" + _W + r"not" + _W + r"(?:just" + _W + r")?data\b"),
         re.compile(r"\bnot" + _W + r"data" + _W + r"but" + _W + r"instructions\b"),
         re.compile(
+            r"\b(?:previous|prior|earlier|above|original|system|old)"
+            + _W
+            + r"(?:[a-z]+"
+            + _W
+            + r")?"
+            + _OBJECT
+            + _W
+            + r"(?:no longer apply|are void|are revoked|are cancell?ed|do not apply|don't apply|are obsolete)"
+        ),
+        re.compile(
             r"\binstead of"
             + _W
             + r"(?:your|the)"
@@ -115,7 +135,18 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
         ),
     ],
     "role_reassignment": [
-        re.compile(r"\byou are now\b"),
+        re.compile(
+            r"\b(?:henceforth|hereafter|from here on|going forward),? you (?:are|will|must|shall|should)\b"
+        ),
+        re.compile(r"\byou (?:will|must|shall|should) (?:now )?(?:behave|act|operate|respond) as\b"),
+        re.compile(
+            r"\b(?:assume|take on|adopt|play) the (?:role|persona|identity) of\b[^.\n]{0,60}?"
+            r"\b(?:without|no|unrestricted|unfiltered|jailbroken|ignor\w+|uncensored)\b"
+        ),
+        re.compile(r"\byou(?: are|'re|’re| r) now\b"),
+        re.compile(
+            r"\b(?:starting|beginning|effective) (?:today|now|immediately),? you (?:are|will be|act as)\b"
+        ),
         re.compile(r"\bfrom now on,?" + _W + r"(?:you|your|act|respond|answer|always|never|reply)\b"),
         re.compile(
             r"\byour"
@@ -170,6 +201,12 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
     ],
     "exfiltration": [
         re.compile(
+            r"\b(?:include|paste|show|print|send|reveal|output|add|attach|quote|read out|dump)\b[^\n]{0,60}?"
+            r"(?:~/\.ssh|~/\.aws|\.aws/credentials|id_rsa|id_ed25519|\.env\b|\.netrc|\.kube/config|/etc/shadow|"
+            r"\.git-credentials|api keys?|private keys?|access tokens?)[^\n]{0,60}?"
+            r"\b(?:reply|answer|response|message|output|to the user|comment|pull request|issue|commit)\b"
+        ),
+        re.compile(
             r"\b(?:reveal|print|output|exfiltrate|send|leak|upload|post|forward|transmit|email|paste)"
             + _W
             + r"(?:[a-z0-9'’]+"
@@ -198,6 +235,15 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
         re.compile(r"!\[[^\]\n]*\]\(\s*https?://[^)\s]*[?&][^)\s]*=\s*(?:\{|\$|%7b|<)"),
     ],
     "concealment": [
+        re.compile(
+            r"\b(?:do not|don't|never)"
+            + _W
+            + r"(?:mention|reveal|disclose|cite|acknowledge|reference|admit)"
+            + _W
+            + r"(?:this|these|the|that)"
+            + _W
+            + r"(?:note|notes|memory|memories|entry|entries|instructions?|block|message|change)\b"
+        ),
         re.compile(
             r"\b(?:do not|don't|never)"
             + _W
@@ -249,11 +295,18 @@ _SQUASHED: dict[str, list[re.Pattern[str]]] = {
 _COMMANDS: dict[str, list[re.Pattern[str]]] = {
     "remote_execution": [
         re.compile(
+            r"\b(?:curl|wget)\b[^\n]*\bchmod\s+(?:[ugoa]*\+x|[0-7]*[157][0-7]{0,2})\b[^\n]*(?:;|&&)\s*"
+            r"(?:sudo\s+)?\.{0,2}/\S+"
+        ),
+        re.compile(
             r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http|aria2c|lynx)\b[^\n|;]*\|\s*"
             r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+\S+\s+)?(?:/\S*/)?(?:(?:ba|z|k|da|fi|c|tc)?sh|python[0-9.]*|perl|ruby|node|"
             r"php|iex|invoke-expression|powershell|pwsh|source|bun|deno)\b"
         ),
-        re.compile(r"\b(?:(?:ba|z|k)?sh|source|\.)\s+(?:-\S+\s+)*<\(\s*(?:curl|wget|fetch)\b"),
+        re.compile(
+            r"(?:\b(?:(?:ba|z|k)?sh|source|python[0-9.]*|perl|ruby|node|php)|(?<![\w.])\.)\s+(?:-\S+\s+)*<\(\s*"
+            r"(?:curl|wget|fetch)\b"
+        ),
         re.compile(r"\b(?:(?:ba|z|k)?sh\s+-c|eval|exec)\s+[\"']?\$\(\s*(?:curl|wget|fetch)\b"),
         re.compile(r"\b(?:curl|wget)\b[^\n]*(?:&&|;|\|\|)\s*(?:sudo\s+)?(?:(?:ba|z)?sh|source|\.)\s+\S"),
         re.compile(
@@ -279,7 +332,11 @@ _COMMANDS: dict[str, list[re.Pattern[str]]] = {
     ],
     "exfiltration_command": [
         re.compile(
-            r"(?:\.ssh/|id_rsa|id_ed25519|\.aws/credentials|\.netrc|\.kube/config|/etc/shadow|\.env\b|\.npmrc|"
+            r"\b(?:scp|rsync|sftp|rclone)\b[^\n]*(?:\.ssh\b|id_rsa|id_ed25519|\.aws\b|\.netrc|\.kube\b|\.env\b|"
+            r"/etc/shadow|\.git-credentials|\.gnupg)[^\n]*\s\S*[\w.-]+:"
+        ),
+        re.compile(
+            r"(?:\.ssh\b|id_rsa|id_ed25519|\.aws/credentials|\.netrc|\.kube/config|/etc/shadow|\.env\b|\.npmrc|\.gnupg|"
             r"\.pypirc|\.git-credentials|\.docker/config\.json)[^\n]*\|\s*(?:curl|wget|nc|ncat|netcat|base64|xxd)\b"
         ),
         re.compile(
@@ -293,6 +350,7 @@ _COMMANDS: dict[str, list[re.Pattern[str]]] = {
         ),
     ],
     "destructive_command": [
+        re.compile(r"\bfind\s+(?:/|~/?|\$home/?)\s[^\n]*(?:-delete\b|-exec\s+rm\b)"),
         re.compile(
             r"\brm\s+(?:-[a-z-]+\s+)*-[a-z]*(?:rf|fr|r[a-z]*f|f[a-z]*r)[a-z]*\s+(?:[^\s;&|]+\s+)*?"
             r"(?:/(?:\*|bin|boot|etc|home|lib|usr|var)?|~/?|\$home/?|\*|\.\./?)(?=\s|$|;|&|\||\"|'|`)"
@@ -307,6 +365,7 @@ _COMMANDS: dict[str, list[re.Pattern[str]]] = {
         re.compile(r"\bgit\s+push\b[^\n]*\s(?:--force|-f)(?=\s)[^\n]*\b(?:main|master)\b"),
     ],
     "tool_invocation": [
+        re.compile(r"\b(?:call|invoke|run|use)(?: the)? (?:mcp )?tool\s+[\w.-]+\s*[({]"),
         re.compile(r"[\"'](?:tool_calls?|function_call|tool_use|tool_name|tool_input|functioncall)[\"']\s*:"),
         re.compile(
             r"\{\s*[\"'](?:name|tool|function|action|recipient_name)[\"']\s*:\s*[\"'][^\"'\n]{1,80}[\"']\s*,\s*"

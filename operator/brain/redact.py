@@ -44,7 +44,8 @@ _DETECTORS: list[tuple[str, re.Pattern[str], int]] = [
     (
         "aws_access_key",
         re.compile(
-            r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)(?=[ \t._A-Z-]{0,20}\d)(?:[ \t._-]?[0-9A-Z]){16}\b"
+            r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)"
+            r"(?:[0-9A-Z]{16}|(?=[ \t._A-Z-]{0,20}\d)(?:[ \t._-]?[0-9A-Z]){16})\b"
         ),
         0,
     ),

@@ -57,6 +57,13 @@ FRAGMENTS = [
     " ",
 ]
 _CHARS = st.characters(codec="utf-8", exclude_characters="\x00")
+_LABEL = st.lists(
+    st.sampled_from(
+        ["deploy", "db", "\u200b", "\u202e", "\n", "\u2028", "ｆｕｌｌ", "\t", "ops", "\x0b", " "]
+    ),
+    min_size=1,
+    max_size=4,
+).map(lambda parts: "ops" + "".join(parts))
 
 
 def hostile_text(min_size: int = 0, max_parts: int = 10) -> st.SearchStrategy[str]:
@@ -64,15 +71,22 @@ def hostile_text(min_size: int = 0, max_parts: int = 10) -> st.SearchStrategy[st
     return st.lists(part, min_size=min_size, max_size=max_parts).map("".join)
 
 
+def _mostly(usual: st.SearchStrategy[str], rare: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """`usual` nine times in ten, `rare` otherwise."""
+    return st.integers(0, 9).flatmap(lambda i: rare if i == 0 else usual)
+
+
 @st.composite
 def hostile_entry(draw: st.DrawFn, marker: str = "") -> dict[str, object]:
     """One write: a hostile title, body, tags and attrs (the marker keeps it findable by a query)."""
     title = draw(hostile_text())
     body = draw(hostile_text(min_size=1))
-    tags = draw(st.lists(hostile_text(max_parts=3), max_size=3))
-    attrs = draw(
-        st.dictionaries(st.text(_CHARS, min_size=1, max_size=8), hostile_text(max_parts=4), max_size=3)
-    )
+    # Mostly labels with invisible, fullwidth and line-breaking characters (stored, cleaned), sometimes
+    # markup (refused at the door): both paths are exercised.
+    tag = _mostly(_LABEL, hostile_text(max_parts=3))
+    tags = draw(st.lists(tag, max_size=2))
+    key = _mostly(st.text("abcdefgh_.-", min_size=1, max_size=8), st.text(_CHARS, min_size=1, max_size=8))
+    attrs = draw(st.dictionaries(key, hostile_text(max_parts=4), max_size=2))
     kind = draw(st.sampled_from(["note", "fact", "decision", "convention", "learning"]))
     return {
         "title": f"{marker} {title}"[:200] if marker else title[:200],
