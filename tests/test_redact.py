@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from brain.errors import SecretRejected
 from brain.redact import SecretGate, redact, scan, scan_all
-from tests.secret_corpus import NEGATIVES, POSITIVES
+from tests.secret_corpus import FRESH_CLEAN, FRESH_SECRETS, NEGATIVES, POSITIVES
 
 
 @pytest.mark.parametrize(("kind", "text"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _) in enumerate(POSITIVES)])
@@ -78,3 +78,14 @@ def test_obfuscated_secrets_are_found_in_the_folded_view() -> None:
 def test_redaction_is_a_fixpoint_in_any_surrounding_text(secret: str, before: str, after: str) -> None:
     masked = SecretGate("redact").check("body", before + secret + after)
     assert not scan_all(masked)
+
+
+@pytest.mark.parametrize("text", FRESH_SECRETS)
+def test_round_two_secrets_are_found(text: str) -> None:
+    with pytest.raises(SecretRejected):
+        SecretGate("refuse").check("body", text)
+
+
+@pytest.mark.parametrize("text", FRESH_CLEAN)
+def test_round_two_negatives_pass(text: str) -> None:
+    assert scan_all(text) == []

@@ -68,6 +68,11 @@ _DETECTORS: list[tuple[str, re.Pattern[str], int]] = [
         re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"),
         0,
     ),
+    (
+        "discord_webhook",
+        re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}"),
+        0,
+    ),
     ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,40}\b"), 0),
     ("twilio_key", re.compile(r"\b(?:AC|SK)[0-9a-f]{32}\b"), 0),
     (
@@ -127,8 +132,15 @@ MAX_RANDOM_TOKEN = 63
 PASSPHRASE_LETTERS = 16
 _TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{20,}")
 _HEX = re.compile(r"^[0-9a-fA-F-]+$")
-_HASH_TOKEN = re.compile(r"(?i)^(?:sha\d{1,3}|md5|blake2b?)[-:_]")
-_HASH_PREFIX = re.compile(r"(?i)(?:sha\d{1,3}|md5|blake2b?|integrity|checksum|digest)[-:=\s\"']{1,3}$")
+_HASH_TOKEN = re.compile(
+    r"(?i)^(?:(?:sha\d{1,3}|md5|blake2b?)[-:_]|(?:nonce|salt|iv|blob|base64|b64|ciphertext|etag|fingerprint|hash"
+    r"|digest|checksum)[=:])"
+)
+# A token named as data (a digest, a nonce, a blob) is not a credential, however random it looks.
+_HASH_PREFIX = re.compile(
+    r"(?i)(?:sha\d{1,3}|md5|blake2b?|integrity|checksum|digest|nonce|salt|iv|blob|base64|b64|ciphertext|etag"
+    r"|fingerprint|hash)[-:=\s\"']{1,3}$"
+)
 
 
 def _entropy(s: str) -> float:
@@ -206,7 +218,7 @@ def scan(text: str) -> list[Finding]:
             add("generic_secret", m.start(3), m.end(3))
     for m in _TOKEN.finditer(text):
         tok = m.group(0).strip("=-_")
-        if _HASH_PREFIX.search(text[max(0, m.start() - 12) : m.start()]) or _HASH_TOKEN.match(tok):
+        if _HASH_PREFIX.search(text[max(0, m.start() - 14) : m.start()]) or _HASH_TOKEN.match(tok):
             continue
         if _looks_random(tok) and not _is_binary_b64(m.group(0)):
             add("high_entropy_string", m.start(), m.end())
