@@ -320,6 +320,19 @@ def gate_report() -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]
     return pos, neg
 
 
+def bare_base64_report(samples: int = 300) -> list[tuple[int, int]]:
+    """(bytes, flagged of `samples`) for bare, unnamed, unpadded base64 of random bytes: the known gray zone."""
+    import random
+
+    from brain.redact import scan_all
+
+    rng = random.Random(5)
+    return [
+        (n, sum(bool(scan_all(base64.b64encode(rng.randbytes(n)).decode())) for _ in range(samples)))
+        for n in (18, 24, 30, 36, 45)
+    ]
+
+
 def main() -> None:
     print(f"lint corpus: {len(POSITIVES)} positives, {len(NEGATIVES)} negatives")
     print("| class | TP / positives | FP on negatives |\n|---|---|---|")
@@ -343,6 +356,8 @@ def main() -> None:
     print("\n| negative group | FP / texts |\n|---|---|")
     for group, (fp, n) in sorted(neg.items()):
         print(f"| {group} | {fp} / {n} |")
+    print("\nbare unpadded base64 of random bytes, no name beside it (flagged of 300):")
+    print(", ".join(f"{n} bytes: {k}" for n, k in bare_base64_report()))
 
 
 if __name__ == "__main__":
