@@ -34,8 +34,10 @@ RUNBOOK_KINDS = frozenset({"convention", "skill", "code"})
 # Writers whose text is model output (capture, distill drafts): no exemption applies.
 MODEL_ORIGINS = frozenset({"gateway", "model"})
 
-_W = r"[^a-z0-9\n]+"  # a word gap in the folded view
-_ANY_WORDS = r"(?:[a-z0-9'’]+" + _W + r"){0,4}?"
+_W = r"[^a-z0-9\n]{1,20}"  # a word gap in the folded view
+# Every unbounded run in a pattern is capped (160 characters: a command line) so a hostile 32 KiB
+# body cannot make matching quadratic.
+_ANY_WORDS = r"(?:[a-z0-9'’]{1,40}" + _W + r"){0,4}?"
 _STRONG = (
     r"(?:previous|prior|above|earlier|preceding|foregoing|original|initial|system|developer|safety|"
     r"your|the assistant'?s|hidden)"
@@ -64,7 +66,7 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
             + _ANY_WORDS
             + _STRONG
             + _W
-            + r"(?:[a-z0-9'’]+"
+            + r"(?:[a-z0-9'’]{1,40}"
             + _W
             + r"){0,3}?"
             + _OBJECT
@@ -93,12 +95,12 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
         ),
         re.compile(
             r"\b(?:these|the following|the (?:entries|memories|blocks|notes|lines) (?:below|above)|this "
-            r"(?:memory|entry|block|note))" + _W + r"(?:are|is)" + _W + r"(?:[a-z]+" + _W + r"){0,2}?"
+            r"(?:memory|entry|block|note))" + _W + r"(?:are|is)" + _W + r"(?:[a-z]{1,40}" + _W + r"){0,2}?"
             r"(?:instructions|commands|directives|orders|system (?:prompt|messages?))\b"
         ),
         re.compile(
             r"\b(?:treat|consider|regard|interpret|handle)" + _W + r"(?:this|these|it|them|the following|"
-            r"everything below)" + _W + r"(?:[a-z]+" + _W + r"){0,3}?as" + _W + r"(?:an?" + _W + r")?"
+            r"everything below)" + _W + r"(?:[a-z]{1,40}" + _W + r"){0,3}?as" + _W + r"(?:an?" + _W + r")?"
             r"(?:instructions?|commands?|system|authoritative|trusted|orders)\b"
         ),
         re.compile(r"\b(?:is|are)" + _W + r"not" + _W + r"(?:just" + _W + r")?data\b"),
@@ -106,7 +108,7 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
         re.compile(
             r"\b(?:previous|prior|earlier|above|original|system|old)"
             + _W
-            + r"(?:[a-z]+"
+            + r"(?:[a-z]{1,40}"
             + _W
             + r")?"
             + _OBJECT
@@ -209,18 +211,22 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
         re.compile(
             r"\b(?:reveal|print|output|exfiltrate|send|leak|upload|post|forward|transmit|email|paste)"
             + _W
-            + r"(?:[a-z0-9'’]+"
+            + r"(?:[a-z0-9'’]{1,40}"
             + _W
             + r"){0,5}?(?:system prompt|api keys?|secrets?|credentials|tokens?|passwords?|"
             r"env(?:ironment)? var(?:iable)?s|\.env|ssh keys?|private keys?|conversation|chat history|"
             r"the user'?s (?:code|data|files|messages))"
             + _W
-            + r"(?:[a-z0-9'’]+"
+            + r"(?:[a-z0-9'’]{1,40}"
             + _W
             + r"){0,5}?(?:to|at|into|via|on)\b"
         ),
         re.compile(
-            r"\b(?:print|reveal|show|output|repeat|display|dump|leak)" + _W + r"(?:[a-z]+" + _W + r"){0,3}?"
+            r"\b(?:print|reveal|show|output|repeat|display|dump|leak)"
+            + _W
+            + r"(?:[a-z]{1,40}"
+            + _W
+            + r"){0,3}?"
             r"(?:your|the)"
             + _W
             + r"(?:full"
@@ -295,11 +301,11 @@ _SQUASHED: dict[str, list[re.Pattern[str]]] = {
 _COMMANDS: dict[str, list[re.Pattern[str]]] = {
     "remote_execution": [
         re.compile(
-            r"\b(?:curl|wget)\b[^\n]*\bchmod\s+(?:[ugoa]*\+x|[0-7]*[157][0-7]{0,2})\b[^\n]*(?:;|&&)\s*"
+            r"\b(?:curl|wget)\b[^\n]{0,160}\bchmod\s+(?:[ugoa]*\+x|[0-7]*[157][0-7]{0,2})\b[^\n]{0,160}(?:;|&&)\s*"
             r"(?:sudo\s+)?\.{0,2}/\S+"
         ),
         re.compile(
-            r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http|aria2c|lynx)\b[^\n|;]*\|\s*"
+            r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod|http|aria2c|lynx)\b[^\n|;]{0,160}\|\s*"
             r"(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+\S+\s+)?(?:/\S*/)?(?:(?:ba|z|k|da|fi|c|tc)?sh|python[0-9.]*|perl|ruby|node|"
             r"php|iex|invoke-expression|powershell|pwsh|source|bun|deno)\b"
         ),
@@ -308,61 +314,65 @@ _COMMANDS: dict[str, list[re.Pattern[str]]] = {
             r"(?:curl|wget|fetch)\b"
         ),
         re.compile(r"\b(?:(?:ba|z|k)?sh\s+-c|eval|exec)\s+[\"']?\$\(\s*(?:curl|wget|fetch)\b"),
-        re.compile(r"\b(?:curl|wget)\b[^\n]*(?:&&|;|\|\|)\s*(?:sudo\s+)?(?:(?:ba|z)?sh|source|\.)\s+\S"),
+        re.compile(
+            r"\b(?:curl|wget)\b[^\n]{0,160}(?:&&|;|\|\|)\s*(?:sudo\s+)?(?:(?:ba|z)?sh|source|\.)\s+\S"
+        ),
         re.compile(
             r"\b(?:iex|invoke-expression)\s*\(?\s*(?:\(\s*)?(?:new-object|iwr|irm|invoke-webrequest|invoke-restmethod)\b"
         ),
-        re.compile(r"\bdownloadstring\s*\(|\bdownloadfile\s*\([^\n]*\)\s*;\s*(?:start-process|&|\.)"),
-        re.compile(r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]*\s-(?:e|enc|encodedcommand)\s+[a-z0-9+/=]{16,}"),
+        re.compile(r"\bdownloadstring\s*\(|\bdownloadfile\s*\([^\n]{0,160}\)\s*;\s*(?:start-process|&|\.)"),
         re.compile(
-            r"\bbase64\s+(?:-d|--decode|-D)\b[^\n]*\|\s*(?:sudo\s+)?(?:(?:ba|z)?sh|python[0-9.]*|perl|bash)\b"
+            r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,160}\s-(?:e|enc|encodedcommand)\s+[a-z0-9+/=]{16,}"
+        ),
+        re.compile(
+            r"\bbase64\s+(?:-d|--decode|-D)\b[^\n]{0,160}\|\s*(?:sudo\s+)?(?:(?:ba|z)?sh|python[0-9.]*|perl|bash)\b"
         ),
         re.compile(r"\|\s*base64\s+(?:-d|--decode)\s*\|\s*(?:(?:ba|z)?sh|python[0-9.]*)\b"),
         re.compile(
             r"\b(?:exec|eval)\s*\(\s*(?:base64\.b64decode|__import__|urllib|requests\.get|atob|compile\()"
         ),
         re.compile(
-            r"\bpython[0-9.]*\s+-c\s+[\"'][^\"'\n]*(?:socket|subprocess|os\.system|pty\.spawn|urlopen)"
+            r"\bpython[0-9.]*\s+-c\s+[\"'][^\"'\n]{0,160}(?:socket|subprocess|os\.system|pty\.spawn|urlopen)"
         ),
         re.compile(r"/dev/(?:tcp|udp)/"),
-        re.compile(r"\b(?:nc|ncat|netcat)\b[^\n]*\s-(?:e|c)\s+\S*(?:sh|cmd)"),
+        re.compile(r"\b(?:nc|ncat|netcat)\b[^\n]{0,160}\s-(?:e|c)\s+\S*(?:sh|cmd)"),
         re.compile(r"\b(?:ba)?sh\s+-i\s*[<>]&"),
-        re.compile(r"\bmkfifo\b[^\n]*\b(?:nc|ncat|netcat)\b"),
-        re.compile(r"\bsocat\b[^\n]*\bexec:"),
+        re.compile(r"\bmkfifo\b[^\n]{0,160}\b(?:nc|ncat|netcat)\b"),
+        re.compile(r"\bsocat\b[^\n]{0,160}\bexec:"),
     ],
     "exfiltration_command": [
         re.compile(
-            r"\b(?:scp|rsync|sftp|rclone)\b[^\n]*(?:\.ssh\b|id_rsa|id_ed25519|\.aws\b|\.netrc|\.kube\b|\.env\b|"
-            r"/etc/shadow|\.git-credentials|\.gnupg)[^\n]*\s\S*[\w.-]+:"
+            r"\b(?:scp|rsync|sftp|rclone)\b[^\n]{0,160}(?:\.ssh\b|id_rsa|id_ed25519|\.aws\b|\.netrc|\.kube\b|\.env\b|"
+            r"/etc/shadow|\.git-credentials|\.gnupg)[^\n]{0,160}\s[\w.@-]{1,100}:"
         ),
         re.compile(
             r"(?:\.ssh\b|id_rsa|id_ed25519|\.aws/credentials|\.netrc|\.kube/config|/etc/shadow|\.env\b|\.npmrc|\.gnupg|"
-            r"\.pypirc|\.git-credentials|\.docker/config\.json)[^\n]*\|\s*(?:curl|wget|nc|ncat|netcat|base64|xxd)\b"
+            r"\.pypirc|\.git-credentials|\.docker/config\.json)[^\n]{0,160}\|\s*(?:curl|wget|nc|ncat|netcat|base64|xxd)\b"
         ),
         re.compile(
-            r"\b(?:curl|wget)\b[^\n]*(?:-d|--data(?:-binary|-raw|-urlencode)?|-f|--form|-t|--upload-file|--post-file)"
-            r"[ =]*['\"]?@?[^\s'\"]*(?:\.ssh/|id_rsa|id_ed25519|\.aws/|\.netrc|\.kube/|/etc/passwd|/etc/shadow|\.env\b|"
+            r"\b(?:curl|wget)\b[^\n]{0,160}(?:-d|--data(?:-binary|-raw|-urlencode)?|-f|--form|-t|--upload-file|--post-file)"
+            r"[ =]*['\"]?@?[^\s'\"]{0,160}(?:\.ssh/|id_rsa|id_ed25519|\.aws/|\.netrc|\.kube/|/etc/passwd|/etc/shadow|\.env\b|"
             r"\.git-credentials)"
         ),
         re.compile(r"\b(?:env|printenv|set)\s*\|\s*(?:curl|wget|nc|ncat|netcat)\b"),
         re.compile(
-            r"\b(?:curl|wget)\b[^\n]*\$\(\s*(?:env|printenv|cat\s+[^\n)]*(?:\.ssh|\.aws|\.env|\.netrc))"
+            r"\b(?:curl|wget)\b[^\n]{0,160}\$\(\s*(?:env|printenv|cat\s+[^\n)]{0,160}(?:\.ssh|\.aws|\.env|\.netrc))"
         ),
     ],
     "destructive_command": [
-        re.compile(r"\bfind\s+(?:/|~/?|\$home/?)\s[^\n]*(?:-delete\b|-exec\s+rm\b)"),
+        re.compile(r"\bfind\s+(?:/|~/?|\$home/?)\s[^\n]{0,160}(?:-delete\b|-exec\s+rm\b)"),
         re.compile(
-            r"\brm\s+(?:-[a-z-]+\s+)*-[a-z]*(?:rf|fr|r[a-z]*f|f[a-z]*r)[a-z]*\s+(?:[^\s;&|]+\s+)*?"
+            r"\brm\s+(?:-[a-z-]+\s+)*-[a-z]*(?:rf|fr|r[a-z]*f|f[a-z]*r)[a-z]*\s+(?:[^\s;&|]{1,200}\s+){0,20}?"
             r"(?:/(?:\*|bin|boot|etc|home|lib|usr|var)?|~/?|\$home/?|\*|\.\./?)(?=\s|$|;|&|\||\"|'|`)"
         ),
         re.compile(r"--no-preserve-root"),
         re.compile(r"\bmkfs(?:\.\w+)?\s+(?:-\S+\s+)*/dev/"),
-        re.compile(r"\bdd\s+[^\n]*\bof=/dev/(?:sd|nvme|hd|xvd|vd|disk|mmcblk)"),
-        re.compile(r"(?:>|\bshred\b[^\n]*)\s*/dev/(?:sd|nvme|hd|xvd|vd|disk)[a-z0-9]*\b"),
+        re.compile(r"\bdd\s+[^\n]{0,160}\bof=/dev/(?:sd|nvme|hd|xvd|vd|disk|mmcblk)"),
+        re.compile(r"(?:>|\bshred\b[^\n]{0,160})\s*/dev/(?:sd|nvme|hd|xvd|vd|disk)[a-z0-9]*\b"),
         re.compile(r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:"),
         re.compile(r"\bchmod\s+(?:-r\s+)?(?:0?777|a\+rwx)\s+/(?:\s|$)"),
         re.compile(r"\bdrop\s+(?:database|schema)\s+(?:if\s+exists\s+)?[a-z_\"]"),
-        re.compile(r"\bgit\s+push\b[^\n]*\s(?:--force|-f)(?=\s)[^\n]*\b(?:main|master)\b"),
+        re.compile(r"\bgit\s+push\b[^\n]{0,160}\s(?:--force|-f)(?=\s)[^\n]{0,160}\b(?:main|master)\b"),
     ],
     "tool_invocation": [
         re.compile(r"\b(?:call|invoke|run|use)(?: the)? (?:mcp )?tool\s+[\w.-]+\s*[({]"),
@@ -398,7 +408,7 @@ _LEET = str.maketrans(
     {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i", "|": "l"}
 )
 _B64_RUN = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}")
-_FENCE_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n.*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.S | re.M)
+_FENCE_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]{0,160}\n.*?(?:^[ \t]*\1[`~]*[ \t]*$|\Z)", re.S | re.M)
 
 
 def _decoded_runs(text: str) -> Iterable[str]:
