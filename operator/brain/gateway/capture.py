@@ -59,6 +59,7 @@ _FAILED = re.compile(
     r"workaround)|isn't possible|is not possible|there is no solution|I couldn't find)\b"
 )
 MEMORY_MARKER = "[team memory "
+PERSONA_MARKER = "[team persona "
 # Shell code in model output is an executable instruction, not knowledge: it is never captured.
 SHELL_LANGS = frozenset(
     {
@@ -143,7 +144,7 @@ def analyse(
     text = answer or ""
     if not (text.strip() or reasoning.strip()):
         return Decision([], "empty")
-    if MEMORY_MARKER in text:
+    if MEMORY_MARKER in text or PERSONA_MARKER in text:
         return Decision([], "echo_of_memory")
     if venting and _VENTING.search(query):
         return Decision([], "venting")
