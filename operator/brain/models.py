@@ -98,6 +98,14 @@ def stored_time(value: Any) -> Any:
 StoredTime = Annotated[datetime, BeforeValidator(stored_time)]
 
 
+def stored_title(value: Any) -> Any:
+    """Read-back path: a title stored before titles were validated is still handed out as one clean line."""
+    return one_line(value, MAX_TITLE) if isinstance(value, str) else value
+
+
+StoredTitle = Annotated[str, BeforeValidator(stored_title)]
+
+
 def _label(value: str, field: str, limit: int) -> str:
     if has_nul(value):
         raise ValueError(f"{field} contains a NUL character, which text storage cannot hold")
@@ -264,7 +272,7 @@ class Memory(BaseModel):
     tier: Tier
     origin: Origin
     author: str
-    title: str
+    title: StoredTitle
     body: str
     tags: list[str]
     attrs: dict[str, Any]
@@ -297,7 +305,7 @@ class MemorySummary(BaseModel):
     tier: Tier
     origin: Origin
     author: str
-    title: str
+    title: StoredTitle
     status: Status
     valid_from: StoredTime
     content_hash: str
@@ -322,7 +330,7 @@ class Hit(BaseModel):
     tier: Tier
     origin: Origin
     author: str
-    title: str
+    title: StoredTitle
     body: str
     valid_from: StoredTime
     score: float
