@@ -50,6 +50,36 @@ _OBJECT = (
 # Classes that read prose (every view).
 _PROSE: dict[str, list[re.Pattern[str]]] = {
     "override_instructions": [
+        # Round 3: the reader's own instructions described as changed, or its own safety switched off.
+        re.compile(
+            r"\byour"
+            + _W
+            + r"(?:[a-z]{1,40}"
+            + _W
+            + r"){0,2}?(?:instructions|system prompt|prompt|rules|guidelines|"
+            r"directives|programming|orders|guardrails|policies)"
+            + _W
+            + r"(?:have|has|were|was|are|is)"
+            + _W
+            + r"(?:been"
+            + _W
+            + r")?(?:updated|changed|replaced|revoked|obsolete|void|suspended|lifted|superseded)\b"
+        ),
+        re.compile(
+            r"\b(?:whatever|anything|everything|all) you (?:were|have been|'ve been) (?:told|given|instructed)"
+            r"[^.\n]{0,40}?\b(?:before|earlier|previously|above|so far|until now)\b"
+        ),
+        re.compile(
+            r"\b(?:skip|disable|turn off|switch off|bypass|suspend|drop|ignore)"
+            + _W
+            + r"your"
+            + _W
+            + r"(?:[a-z]{1,40}"
+            + _W
+            + r"){0,2}?(?:safety|security|guardrails?|restrictions|filters|content polic\w+)"
+            + _W
+            + r"?(?:review|reviews|checks?|rules|measures)?\b[^.\n]{0,40}?\b(?:for|on|in|when|this|now)\b"
+        ),
         # Round-2 generalisation: any override verb, then instructions "you were given".
         re.compile(
             r"\b(?:ignore|disregard|forget|override|bypass|pay no attention to|no longer follow|stop following|"
@@ -138,6 +168,11 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
     ],
     "role_reassignment": [
         re.compile(
+            r"\b(?:imagine|suppose|assume) (?:that )?you(?: are|'re) (?:now )?(?:root|an? admin|the admin|the owner|"
+            r"an? (?:unrestricted|unfiltered)|sudo|god|in control)\b"
+        ),
+        re.compile(r"\b(?:role-?play|roleplay|play-?act) as\b"),
+        re.compile(
             r"\b(?:henceforth|hereafter|from here on|going forward),? you (?:are|will|must|shall|should)\b"
         ),
         re.compile(r"\byou (?:will|must|shall|should) (?:now )?(?:behave|act|operate|respond) as\b"),
@@ -174,6 +209,11 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
         re.compile(r"\byou have no (?:restrictions|rules|guidelines|limits|filters)\b"),
     ],
     "role_forgery": [
+        # Decorated role labels: `### SYSTEM MESSAGE ###`, `(system)`, `== developer ==`.
+        re.compile(
+            r"^[ \t>*#=(\[-]*(?:system|developer|assistant)(?: (?:message|prompt|note|override))?[ \t]*(?:#{2,}|={2,}|\)|-{3,})",
+            re.M,
+        ),
         # `[user] …` with text after it (a bare `[user]` line is an INI/gitconfig section).
         re.compile(
             r"^[ \t>*#-]*\[\s*/?\s*(?:user|system|tool|owner|admin)\s*\][ \t]*[:\-]?[ \t]*[^\s=]", re.M
@@ -202,6 +242,10 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
         ),
     ],
     "exfiltration": [
+        re.compile(
+            r"\b(?:append|add|attach|include|put|embed|send)\b[^\n]{0,40}?\b[a-z0-9_]*(?:api_key|apikey|token|secret|"
+            r"password|credentials?)\b[^\n]{0,60}?\b(?:url|urls|request|requests|query|header|fetch|link|image|every)\b"
+        ),
         re.compile(
             r"\b(?:include|paste|show|print|send|reveal|output|add|attach|quote|read out|dump)\b[^\n]{0,60}?"
             r"(?:~/\.ssh|~/\.aws|\.aws/credentials|id_rsa|id_ed25519|\.env\b|\.netrc|\.kube/config|/etc/shadow|"
@@ -241,6 +285,9 @@ _PROSE: dict[str, list[re.Pattern[str]]] = {
         re.compile(r"!\[[^\]\n]*\]\(\s*https?://[^)\s]*[?&][^)\s]*=\s*(?:\{|\$|%7b|<)"),
     ],
     "concealment": [
+        re.compile(
+            r"\bkeep the (?:user|human|developer|operator)s? (?:in the dark|unaware|uninformed|out of (?:it|the loop))\b"
+        ),
         re.compile(
             r"\b(?:do not|don't|never)"
             + _W
@@ -301,6 +348,13 @@ _SQUASHED: dict[str, list[re.Pattern[str]]] = {
 _COMMANDS: dict[str, list[re.Pattern[str]]] = {
     "remote_execution": [
         re.compile(
+            r"\b(?:ruby|perl|python[0-9.]*|node|php|bash|sh|zsh)\s+-[a-z]*[ec][a-z]*\s+[\"']?\$\(\s*(?:curl|wget|fetch)\b"
+        ),
+        re.compile(
+            r"\b(?:curl|wget)\b[^\n]{0,160}(?:-o|-O|--output)\s*(\S+)[^\n]{0,160}(?:&&|;)\s*(?:sudo\s+)?"
+            r"(?:(?:ba|z)?sh|source|python[0-9.]*|\.)\s+\S"
+        ),
+        re.compile(
             r"\b(?:curl|wget)\b[^\n]{0,160}\bchmod\s+(?:[ugoa]*\+x|[0-7]*[157][0-7]{0,2})\b[^\n]{0,160}(?:;|&&)\s*"
             r"(?:sudo\s+)?\.{0,2}/\S+"
         ),
@@ -342,6 +396,9 @@ _COMMANDS: dict[str, list[re.Pattern[str]]] = {
     ],
     "exfiltration_command": [
         re.compile(
+            r"\b(?:curl|wget)\b[^\n]{0,160}\$\(\s*cat\s+[^\n)]{0,160}(?:\.ssh|\.aws|\.env|\.netrc|\.kube|id_rsa)"
+        ),
+        re.compile(
             r"\b(?:scp|rsync|sftp|rclone)\b[^\n]{0,160}(?:\.ssh\b|id_rsa|id_ed25519|\.aws\b|\.netrc|\.kube\b|\.env\b|"
             r"/etc/shadow|\.git-credentials|\.gnupg)[^\n]{0,160}\s[\w.@-]{1,100}:"
         ),
@@ -360,6 +417,8 @@ _COMMANDS: dict[str, list[re.Pattern[str]]] = {
         ),
     ],
     "destructive_command": [
+        re.compile(r"\bkubectl\s+delete\s+(?:namespace|ns|pv|pvc|--all\b|-a\b)"),
+        re.compile(r"\bterraform\s+destroy\b|\bhelm\s+uninstall\b[^\n]{0,160}\bprod"),
         re.compile(r"\bfind\s+(?:/|~/?|\$home/?)\s[^\n]{0,160}(?:-delete\b|-exec\s+rm\b)"),
         re.compile(
             r"\brm\s+(?:-[a-z-]+\s+)*-[a-z]*(?:rf|fr|r[a-z]*f|f[a-z]*r)[a-z]*\s+(?:[^\s;&|]{1,200}\s+){0,20}?"
@@ -375,6 +434,10 @@ _COMMANDS: dict[str, list[re.Pattern[str]]] = {
         re.compile(r"\bgit\s+push\b[^\n]{0,160}\s(?:--force|-f)(?=\s)[^\n]{0,160}\b(?:main|master)\b"),
     ],
     "tool_invocation": [
+        re.compile(
+            r"<\s*(?:tool|tool_name|function|args|arguments)\s*>[^<\n]{1,80}<\s*/\s*(?:tool|tool_name|function|args|arguments)\s*>"
+        ),
+        re.compile(r"\b(?:functions|tools|mcp)\.[a-z_][\w-]{1,60}\s*\(\s*\{"),
         re.compile(r"\b(?:call|invoke|run|use)(?: the)? (?:mcp )?tool\s+[\w.-]+\s*[({]"),
         re.compile(r"[\"'](?:tool_calls?|function_call|tool_use|tool_name|tool_input|functioncall)[\"']\s*:"),
         re.compile(
