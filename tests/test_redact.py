@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from brain.errors import SecretRejected
-from brain.redact import SecretGate, redact, scan
-from tests.secret_corpus import NEGATIVES, POSITIVES
+from brain.redact import SecretGate, redact, scan, scan_all
+from tests.secret_corpus import FRESH_CLEAN, FRESH_SECRETS, NEGATIVES, POSITIVES
 
 
 @pytest.mark.parametrize(("kind", "text"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _) in enumerate(POSITIVES)])
@@ -47,3 +49,43 @@ def test_redact_mode_masks_only_the_secret() -> None:
 def test_generic_secret_keeps_the_key_name() -> None:
     out = redact("db_password=Hunter2Hunter2xyz")
     assert out == "db_password=«REDACTED:generic_secret»"
+
+
+@pytest.mark.parametrize(("kind", "text"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _) in enumerate(POSITIVES)])
+def test_redaction_is_a_fixpoint_the_refusing_gate_accepts(kind: str, text: str) -> None:
+    """Capture redacts, then the door's refusing gate re-reads the result: it must pass."""
+    masked = SecretGate("redact").check("body", text)
+    assert "«REDACTED:" in masked
+    assert SecretGate("refuse").check("body", masked) == masked
+
+
+def test_obfuscated_secrets_are_found_in_the_folded_view() -> None:
+    token = POSITIVES[8][1].split()[1]  # a GitHub token
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) for c in token)
+    zero_width = "\u200b".join(token)
+    for text in (f"use {fullwidth} here", f"use {zero_width} here"):
+        with pytest.raises(SecretRejected, match="github_token"):
+            SecretGate("refuse").check("body", text)
+        assert token not in SecretGate("redact").check("body", text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([t for _, t in POSITIVES]),
+    st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=40),
+    st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=40),
+)
+def test_redaction_is_a_fixpoint_in_any_surrounding_text(secret: str, before: str, after: str) -> None:
+    masked = SecretGate("redact").check("body", before + secret + after)
+    assert not scan_all(masked)
+
+
+@pytest.mark.parametrize("text", FRESH_SECRETS)
+def test_round_two_secrets_are_found(text: str) -> None:
+    with pytest.raises(SecretRejected):
+        SecretGate("refuse").check("body", text)
+
+
+@pytest.mark.parametrize("text", FRESH_CLEAN)
+def test_round_two_negatives_pass(text: str) -> None:
+    assert scan_all(text) == []

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from brain.errors import SecretRejected
+from brain.sanitize import fold
 
 Mode = Literal["refuse", "redact"]
 
@@ -39,7 +40,15 @@ _DETECTORS: list[tuple[str, re.Pattern[str], int]] = [
         ),
         0,
     ),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"), 0),
+    # Also when split by a space, dot or dash (a common way to slip a key past a naive pattern).
+    (
+        "aws_access_key",
+        re.compile(
+            r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)"
+            r"(?:[0-9A-Z]{16}|(?=[ \t._A-Z-]{0,20}\d)(?:[ \t._-]?[0-9A-Z]){16})\b"
+        ),
+        0,
+    ),
     (
         "aws_secret_key",
         re.compile(
@@ -59,31 +68,79 @@ _DETECTORS: list[tuple[str, re.Pattern[str], int]] = [
         re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+"),
         0,
     ),
+    (
+        "discord_webhook",
+        re.compile(r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}"),
+        0,
+    ),
+    ("huggingface_token", re.compile(r"\bhf_[A-Za-z0-9]{30,40}\b"), 0),
+    ("twilio_key", re.compile(r"\b(?:AC|SK)[0-9a-f]{32}\b"), 0),
+    (
+        "twilio_key",
+        re.compile(
+            r"(?i)twilio[\w.-]{0,20}(?:token|secret|key)[\w.-]{0,10}['\"]?[ \t]*[:=][ \t]*['\"]?([0-9a-f]{32})\b"
+        ),
+        1,
+    ),
+    ("mailgun_key", re.compile(r"\bkey-[0-9a-zA-Z]{32}\b"), 0),
+    (
+        "mailgun_key",
+        re.compile(
+            r"(?i)mailgun[\w.-]{0,20}(?:key|secret)[\w.-]{0,10}['\"]?[ \t]*[:=][ \t]*['\"]?([0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8})\b"
+        ),
+        1,
+    ),
+    ("basic_auth", re.compile(r"(?i)\bbasic[ \t]+([A-Za-z0-9+/]{8,}={0,2})(?![A-Za-z0-9+/=])"), 1),
     ("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}\b"), 0),
     ("anthropic_key", re.compile(r"\bsk-ant-(?:api|admin|oat)\d{2}-[A-Za-z0-9_\-]{20,}"), 0),
     ("openai_key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"), 0),
+    ("bearer_token", re.compile(r"(?i)\bbearer[ \t]+(?!eyJ)([A-Za-z0-9._~+/-]{20,}=*)"), 1),
     ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), 0),
     (
         "connection_string",
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]+:([^\s@/'\"]{3,})@[^\s'\"]+"),
+        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"«»]+:([^\s@/'\"«»]{3,})@[^\s'\"]+"),
         1,
     ),
 ]
 
+# A secret-named key, a separator on the same line, then the value. `«` is excluded so a redaction
+# placeholder is never a value again (capture redacts, then the refusing gate re-reads the result).
 _GENERIC = re.compile(
-    r"(?i)(?<![A-Za-z0-9])([A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key"
-    r"|auth[_-]?key|credentials?|private[_-]?key|client[_-]?secret)[A-Za-z0-9_.-]*)[\"']?\s*(?::|=|:=|=>)\s*"
-    r"[\"']?([^\s\"'`,;()<>{}\[\]]{8,})"
+    r"(?i)(?<![A-Za-z0-9])([A-Za-z0-9_.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey"
+    r"|access[_-]?key|auth[_-]?key|credentials?|private[_-]?key|client[_-]?secret)[A-Za-z0-9_.-]*)[\"']?[ \t]*"
+    r"(?::|=|:=|=>)[ \t]*([\"']?)([^\s\"'`,;()<>{}\[\]«»]{8,})"
+)
+# A key that names *where* a secret is, or a property of it, not the secret itself.
+_REFERENCE_KEY = re.compile(
+    r"(?:(?:^|[_.-])(?:names?|refs?|files?|paths?|env|vars?|ids?|arns?|urls?|uris?|length|len|policy|field|hash"
+    r"|type|kind|header|ttl|seconds|expiry|expires|timeout|rotation|mount|dir|manager|store|provider|source"
+    r"|label|prompt|format|algorithm|version)|(?<=[a-z])(?:Names?|Refs?|KeyRef|Files?|Paths?|Env|Ids?|Arn|Url|Uri"
+    r"|Length|Policy|Field|Hash|Type|Header|Ttl|Source|Label|Format|Version))$"
 )
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:\$|%|\{\{|<|\*{3,}|x{6,}|\.{3}|os\.environ|process\.env|env\.|secretKeyRef|changeme|redacted"
-    r"|your[_-]|example|placeholder|none|null|true|false|undefined|required|optional|string|str|bytes)"
+    r"|your[_-]|example|placeholder|none|null|true|false|undefined|required|optional|string|str|bytes|provided"
+    r"|supplied|hidden|masked|generated|random|unset|empty|missing|default|disabled|enabled|inherited|omitted)"
 )
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_LETTERS = re.compile(r"^[A-Za-z]+$")
+# Unlabelled tokens longer than this are blobs (digests, ciphertext, vectors); prefixed keys and named
+# values of any length are still caught by the typed and key=value detectors.
+MAX_RANDOM_TOKEN = 63
+# An unquoted letters-only value this long reads as a passphrase, not a word of prose.
+PASSPHRASE_LETTERS = 16
 _TOKEN = re.compile(r"[A-Za-z0-9+/_=-]{20,}")
 _HEX = re.compile(r"^[0-9a-fA-F-]+$")
-_HASH_TOKEN = re.compile(r"(?i)^(?:sha\d{1,3}|md5|blake2b?)[-:_]")
-_HASH_PREFIX = re.compile(r"(?i)(?:sha\d{1,3}|md5|blake2b?|integrity|checksum|digest)[-:=\s\"']{1,3}$")
+_HASH_TOKEN = re.compile(
+    r"(?i)^(?:(?:sha\d{1,3}|md5|blake2b?)[-:_]|(?:nonce|salt|iv|blob|base64|b64|ciphertext|etag|fingerprint|hash"
+    r"|digest|checksum)[=:])"
+)
+# A token named as data (a digest, a nonce, a blob) is not a credential, however random it looks.
+_HASH_PREFIX = re.compile(
+    r"(?i)(?:sha\d{1,3}|md5|blake2b?|integrity|checksum|digest|nonce|salt|iv|blob|base64|b64|ciphertext|etag"
+    r"|fingerprint|hash)[-:=\s\"']{1,3}$"
+)
 
 
 def _entropy(s: str) -> float:
@@ -109,15 +166,40 @@ def _is_float_blob(tok: str) -> bool:
     return plausible >= 0.8 * len(values)
 
 
+def _is_binary_b64(tok: str) -> bool:
+    """Standard base64 of ≥ 12 bytes with `+`, `/` or padding: data (a digest, a nonce, a blob), not a key.
+
+    API keys use URL-safe or alphanumeric alphabets; secrets that are base64 (AWS secret keys,
+    Azure account keys) are caught by their own detectors, which read the name beside them.
+    """
+    if not ("+" in tok or "/" in tok or tok.endswith("=")) or len(tok) % 4:
+        return False
+    try:
+        return len(base64.b64decode(tok, validate=True)) >= 12
+    except (binascii.Error, ValueError):
+        return False
+
+
 def _looks_random(tok: str) -> bool:
     """High entropy, all three character classes, and frequent class switches (unlike CamelCase)."""
-    if len(tok) > 128 or _HEX.match(tok):
+    if len(tok) > MAX_RANDOM_TOKEN or _HEX.match(tok):
         return False
     classes = {_class(c) for c in tok}
     if not {0, 1, 2} <= classes:
         return False
     switches = sum(_class(a) != _class(b) for a, b in itertools.pairwise(tok)) / (len(tok) - 1)
     return switches >= 0.3 and _entropy(tok) >= 4.2 and not _is_float_blob(tok)
+
+
+def _generic_is_secret(key: str, quote: str, value: str) -> bool:
+    """A value after a secret-named key is a secret unless it is a reference, a placeholder or code."""
+    if _REFERENCE_KEY.search(key) or _PLACEHOLDER.match(value):
+        return False
+    if quote:  # a quoted literal is meant as the value itself, letters-only passphrases included
+        return True
+    if _LETTERS.match(value):
+        return len(value) >= PASSPHRASE_LETTERS and not _CAMEL.search(value)
+    return not _IDENTIFIER.match(value)
 
 
 def scan(text: str) -> list[Finding]:
@@ -132,17 +214,29 @@ def scan(text: str) -> list[Finding]:
         for m in pattern.finditer(text):
             add(kind, m.start(group), m.end(group))
     for m in _GENERIC.finditer(text):
-        value = m.group(2)
-        if _PLACEHOLDER.match(value) or _IDENTIFIER.match(value):
-            continue
-        add("generic_secret", m.start(2), m.end(2))
+        if _generic_is_secret(m.group(1), m.group(2), m.group(3)):
+            add("generic_secret", m.start(3), m.end(3))
     for m in _TOKEN.finditer(text):
         tok = m.group(0).strip("=-_")
-        if _HASH_PREFIX.search(text[max(0, m.start() - 12) : m.start()]) or _HASH_TOKEN.match(tok):
+        if _HASH_PREFIX.search(text[max(0, m.start() - 14) : m.start()]) or _HASH_TOKEN.match(tok):
             continue
-        if _looks_random(tok):
+        if _looks_random(tok) and not _is_binary_b64(m.group(0)):
             add("high_entropy_string", m.start(), m.end())
     return sorted(found, key=lambda f: f.start)
+
+
+def scan_all(text: str) -> list[Finding]:
+    """`scan` of the text and of its folded view (fullwidth, look-alikes, invisibles undone).
+
+    Spans from the folded view do not index the original, so they are reported over the whole text.
+    """
+    found = scan(text)
+    folded = fold(text)
+    if folded != text and not found:
+        extra = scan(folded)
+        if extra:
+            return [Finding(f.type, 0, len(text)) for f in extra[:1]]
+    return found
 
 
 def redact(text: str, findings: list[Finding] | None = None) -> str:
@@ -167,11 +261,13 @@ class SecretGate:
         self.mode = mode
 
     def check(self, field: str, value: str) -> str:
-        findings = scan(value)
+        findings = scan_all(value)
         if not findings:
             return value
         if self.mode == "redact":
-            return redact(value, findings)
+            out = redact(value, findings)
+            # Redaction is a fixpoint: what it returns never trips the gate again.
+            return out if not scan_all(out) else f"«REDACTED:{describe(scan_all(out))}»"
         raise SecretRejected(
             f"{field} contains what looks like a secret ({describe(findings)}); remove it or store a reference "
             "to where the secret lives (e.g. a vault path) instead",

@@ -1,7 +1,10 @@
 """The governed front door to memory: authorisation, the secret gate, the lint, embedding, then the store.
 
 MCP tools, the REST API, the gateway hooks, the jobs and brainctl all write through here, so the
-rules (who may write where, what may be stored, which tier) live in one place.
+rules (who may write where, what may be stored, which tier) live in one place. `screen` is the one
+screening of a writer's entry: every field a writer controls (title, body, tags, attrs keys and
+values, source_key, episode, domain_keywords) passes the secret gate, then the instruction lint,
+after the model's normalisation (one-line NFKC titles, no control or invisible characters).
 """
 
 from __future__ import annotations
@@ -16,7 +19,16 @@ from pydantic import ValidationError
 from brain import lint, metrics
 from brain.embedder.model import Embedder
 from brain.errors import Forbidden, InvalidInput, NotFound
-from brain.models import Actor, Hit, Memory, MemoryDetail, MemoryIn, MemorySummary, NoteResult
+from brain.models import (
+    Actor,
+    Hit,
+    Memory,
+    MemoryDetail,
+    MemoryIn,
+    MemorySummary,
+    NoteResult,
+    check_as_of,
+)
 from brain.redact import SecretGate
 from brain.retrieval.pipeline import Retriever
 from brain.retrieval.render import estimate_tokens
@@ -33,6 +45,58 @@ def parse_memory(data: dict[str, Any]) -> MemoryIn:
         err = e.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "body"
         raise InvalidInput(f"{loc}: {err['msg']}", field=loc) from None
+
+
+def _gate_json(value: Any, path: str, gate: SecretGate) -> Any:
+    if isinstance(value, dict):
+        return {gate.check(path, k): _gate_json(v, f"{path}.{k}", gate) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_gate_json(v, path, gate) for v in value]
+    return gate.check(path, value) if isinstance(value, str) else value
+
+
+def _json_strings(value: Any, path: str) -> list[tuple[str, str]]:
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in ((path, k), *_json_strings(v, f"{path}.{k}"))]
+    if isinstance(value, list):
+        return [p for v in value for p in _json_strings(v, path)]
+    return [(path, value)] if isinstance(value, str) else []
+
+
+def gate_fields(item: MemoryIn, gate: SecretGate) -> MemoryIn:
+    """The secret gate over every writer-controlled field (refuse raises; redact returns masked copies)."""
+    return item.model_copy(
+        update={
+            "title": gate.check("title", item.title),
+            "body": gate.check("body", item.body),
+            "tags": [gate.check("tags", t) for t in item.tags],
+            "domain_keywords": [gate.check("domain_keywords", k) for k in item.domain_keywords],
+            "source_key": None if item.source_key is None else gate.check("source_key", item.source_key),
+            "episode": None if item.episode is None else gate.check("episode", item.episode),
+            "attrs": _gate_json(item.attrs, "attrs", gate),
+        }
+    )
+
+
+def lint_fields(item: MemoryIn, origin: str) -> None:
+    """The instruction lint over every writer-controlled field; labels get no runbook exemption."""
+    lint.check("title", item.title, kind="note", origin=origin)
+    lint.check("body", item.body, kind=item.kind, origin=origin)
+    labels = [
+        *(("tags", t) for t in item.tags),
+        *(("domain_keywords", k) for k in item.domain_keywords),
+        *((f, v) for f, v in (("source_key", item.source_key), ("episode", item.episode)) if v is not None),
+        *_json_strings(item.attrs, "attrs"),
+    ]
+    for field, value in labels:
+        lint.check(field, value, kind="note", origin=origin)
+
+
+def screen(item: MemoryIn, gate: SecretGate, *, origin: str) -> MemoryIn:
+    """The single screening of a writer's entry: gate, then lint. `origin` picks the lint's policy."""
+    item = gate_fields(item, gate)
+    lint_fields(item, origin)
+    return item
 
 
 def tier_for(actor: Actor) -> str:
@@ -56,13 +120,8 @@ class MemoryService:
 
     # ------------------------------------------------------------------ checks
 
-    def _screen(self, item: MemoryIn) -> MemoryIn:
-        title = self.gate.check("title", item.title)
-        body = self.gate.check("body", item.body)
-        tags = [self.gate.check("tags", t) for t in item.tags]
-        lint.check("title", title)
-        lint.check("body", body)
-        return item.model_copy(update={"title": title, "body": body, "tags": tags})
+    def _screen(self, item: MemoryIn, actor: Actor) -> MemoryIn:
+        return screen(item, self.gate, origin=actor.origin)
 
     def _authorize_write(self, actor: Actor, namespace: str) -> None:
         if actor.role == "read":
@@ -105,7 +164,7 @@ class MemoryService:
         self._authorize_write(actor, item.namespace)
         if (standing or required) and actor.origin not in ("owner", "import"):
             raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
-        item = self._screen(item)
+        item = self._screen(item, actor)
         return await self.store.note(
             item,
             actor=actor,
@@ -125,7 +184,7 @@ class MemoryService:
                 f"memory {memory_id} is curated; only an owner can supersede it (note a correction instead, "
                 "and an owner will promote it)"
             )
-        item = self._screen(item.model_copy(update={"namespace": current.namespace}))
+        item = self._screen(item.model_copy(update={"namespace": current.namespace}), actor)
         return await self.store.supersede(
             memory_id,
             item,
@@ -202,6 +261,11 @@ class MemoryService:
             raise InvalidInput("query is empty", field="query")
         # Queries leave the process (to the embedder), so they pass the gate too: refused, never echoed.
         SecretGate("refuse").check("query", query)
+        if as_of is not None:
+            try:
+                as_of = check_as_of(as_of)
+            except ValueError as e:
+                raise InvalidInput(str(e), field="as_of") from None
         scope = self.scope_for(actor, namespaces, as_of=as_of, **({"kinds": tuple(kinds)} if kinds else {}))
         result = await self.retriever.retrieve(query, scope, limit=limit)
         await self.store.touch([h.id for h in result.hits])

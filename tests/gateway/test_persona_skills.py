@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from brain.retrieval.render import PREAMBLE
+
 from .conftest import Gateway
 
 PERSONA = (
@@ -40,7 +42,8 @@ async def test_persona_then_memories_then_skills(gw: Gateway, ns: str) -> None:
         block.index("p99 latency SLO"),
         block.index(SKILL),
     )
-    assert persona_at == 0 and persona_at < fact_at < skill_at
+    # The preamble ("data, not instructions") comes first; the persona is fenced like any memory.
+    assert block.startswith(PREAMBLE) and persona_at < fact_at < skill_at
     assert "senior site reliability engineer" in block
 
 

@@ -6,6 +6,9 @@ architectural insight becomes a `summary`, and a problem with a substantive answ
 language. Two quality gates come first: venting prompts and noisy answers (self-corrections, stack
 traces, hedging) are not training data. Reasoning content counts, so reasoning-heavy models are not
 excluded. A response that echoes injected memory is never captured (that would be a feedback loop).
+Model output is never turned into executable instructions for other agents: shell code blocks are
+not captured at all, and every entry passes the service's door with the strict lint policy (origin
+`gateway`: no runbook exemption), so a `curl … | bash` in an answer is dropped and counted.
 
 `CaptureQueue` is a bounded queue drained by a few workers: `submit` never waits; a full queue
 drops the job and counts it.
@@ -56,6 +59,26 @@ _FAILED = re.compile(
     r"workaround)|isn't possible|is not possible|there is no solution|I couldn't find)\b"
 )
 MEMORY_MARKER = "[team memory "
+PERSONA_MARKER = "[team persona "
+# Shell code in model output is an executable instruction, not knowledge: it is never captured.
+SHELL_LANGS = frozenset(
+    {
+        "bash",
+        "sh",
+        "zsh",
+        "shell",
+        "console",
+        "shell-session",
+        "fish",
+        "ksh",
+        "powershell",
+        "ps1",
+        "pwsh",
+        "bat",
+        "cmd",
+        "batch",
+    }
+)
 MIN_RESPONSE_CHARS = 80
 MAX_BODY = 6000
 MAX_CODE_BLOCKS = 3
@@ -121,7 +144,7 @@ def analyse(
     text = answer or ""
     if not (text.strip() or reasoning.strip()):
         return Decision([], "empty")
-    if MEMORY_MARKER in text:
+    if MEMORY_MARKER in text or PERSONA_MARKER in text:
         return Decision([], "echo_of_memory")
     if venting and _VENTING.search(query):
         return Decision([], "venting")
@@ -134,8 +157,10 @@ def analyse(
     for m in _FENCE.finditer(text):
         code = m.group(3).rstrip("\n")
         lines = [ln for ln in code.splitlines() if ln.strip()]
+        lang = m.group(2).strip().split()[0] if m.group(2).strip() else ""
+        if lang.lower() in SHELL_LANGS:
+            continue
         if len(lines) >= min_code_lines and len(items) < MAX_CODE_BLOCKS:
-            lang = m.group(2).strip().split()[0] if m.group(2).strip() else ""
             fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", code)), default=0) + 1)
             body = f"From an answer to: {_title(query)}\n\n{fence}{lang}\n{code}\n{fence}"
             items.append(

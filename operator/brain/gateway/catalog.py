@@ -3,8 +3,10 @@
 The seed matches personas by domain keywords (≥ 2 overlapping, else vector similarity) and gives
 skills their own slots so dense code memories cannot crowd them out. Both sets are small (tens to a
 few hundred entries), so the gateway loads them every minute and matches them in microseconds with
-numpy, keeping the per-request database budget for the memory legs. Untrusted imports never become
-a persona (an identity prefix) or a skill.
+numpy, keeping the per-request database budget for the memory legs. Untrusted imports and captured
+model output never become a persona (an identity prefix) or a skill, and a persona must be curated:
+written by an owner or an owner's import, or promoted by an owner. Agent-written personas wait for
+that approval. Personas are scoped like any memory (the key's namespaces plus `shared`).
 """
 
 from __future__ import annotations
@@ -182,7 +184,8 @@ class Catalog:
             """SELECT id, kind, namespace, tier, origin, author, title, body, valid_from, importance, standing,
                       required, lineage_id, content_hash, domain_keywords, embedding
                  FROM memories
-                WHERE kind IN ('persona', 'skill') AND status = 'active' AND origin <> 'untrusted'
+                WHERE kind IN ('persona', 'skill') AND status = 'active' AND origin NOT IN ('untrusted', 'gateway')
+                  AND (kind = 'skill' OR tier = 'curated')
                 ORDER BY importance DESC, valid_from DESC LIMIT $1""",
             limit,
         )

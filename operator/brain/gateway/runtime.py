@@ -30,8 +30,15 @@ from brain.keys import KeyStore, KeyVerifier
 from brain.models import Actor, Hit, MemoryIn
 from brain.redact import SecretGate
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
-from brain.retrieval.render import PREAMBLE, estimate_tokens, render_block, render_hit, within_budget
-from brain.service import MemoryService
+from brain.retrieval.render import (
+    PREAMBLE,
+    estimate_tokens,
+    render_block,
+    render_hit,
+    render_persona,
+    within_budget,
+)
+from brain.service import MemoryService, gate_fields
 from brain.store.store import Scope, Store
 
 log = logging.getLogger("brain.gateway")
@@ -280,16 +287,13 @@ class Runtime:
             body = persona.body
             if estimate_tokens(body) > PERSONA_TOKENS:
                 body = body[: PERSONA_TOKENS * 4].rsplit("\n", 1)[0] + "\n…"
-            prefix = (
-                f"[team persona {persona.id}: {persona.title}] The team's brain suggests this persona for the "
-                f"request; adopt its perspective where it helps.\n{body}"
-            )
+            prefix = render_persona(persona, body)
         skill_budget = r.token_budget // 3
         chosen_skills = within_budget(skills, skill_budget) if skills else []
         skill_cost = sum(estimate_tokens(render_hit(h)) for h in chosen_skills)
         memories = within_budget(result.all_hits, r.token_budget - estimate_tokens(prefix) - skill_cost)
         hits: list[Hit] = [*memories, *chosen_skills]
-        text = render_block(hits, prefix=prefix) if hits else prefix
+        text = render_block(hits, prefix=prefix)
         metrics.retrieval_stage_seconds.labels("render").observe(time.perf_counter() - t0)
         tokens = estimate_tokens(text) if text else 0
         ids = [h.id for h in hits] + ([persona.id] if persona else [])
@@ -358,28 +362,30 @@ class Runtime:
         stored: list[dict[str, str]] = []
         actor = Actor(name=ctx.actor.name, role="agent", origin="gateway", namespaces=ctx.actor.namespaces)
         for item in decision.items:
-            title = self._redact.check("title", item.title)
-            body = self._redact.check("body", item.body)
-            if body != item.body or title != item.title:
-                gm.captures_filtered.labels("secret_redacted").inc()
             try:
-                res = await service.note(
-                    MemoryIn(
-                        kind=item.kind,
-                        namespace=ctx.write_namespace,
-                        title=title,
-                        body=body,
-                        tags=item.tags,
-                        attrs={**item.attrs, "model": model or "", "api": ctx.api},
-                        importance=item.importance,
-                        episode=ctx.episode,
-                    ),
-                    actor,
+                proposed = MemoryIn(
+                    kind=item.kind,
+                    namespace=ctx.write_namespace,
+                    title=item.title,
+                    body=item.body,
+                    tags=item.tags,
+                    attrs={**item.attrs, "model": model or "", "api": ctx.api},
+                    importance=item.importance,
+                    episode=ctx.episode,
                 )
+                # Secrets are masked, not refused, in captures; the door's refusing gate then finds
+                # nothing (a «REDACTED:…» placeholder is never a secret again) and lints strictly.
+                masked = gate_fields(proposed, self._redact)
+                if masked != proposed:
+                    gm.captures_filtered.labels("secret_redacted").inc()
+                res = await service.note(masked, actor)
             except BrainError as e:
                 gm.captures_filtered.labels(
                     "instruction_like" if e.code == "instruction_rejected" else e.code
                 ).inc()
+                continue
+            except ValueError:  # the entry would not validate (e.g. an over-long generated field)
+                gm.captures_filtered.labels("invalid").inc()
                 continue
             gm.captures.labels(item.kind).inc()
             stored.append({"id": res.memory.id, "kind": item.kind, "created": str(res.created)})

@@ -178,5 +178,5 @@ async def promote(
     actor: Actor, memory_id: str, standing: bool | None, required: bool | None
 ) -> dict[str, Any]:
     m = await service().promote(memory_id, actor, standing=standing, required=required)
-    _rt().invalidate()
+    _rt().invalidate(catalog=True)  # a promoted persona may now shape prompts
     return {"id": m.id, "tier": m.tier, "standing": m.standing, "required": m.required}

@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from brain import lint
 from brain.embedder.model import Embedder
 from brain.errors import BrainError
 from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, unit
 from brain.ingest.items import Edge, Item, Parsed, Reject
-from brain.models import Actor, MemoryIn
+from brain.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
 from brain.redact import SecretGate
+from brain.service import screen as service_screen
 from brain.service import tier_for
 from brain.store.store import Store
 
@@ -102,20 +102,18 @@ def source_key(prefix: str, key: str) -> str:
     return full[:480] + "…" + digest
 
 
-def screen(item: Item, gate: SecretGate) -> str | None:
-    """Why the item may not be stored (secret gate, then lint), or None. Never echoes the secret."""
+def screen(item: Item, gate: SecretGate, origin: str = "import") -> str | None:
+    """Why the item may not be stored (the service's one screening: gate, then lint), or None."""
     try:
-        for name, value in (("title", item.title), ("body", item.body), *(("tags", t) for t in item.tags)):
-            gate.check(name, value)
-        lint.check("title", item.title)
-        lint.check("body", item.body)
-        MemoryIn(
+        mem = MemoryIn(
             body=item.body,
             title=item.title,
             kind=item.kind,
             tags=item.tags,
             domain_keywords=item.domain_keywords,
+            attrs=item.attrs,
         )
+        service_screen(mem, gate, origin=origin)
     except BrainError as e:
         return f"{e.code}: {e.message}"
     except ValueError as e:  # pydantic: the field and the constraint
@@ -177,8 +175,12 @@ def _valid_from(value: Any) -> datetime | None:
         when = datetime.fromisoformat(value)
     except ValueError:
         return None
-    when = when if when.tzinfo else when.replace(tzinfo=UTC)
-    return when if when <= datetime.now(UTC) else None
+    try:
+        return check_valid_from(
+            when if when.tzinfo else when.replace(tzinfo=UTC), now=datetime.now(UTC) - FUTURE_SLACK
+        )
+    except ValueError:
+        return None
 
 
 def _memory_in(item: Item, skey: str, namespace: str, extra: dict[str, Any]) -> MemoryIn:
@@ -294,7 +296,7 @@ async def sync(
                 summary.grading.tier1_dropped += 1
                 dropped.add(skey)
                 continue
-        reason = screen(item, gate)
+        reason = screen(item, gate, actor.origin)
         if reason is not None:
             summary.rejects.append(Reject(item.key, reason))
             if old is not None:

@@ -29,14 +29,15 @@ from typing import Any
 import jsonschema
 import numpy as np
 
-from brain import lint
 from brain.embedder.model import Embedder
 from brain.errors import BrainError
 from brain.ingest.grading import unit
 from brain.ingest.sync import as_vector
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
+from brain.models import KINDS, MemoryIn
 from brain.proposals import create as create_proposal
 from brain.redact import SecretGate
+from brain.service import screen
 from brain.store.store import Store
 
 log = logging.getLogger("brain.jobs.distill")
@@ -424,12 +425,10 @@ async def run_distill(
         out.drafted += len(drafts)
         for d in drafts:
             text = f"{d['title']}\n{d['body']}"
-            try:
-                gate.check("title", d["title"])
-                gate.check("body", d["body"])
-                lint.check("body", d["body"])
-                lint.check("title", d["title"])
-            except BrainError:
+            try:  # the service's one screening; a draft is model output, so the strict lint policy
+                kind = d.get("kind") if d.get("kind") in KINDS else "note"
+                screen(MemoryIn(title=d["title"], body=d["body"], kind=kind), gate, origin="model")
+            except (BrainError, ValueError):
                 out.rejected += 1
                 continue
             vec = unit(await embedder.embed([text]))[0]
