@@ -233,3 +233,33 @@ def test_public_exposition_merges_identity_labels_away() -> None:
     assert 'litellm_requests_total{model="echo"} 5.0' in text
     for needle in ("alice", "bob", "abc", "10.0.0.5", "remaining_api_key_budget{"):
         assert needle not in text
+
+
+async def test_model_api_errors_keep_the_providers_words_and_lose_the_internals(gw: Gateway) -> None:
+    gw.script({"status": 429, "times": 5})  # LiteLLM retries: every attempt is refused
+    r = await gw.chat("hello")
+    assert r.status_code == 429
+    assert r.json()["error"]["message"] == "scripted failure 429", r.text  # no exception chain, no trailer
+    async with httpx.AsyncClient(timeout=30) as c:
+        r = await c.post(
+            f"{gw.url}/v1/chat/completions",
+            json={"model": "echo", "messages": "not a list"},
+            headers=gw.headers("agent"),
+        )
+    assert r.status_code == 400 and set(r.json()["error"]) >= {"message", "type"}
+    for internal in ("has no attribute", "litellm.", "Exception", "Retried"):
+        assert internal not in r.text, r.text
+
+
+def test_error_messages_lose_urls_addresses_and_python() -> None:
+    from brain.gateway.boundary import scrub_error_message
+
+    assert scrub_error_message("upstream http://10.0.0.3:8000/v1 refused; host 10.0.0.3:8000") == (
+        "upstream <url> refused; host <address>"
+    )
+    assert scrub_error_message(
+        "litellm.BadRequestError: AnthropicException - prompt is too long: 210000 tokens > 200000 maximum"
+    ) == ("prompt is too long: 210000 tokens > 200000 maximum")
+    assert scrub_error_message("KeyError: 'choices' at line 12", "api_error") == (
+        "the request could not be processed (api_error)"
+    )

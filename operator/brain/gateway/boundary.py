@@ -115,12 +115,76 @@ class LiteLLMGate:
                 await send_json(send, 404, error_body("not_found", f"no such route: {path}"))
             return
 
-        async def send_without_cors(message: Message) -> None:
+        held: list[Message] = []
+        chunks: list[bytes] = []
+
+        async def guarded(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message = {**message, "headers": _strip_cors(list(message.get("headers", [])))}
+                if message.get("status", 200) >= 400 and _is_json(message["headers"]):
+                    held.append(message)  # a JSON error: small, and scrubbed before it goes out
+                    return
+            elif held and message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+                if message.get("more_body"):
+                    return
+                body = scrub_error_body(b"".join(chunks))
+                headers = [(k, v) for k, v in held[0]["headers"] if k.lower() != b"content-length"]
+                headers.append((b"content-length", str(len(body)).encode()))
+                await send({**held[0], "headers": headers})
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+                return
             await send(message)
 
-        await self.app(scope, receive, send_without_cors)
+        await self.app(scope, receive, guarded)
+
+
+def _is_json(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(k.lower() == b"content-type" and b"json" in v.lower() for k, v in headers)
+
+
+_TRAILER = re.compile(r"\n\nLiteLLM:.*", re.S)
+_PROVIDER = re.compile(r"(?:Exception|Error) - (.*)$", re.S)
+_INTERNALS = re.compile(
+    r"Traceback|File \"|object has no attribute|NoneType|(?:Key|Type|Attribute|Value|Index|Name)Error\b|line \d+"
+)
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+", re.I)
+_ADDRESS = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b")
+
+
+def scrub_error_message(message: str, kind: str = "error") -> str:
+    """A LiteLLM error message without its internals: the provider's own words, no URLs, no Python.
+
+    LiteLLM wraps an upstream's message in its exception chain (`litellm.RateLimitError:
+    RateLimitError: OpenAIException - <provider text>`) plus a retry trailer; the provider text is
+    what a client needs (Claude Code reads "prompt is too long" from it). A message that is a Python
+    exception (`'str' object has no attribute 'get'`) says nothing to a client and something to an
+    attacker, so it becomes a plain sentence.
+    """
+    text = _TRAILER.sub("", message).strip()
+    m = _PROVIDER.search(text)
+    if m:
+        text = m.group(1).strip()
+    if _INTERNALS.search(text):
+        return f"the request could not be processed ({kind})"
+    return _ADDRESS.sub("<address>", _URL.sub("<url>", text))
+
+
+def scrub_error_body(body: bytes) -> bytes:
+    """An OpenAI/Anthropic-shaped JSON error with every message scrubbed; other bodies unchanged."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return body
+    err = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(err, dict):
+        return body
+    kind = str(err.get("type") or "error")
+    if isinstance(err.get("message"), str):
+        err["message"] = scrub_error_message(err["message"], kind)
+    if "provider_specific_fields" in err:
+        err.pop("provider_specific_fields")  # repeats the message, unscrubbed
+    return json.dumps(payload).encode()
 
 
 class _TooLarge(Exception):
