@@ -263,3 +263,30 @@ def test_error_messages_lose_urls_addresses_and_python() -> None:
     assert scrub_error_message("KeyError: 'choices' at line 12", "api_error") == (
         "the request could not be processed (api_error)"
     )
+
+
+async def test_configured_cors_origins_are_the_only_ones_answered() -> None:
+    from brain.gateway.app import edge
+    from brain.gateway.boundary import LimitSettings
+    from brain.gateway.settings import GatewaySettings
+
+    async def ok(scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]}
+        )
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    settings = GatewaySettings(limits=LimitSettings(cors_origins=["https://console.example"]))
+    transport = httpx.ASGITransport(app=edge(ok, settings))
+    pre = {"access-control-request-method": "POST", "access-control-request-headers": "authorization"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as c:
+        good = await c.options("/brain/v1/search", headers={"origin": "https://console.example", **pre})
+        evil = await c.options("/brain/v1/search", headers={"origin": "https://evil.example", **pre})
+        plain = await c.get("/brain/v1/health", headers={"origin": "https://evil.example"})
+    assert good.headers.get("access-control-allow-origin") == "https://console.example"
+    assert "access-control-allow-origin" not in evil.headers
+    assert "access-control-allow-origin" not in plain.headers
+    transport = httpx.ASGITransport(app=edge(ok, GatewaySettings()))  # the default: no CORS at all
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as c:
+        r = await c.options("/brain/v1/search", headers={"origin": "https://console.example", **pre})
+    assert not [h for h in r.headers if h.startswith("access-control-")]
