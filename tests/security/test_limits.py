@@ -193,3 +193,89 @@ def test_input_problem_names_the_path_and_the_limit() -> None:
     )
     assert "over the limit of 100" in (input_problem({"k": "v" * 200}, "attrs", lim) or "")
     assert input_problem({"k": [1, 2.5, None, True]}, "attrs", lim) is None
+
+
+def hostile_notes(n: int) -> list[dict[str, Any]]:
+    """`n` write payloads from hypothesis: any Unicode (NUL, controls, lone surrogates), any JSON attrs."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from brain.models import KINDS
+
+    text = st.text(st.characters(exclude_categories=()), max_size=40)
+    leaf = (
+        st.none()
+        | st.booleans()
+        | st.integers(-(2**70), 2**70)
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | text
+    )
+    attrs = st.dictionaries(
+        text,
+        st.recursive(
+            leaf, lambda c: st.lists(c, max_size=3) | st.dictionaries(text, c, max_size=3), max_leaves=12
+        ),
+        max_size=4,
+    )
+    note = st.fixed_dictionaries(
+        {"body": text},
+        optional={
+            "title": text,
+            "tags": st.lists(text, max_size=4),
+            "attrs": attrs,
+            "source_key": text,
+            "episode": text,
+            "domain_keywords": st.lists(text, max_size=3),
+            "kind": st.sampled_from(KINDS) | text,
+            "importance": st.floats(allow_nan=False, allow_infinity=False) | st.integers(),
+        },
+    )
+    out: list[dict[str, Any]] = []
+
+    @settings(max_examples=n, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(note)
+    def collect(payload: dict[str, Any]) -> None:
+        out.append(payload)
+
+    collect()
+    return out
+
+
+async def test_no_hostile_note_gets_a_500_over_rest_or_mcp(gw: Gateway, ns: str) -> None:
+    """Whatever a writer sends, the answer is stored or refused with the error shape; never a crash."""
+    payloads = hostile_notes(300)
+    assert len(payloads) >= 200
+    crashes: list[str] = []
+    async with httpx.AsyncClient(timeout=60) as c:
+        for i, p in enumerate(payloads):
+            body = json.dumps({**p, "namespace": ns}).encode()  # ASCII escapes carry lone surrogates too
+            if i % 2:
+                rpc = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "brain_note", "arguments": {**p, "namespace": ns}},
+                }
+                r = await c.post(
+                    f"{gw.url}/mcp",
+                    content=json.dumps(rpc).encode(),
+                    headers={**MCP_HEADERS, **gw.headers("agent")},
+                )
+                reply = r.json()
+                if r.status_code == 400 and "error" in reply:  # the MCP SDK refused the JSON-RPC itself
+                    continue
+                result = reply.get("result", {})
+                text = (result.get("content") or [{}])[0].get("text", "{}")
+                if r.status_code != 200 or (
+                    result.get("isError") and json.loads(text).get("code") == "internal"
+                ):
+                    crashes.append(f"MCP {r.status_code} {r.text[:160]} for {p!r:.200}")
+                continue
+            r = await c.post(
+                f"{gw.url}/brain/v1/memories",
+                content=body,
+                headers={**gw.headers("agent"), "content-type": "application/json"},
+            )
+            if r.status_code >= 500 or (r.status_code >= 400 and set(r.json()) != SHAPE):
+                crashes.append(f"REST {r.status_code} {r.text[:120]} for {p!r:.200}")
+    assert not crashes, f"{len(crashes)} of {len(payloads)} crashed: {crashes[:5]}"

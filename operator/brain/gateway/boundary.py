@@ -313,6 +313,15 @@ class InputTooLarge(ValueError):
 
 
 _NUL = "\x00"
+_SURROGATE = re.compile("[\ud800-\udfff]")  # JSON's \ud800 escapes decode to text UTF-8 cannot encode
+
+
+def _text_problem(value: str, where: str) -> str | None:
+    if _NUL in value:
+        return f"{where}: contains a NUL character, which text storage cannot hold"
+    if _SURROGATE.search(value):
+        return f"{where}: contains a lone UTF-16 surrogate, which is not valid Unicode text"
+    return None
 
 
 def input_problem(
@@ -326,8 +335,9 @@ def input_problem(
     """
     cap = max_chars or limits.max_string_chars
     if isinstance(value, str):
-        if _NUL in value:
-            return f"{field}: contains a NUL character, which text storage cannot hold"
+        problem = _text_problem(value, field)
+        if problem:
+            return problem
         if len(value) > cap:
             return f"{field}: {len(value)} characters is over the limit of {cap}"
         return None
@@ -356,12 +366,13 @@ def _nested_problem(value: dict[str, Any], field: str, limits: LimitSettings) ->
         if depth > limits.max_attrs_depth:
             return f"{field}: nested deeper than the limit of {limits.max_attrs_depth} levels"
         if isinstance(v, str):
-            return f"{path}: contains a NUL character, which text storage cannot hold" if _NUL in v else None
+            return _text_problem(v, path)
         items: Iterable[tuple[str, Any]] = ()
         if isinstance(v, dict):
             for k in v:
-                if _NUL in str(k):
-                    return f"{path}: a key contains a NUL character, which text storage cannot hold"
+                problem = _text_problem(str(k), f"{path} (a key)")
+                if problem:
+                    return problem
             items = ((f"{path}.{k}", x) for k, x in v.items())
         elif isinstance(v, list):
             items = ((f"{path}[{i}]", x) for i, x in enumerate(v))
