@@ -182,6 +182,17 @@ async def test_a_nul_in_queries_reasons_and_names_is_422(gw: Gateway) -> None:
         assert set(r.json()) == SHAPE and "NUL" in r.json()["message"]
 
 
+async def test_json_nested_past_the_parser_is_422(gw: Gateway) -> None:
+    deep = b'{"body": "x", "attrs": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    async with httpx.AsyncClient(timeout=60) as c:
+        r = await c.post(
+            f"{gw.url}/brain/v1/memories",
+            content=deep,
+            headers={**gw.headers("agent"), "content-type": "application/json"},
+        )
+    assert r.status_code == 422 and r.json()["field"] == "body" and set(r.json()) == SHAPE, r.text
+
+
 def test_input_problem_names_the_path_and_the_limit() -> None:
     lim = LimitSettings(max_attrs_bytes=100, max_list_items=3, max_string_chars=16)
     assert input_problem({"a": {"b": ["ok", "x\x00"]}}, "attrs", lim) == (

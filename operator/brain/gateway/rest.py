@@ -298,6 +298,11 @@ _HTTP_CODES = {
 async def http_error_handler(request: Request, exc: Exception) -> JSONResponse:
     """Starlette's own 404/405/...: the brain's error shape instead of `{"detail": ...}`."""
     status = int(getattr(exc, "status_code", 500))
+    if status == 400:  # FastAPI could not parse the body (not JSON, or nested past the parser's limit)
+        return JSONResponse(
+            error_body("invalid_input", "body: not parseable JSON (malformed, or nested too deeply)", "body"),
+            status_code=422,
+        )
     detail = getattr(exc, "detail", None)
     message = detail if isinstance(detail, str) else "request refused"
     if status == 405:
