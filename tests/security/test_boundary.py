@@ -290,3 +290,12 @@ async def test_configured_cors_origins_are_the_only_ones_answered() -> None:
     async with httpx.AsyncClient(transport=transport, base_url="http://gw") as c:
         r = await c.options("/brain/v1/search", headers={"origin": "https://console.example", **pre})
     assert not [h for h in r.headers if h.startswith("access-control-")]
+
+
+async def test_mcp_opens_no_standalone_stream(gw: Gateway) -> None:
+    """A stateless endpoint has nothing to push: GET is 405 (as the MCP spec allows), not a held connection."""
+    async with httpx.AsyncClient(timeout=10) as c:
+        for path in ("/mcp", "/mcp/"):
+            r = await c.get(gw.url + path, headers={"accept": "text/event-stream", **gw.headers("agent")})
+            assert r.status_code == 405 and r.json()["code"] == "method_not_allowed"
+            assert "POST" in r.headers["allow"]

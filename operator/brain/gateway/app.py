@@ -33,7 +33,7 @@ from brain.embedder.model import Embedder
 from brain.errors import BrainError
 from brain.gateway import proposals, rest
 from brain.gateway.auth import authenticate, key_from_headers
-from brain.gateway.boundary import BodyLimit, ErrorShield, LiteLLMGate
+from brain.gateway.boundary import BodyLimit, ErrorShield, LiteLLMGate, NoStandaloneStream
 from brain.gateway.config import write_effective_config
 from brain.gateway.heartbeat import SSEHeartbeat
 from brain.gateway.mcp_server import MCPEndpoint
@@ -125,8 +125,9 @@ def create_app(
     app.include_router(rest.owner_router)
     app.include_router(proposals.router)
     app.include_router(proposals.digest_router)
-    app.add_route("/mcp", mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
-    app.add_route("/mcp/", mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
+    mcp_app = NoStandaloneStream(mcp)
+    app.add_route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
+    app.add_route("/mcp/", mcp_app, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
     app.mount("/", LiteLLMGate(litellm_app))
     return edge(SSEHeartbeat(app, interval=settings.heartbeat_s) if heartbeat else app, settings)
 

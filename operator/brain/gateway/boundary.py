@@ -187,6 +187,24 @@ def scrub_error_body(body: bytes) -> bytes:
     return json.dumps(payload).encode()
 
 
+class NoStandaloneStream:
+    """`GET /mcp` answers 405, which the MCP spec allows for a server with no server-initiated stream.
+
+    The endpoint is stateless: nothing would ever be sent on a standalone SSE stream, and each one
+    would hold a connection open for as long as the client likes.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "GET":
+            message = "GET is not served on /mcp: this MCP endpoint is stateless and has no stream to open"
+            await send_json(send, 405, error_body("method_not_allowed", message), [("allow", "POST, DELETE")])
+            return
+        await self.app(scope, receive, send)
+
+
 class _TooLarge(Exception):
     pass
 
