@@ -39,6 +39,10 @@ async def test_a_misspelt_field_creates_no_unconfined_key(gw: Gateway) -> None:
     assert set(err) == SHAPE and err["field"] == "namespace" and "namespaces" in err["message"]
     keys = (await gw.rest("GET", "/keys", key="owner")).json()["keys"]
     assert "typo-key" not in {k["name"] for k in keys}
+    r = await gw.rest(
+        "POST", "/proposals/p1/reject", key="owner", json={"reason": "no", "status": "approved"}
+    )
+    assert r.status_code == 422 and r.json()["field"] == "status", r.text
 
 
 @pytest.mark.parametrize(
