@@ -71,6 +71,15 @@ async def test_rest_refuses_unknown_query_parameters_and_mcp_unknown_arguments(g
     assert err and out["field"] == "namespace" and "namespaces" in out["message"]
 
 
+async def test_page_sizes_are_bounded(gw: Gateway) -> None:
+    r = await gw.rest("GET", "/memories", params={"limit": 10**9})
+    assert r.status_code == 422 and r.json()["field"] == "limit" and "500" in r.json()["message"]
+    r = await gw.rest("POST", "/search", json={"query": "x", "limit": 10**6})
+    assert r.status_code == 422 and r.json()["field"] == "limit" and "50" in r.json()["message"]
+    err, out = await mcp_call(gw, "brain_list", {"limit": 100_000})
+    assert err and out["field"] == "limit"
+
+
 async def test_a_rest_body_over_the_cap_is_413_naming_the_limit(gw: Gateway, ns: str) -> None:
     cap = LIMITS.max_body_bytes
     big = {"body": "x" * (cap + 10), "namespace": ns}

@@ -152,6 +152,8 @@ async def get(actor: Actor, memory_id: str) -> dict[str, Any]:
 async def list_(
     actor: Actor, namespaces: Any = None, kind: str | None = None, limit: int = 50, before: Any = None
 ) -> dict[str, Any]:
+    if not isinstance(limit, int) or not 1 <= limit <= 500:
+        raise InvalidInput("limit must be an integer from 1 to 500", field="limit")
     check_inputs(namespaces=namespaces, kind=kind, before=before)
     rows = await service().list_memories(
         actor, _namespaces(namespaces), kind=kind, limit=limit, before=_when(before, "before")
