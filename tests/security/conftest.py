@@ -1,5 +1,5 @@
-"""The security suite runs against the same real gateway as tests/gateway (its fixtures, re-used)."""
+"""The security suites run against the real gateway of tests/gateway (one process for the session)."""
 
-from tests.gateway.conftest import gateway, gw, ns
+from tests.gateway.conftest import Gateway, gateway, gw, metric, ns
 
-__all__ = ["gateway", "gw", "ns"]
+__all__ = ["Gateway", "gateway", "gw", "metric", "ns"]

@@ -1,12 +1,15 @@
 """The gateway process: LiteLLM's proxy app with the brain around it.
 
 One ASGI app serves everything on one port:
-- `/healthz`, `/readyz`, `/metrics`, `/brain/v1/health` — probes, Prometheus, index health (no key);
-- `/brain/v1/...` — the REST API (OpenAPI at `/brain/v1/openapi.json`), `/mcp` — the MCP endpoint;
-- everything else — LiteLLM's proxy (`/v1/chat/completions`, `/v1/messages`, `/v1/models`, …),
-  whose config (model list, routers, our callback and custom auth) comes from `config_path`.
+- `/healthz`, `/readyz`, `/metrics`, `/brain/v1/health` — probes, Prometheus, index health (no key;
+  `/metrics` without identity labels unless an owner key asks);
+- `/brain/v1/...` — the REST API (OpenAPI at `/brain/v1/openapi.json`), `/mcp` (and `/mcp/`) — MCP;
+- the model APIs of LiteLLM's proxy (`boundary.MODEL_ROUTES`: chat, messages, responses, models),
+  whose config (model list, routers, our callback and custom auth) comes from `config_path`;
+  every other LiteLLM route (admin, keys, UI, login, its MCP) answers 404 (`boundary.LiteLLMGate`).
 
-The SSE heartbeat wraps the whole app. LiteLLM's lifespan (config loading) runs inside ours, after
+Around it, outermost first: `ErrorShield` (JSON 500, never a reset), `BodyLimit` (413 past the cap),
+CORS only for configured origins, then the SSE heartbeat. LiteLLM's lifespan (config loading) runs inside ours, after
 the brain runtime has started, so the hooks find it on the first request.
 """
 
@@ -18,18 +21,23 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 
 from brain.embedder.model import Embedder
 from brain.errors import BrainError
 from brain.gateway import proposals, rest
+from brain.gateway.auth import authenticate, key_from_headers
+from brain.gateway.boundary import BodyLimit, ErrorShield, LiteLLMGate, NoStandaloneStream
 from brain.gateway.config import write_effective_config
 from brain.gateway.heartbeat import SSEHeartbeat
 from brain.gateway.mcp_server import MCPEndpoint
+from brain.gateway.metrics import public_exposition
 from brain.gateway.runtime import DB_ERRORS, Runtime, get_runtime, set_runtime
 from brain.gateway.settings import GatewaySettings, load_settings
 
@@ -77,10 +85,13 @@ def create_app(
         openapi_url=rest.PREFIX + "/openapi.json",
         docs_url=rest.PREFIX + "/docs",
         redoc_url=None,
+        swagger_ui_oauth2_redirect_url=None,  # no OAuth here; the default would serve a page at /docs/...
         lifespan=lifespan,
     )
     app.add_exception_handler(BrainError, rest.brain_error_handler)
     app.add_exception_handler(RequestValidationError, rest.validation_error_handler)
+    app.add_exception_handler(StarletteHTTPException, rest.http_error_handler)
+    app.add_exception_handler(Exception, rest.internal_error_handler)
     for exc_type in DB_ERRORS:
         app.add_exception_handler(exc_type, rest.database_down_handler)
 
@@ -95,8 +106,13 @@ def create_app(
         return JSONResponse({"status": "ready" if ok else "starting"}, status_code=200 if ok else 503)
 
     @app.get("/metrics", include_in_schema=False)
-    async def prom() -> Response:
-        return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    async def prom(request: Request) -> Response:
+        """Public: no key names, namespaces or upstream URLs. With an owner key: every label."""
+        key = key_from_headers(request.headers)
+        if key:
+            rest.require_owner(await authenticate(key, "rest"))
+            return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+        return Response(public_exposition(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     @app.get(rest.PREFIX + "/health", tags=["health"], summary="database, embedder and index numbers")
     async def brain_health() -> JSONResponse:
@@ -109,6 +125,31 @@ def create_app(
     app.include_router(rest.owner_router)
     app.include_router(proposals.router)
     app.include_router(proposals.digest_router)
-    app.add_route("/mcp", mcp, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
-    app.mount("/", litellm_app)
-    return SSEHeartbeat(app, interval=settings.heartbeat_s) if heartbeat else app
+    mcp_app = NoStandaloneStream(mcp)
+    app.add_route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
+    app.add_route("/mcp/", mcp_app, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
+    app.mount("/", LiteLLMGate(litellm_app))
+    return edge(SSEHeartbeat(app, interval=settings.heartbeat_s) if heartbeat else app, settings)
+
+
+def edge(app: ASGIApp, settings: GatewaySettings) -> ASGIApp:
+    """The layers every request passes first: the error shield, the body cap, CORS (only if configured)."""
+    limits = settings.limits
+    inner: ASGIApp = app
+    if limits.cors_origins:
+        inner = CORSMiddleware(
+            app,
+            allow_origins=limits.cors_origins,
+            allow_methods=["GET", "POST", "DELETE"],
+            allow_headers=[
+                "authorization",
+                "x-api-key",
+                "content-type",
+                "anthropic-version",
+                "x-brain-memory",
+                "x-brain-namespaces",
+                "x-brain-episode",
+                "mcp-protocol-version",
+            ],
+        )
+    return ErrorShield(BodyLimit(inner, limits))

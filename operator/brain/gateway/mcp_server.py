@@ -17,9 +17,10 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
-from brain.errors import BrainError, Forbidden, Unauthorized
+from brain.errors import BrainError, Forbidden, InvalidInput, Unauthorized
 from brain.gateway import tools
 from brain.gateway.auth import authenticate, key_from_headers
+from brain.gateway.boundary import error_body
 from brain.gateway.runtime import DB_ERRORS
 from brain.models import KINDS, Actor
 
@@ -147,6 +148,12 @@ WRITE_TOOLS: list[types.Tool] = [
     ),
 ]
 READ_NAMES = frozenset(t.name for t in READ_TOOLS)
+#: What each tool accepts: its schema's properties (the write tools also every entry field REST takes).
+ARGUMENTS: dict[str, frozenset[str]] = {
+    t.name: frozenset((t.input_schema or {}).get("properties", {}))
+    | (frozenset(tools.WRITE_FIELDS) if t.name in ("brain_note", "brain_supersede") else frozenset())
+    for t in READ_TOOLS + WRITE_TOOLS
+}
 
 
 def tools_for(actor: Actor) -> list[types.Tool]:
@@ -156,6 +163,12 @@ def tools_for(actor: Actor) -> list[types.Tool]:
 async def dispatch(actor: Actor, name: str, args: dict[str, Any]) -> dict[str, Any]:
     if name not in READ_NAMES and actor.role == "read":
         raise Forbidden(f"key {actor.name!r} is read-only; {name} needs an agent key")
+    unknown = sorted(set(args) - ARGUMENTS.get(name, frozenset(args)))
+    if unknown:
+        raise InvalidInput(
+            f"unknown argument(s) {', '.join(unknown)} for {name}; accepted: {', '.join(sorted(ARGUMENTS[name]))}",
+            field=unknown[0],
+        )
     a = dict(args)
     if name == "brain_context":
         return await tools.context(actor, a.get("namespaces"))
@@ -190,7 +203,7 @@ def _actor(ctx: Any) -> Actor:
     return actor
 
 
-def _error(payload: dict[str, str]) -> types.CallToolResult:
+def _error(payload: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=json.dumps(payload))], is_error=True)
 
 
@@ -202,16 +215,12 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
     try:
         result = await dispatch(_actor(ctx), params.name, params.arguments or {})
     except BrainError as e:
-        return _error(e.to_dict())
+        return _error(error_body(e.code, e.message, e.field))
     except DB_ERRORS:
-        return _error(
-            {"code": "unavailable", "message": "the brain database is not reachable right now; try again"}
-        )
+        return _error(error_body("unavailable", "the brain database is not reachable right now; try again"))
     except Exception:
         log.exception("MCP tool %s failed", params.name)
-        return _error(
-            {"code": "internal", "message": f"{params.name} failed inside the brain; see the gateway log"}
-        )
+        return _error(error_body("internal", f"{params.name} failed inside the brain; see the gateway log"))
     return types.CallToolResult(content=[types.TextContent(text=json.dumps(result, default=str))])
 
 
@@ -236,6 +245,7 @@ class MCPEndpoint:
             scope[ACTOR_SCOPE_KEY] = await authenticate(key_from_headers(headers), "mcp")
         except BrainError as e:
             extra = {"www-authenticate": 'Bearer realm="brain"'} if e.status == 401 else None
-            await JSONResponse(e.to_dict(), status_code=e.status, headers=extra)(scope, receive, send)
+            body = error_body(e.code, e.message, e.field)
+            await JSONResponse(body, status_code=e.status, headers=extra)(scope, receive, send)
             return
         await self.manager.handle_request(scope, receive, send)

@@ -7,12 +7,13 @@ time, captures, the queue, routing decisions, auth failures, heartbeats and the 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from prometheus_client import REGISTRY, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 requests = Counter(
     "brain_gateway_requests_total",
@@ -92,3 +93,82 @@ def register_index_collector(source: Callable[[], dict[str, Any] | None]) -> Non
         REGISTRY.register(_index_collector)
     else:
         _index_collector.source = source
+
+
+# ----------------------------------------------------------------------------------- the public view
+
+#: Labels that name a key, a person, a team, a memory namespace or an upstream: never on the public
+#: `/metrics` (an owner key sees them). LiteLLM's Prometheus callback sets most of these per request.
+SENSITIVE_LABELS = frozenset(
+    {
+        "hashed_api_key",
+        "api_key_alias",
+        "api_key",
+        "key_alias",
+        "key_name",
+        "user",
+        "user_id",
+        "user_email",
+        "user_alias",
+        "end_user",
+        "team",
+        "team_alias",
+        "org_id",
+        "org_alias",
+        "project_id",
+        "project_alias",
+        "api_base",
+        "client_ip",
+        "user_agent",
+        "tag",
+        "model_id",
+        "memory_namespace",
+    }
+)
+#: Gauges whose series partition a whole, so dropping a label and summing keeps their meaning.
+PARTITION_GAUGES = frozenset({"brain_gateway_index_entries"})
+
+
+def sensitive(label: str, value: str) -> bool:
+    """A label hidden from the public view: a known identity label, or any value holding a URL."""
+    return label in SENSITIVE_LABELS or "://" in value
+
+
+def scrub(families: Iterable[Metric]) -> Iterator[Metric]:
+    """Families without sensitive labels: the label is dropped and its series summed (min for `_created`).
+
+    A gauge that does not partition a whole (a per-key budget, say) means nothing summed, so a gauge
+    family carrying a sensitive label is left out instead.
+    """
+    for fam in families:
+        drop = {k for s in fam.samples for k, v in s.labels.items() if sensitive(k, v)}
+        if not drop:
+            yield fam
+            continue
+        if fam.type in ("gauge", "info", "stateset", "unknown") and fam.name not in PARTITION_GAUGES:
+            continue
+        merged: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        for s in fam.samples:
+            key = (s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k not in drop)))
+            if key in merged and s.name.endswith("_created"):
+                merged[key] = min(merged[key], s.value)
+            else:
+                merged[key] = merged.get(key, 0.0) + s.value
+        out = Metric(fam.name, fam.documentation, fam.type, fam.unit)
+        out.samples = [Sample(name, dict(labels), value) for (name, labels), value in merged.items()]
+        yield out
+
+
+class _Scrubbed(Collector):
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        return scrub(self.registry.collect())
+
+
+def public_exposition(registry: CollectorRegistry = REGISTRY) -> bytes:
+    """The `/metrics` text anyone on the network may read: every metric, no identity labels."""
+    view = CollectorRegistry(auto_describe=False)
+    view.register(_Scrubbed(registry))
+    return generate_latest(view)

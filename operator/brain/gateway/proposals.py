@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
-from pydantic import BaseModel
 
-from brain.gateway.rest import PREFIX, owner_actor
+from brain.gateway.rest import PREFIX, Strict, owner_actor
 from brain.gateway.runtime import get_runtime
-from brain.gateway.tools import Unavailable
+from brain.gateway.tools import Unavailable, check_inputs
 from brain.models import Actor
 
 router = APIRouter(prefix=PREFIX + "/proposals", tags=["proposals"])
@@ -27,7 +26,7 @@ async def list_proposals(actor: OwnerDep, status: str = "pending", limit: int = 
     return {"proposals": await logic.list_proposals(_service().store, status, limit)}
 
 
-class Decision(BaseModel):
+class Decision(Strict):
     reason: str | None = None
 
 
@@ -42,6 +41,7 @@ def _service() -> Any:
 async def show_proposal(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
     from brain import proposals as logic
 
+    check_inputs(id=proposal_id)
     return await logic.show(_service().store, proposal_id)
 
 
@@ -49,6 +49,7 @@ async def show_proposal(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
 async def approve_proposal(proposal_id: str, actor: OwnerDep, body: Decision | None = None) -> dict[str, Any]:
     from brain import proposals as logic
 
+    check_inputs(id=proposal_id, reason=body.reason if body else None)
     rt = _service()
     out = await logic.approve(rt.service, proposal_id, actor, reason=body.reason if body else None)
     rt.invalidate()
@@ -59,6 +60,7 @@ async def approve_proposal(proposal_id: str, actor: OwnerDep, body: Decision | N
 async def reject_proposal(proposal_id: str, actor: OwnerDep, body: Decision) -> dict[str, Any]:
     from brain import proposals as logic
 
+    check_inputs(id=proposal_id, reason=body.reason)
     return await logic.reject(_service().store, proposal_id, actor, body.reason or "")
 
 

@@ -1,6 +1,9 @@
 """REST under `/brain/v1/`: the MCP operations plus owner operations (promote, retire, keys, proposals).
 
-Errors are JSON `{"code", "message"[, "field"]}` (BrainError.to_dict). Keys go in
+Errors are JSON `{"code", "message", "field"}` (`field` null when none applies), unhandled ones
+included (`internal`, never exception text). Bodies refuse unknown fields (a misspelt `namespace`
+for `namespaces` must not quietly create an unconfined key), and query strings refuse unknown
+parameters, as MCP refuses unknown arguments. Keys go in
 `Authorization: Bearer <key>` (or `x-api-key`); the master key acts as an owner here. Other
 modules extend the API by adding routes to `owner_router` (owner-only) or `router` before the app
 is built — the proposals endpoints of the jobs live in `brain.gateway.proposals`.
@@ -8,30 +11,71 @@ is built — the proposals endpoints of the jobs live in `brain.gateway.proposal
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from brain.errors import BrainError
+from brain.errors import BrainError, InvalidInput
 from brain.gateway import tools
 from brain.gateway.auth import authenticate, key_from_headers
+from brain.gateway.boundary import INTERNAL, error_body
 from brain.gateway.runtime import get_runtime
 from brain.keys import KeyStore, require_role
 from brain.models import Actor
 
 PREFIX = "/brain/v1"
+log = logging.getLogger("brain.gateway.rest")
+
+
+def _declared_query(request: Request) -> set[str] | None:
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None:
+        return None
+    names: set[str] = set()
+    stack = [dependant]
+    while stack:
+        d = stack.pop()
+        names |= {p.alias for p in d.query_params}
+        stack.extend(d.dependencies)
+    return names
+
+
+def check_params(request: Request) -> None:
+    """Unknown query parameters are refused (a typo must not silently widen a request); no NULs anywhere."""
+    declared = _declared_query(request)
+    for name, value in request.query_params.multi_items():
+        if declared is not None and name not in declared:
+            accepted = ", ".join(sorted(declared)) or "none"
+            raise InvalidInput(f"unknown query parameter {name!r}; accepted: {accepted}", field=name)
+        if "\x00" in value or "\x00" in name:
+            raise InvalidInput(
+                f"{name}: contains a NUL character, which text storage cannot hold", field=name
+            )
+    for name, value in (request.path_params or {}).items():
+        if isinstance(value, str) and "\x00" in value:
+            raise InvalidInput(
+                f"{name}: contains a NUL character, which text storage cannot hold", field=name
+            )
 
 
 async def current_actor(request: Request) -> Actor:
-    return await authenticate(key_from_headers(request.headers), "rest")
+    actor = await authenticate(key_from_headers(request.headers), "rest")
+    check_params(request)
+    return actor
+
+
+def require_owner(actor: Actor) -> Actor:
+    require_role(actor, "owner")
+    return actor
 
 
 async def owner_actor(actor: Annotated[Actor, Depends(current_actor)]) -> Actor:
-    require_role(actor, "owner")
-    return actor
+    return require_owner(actor)
 
 
 ActorDep = Annotated[Actor, Depends(current_actor)]
@@ -41,7 +85,13 @@ router = APIRouter(prefix=PREFIX, tags=["memory"])
 owner_router = APIRouter(prefix=PREFIX, tags=["owner"])
 
 
-class NoteBody(BaseModel):
+class Strict(BaseModel):
+    """Request bodies: an unknown field is an error naming it and the accepted ones, never ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class NoteBody(Strict):
     body: str
     title: str | None = None
     kind: str | None = None
@@ -59,7 +109,7 @@ class NoteBody(BaseModel):
     required: bool = Field(default=False, description="owner only: inject into every request")
 
 
-class SupersedeBody(BaseModel):
+class SupersedeBody(Strict):
     body: str
     expected_hash: str | None = Field(
         default=None, description="content_hash you read; refused if it changed"
@@ -72,7 +122,7 @@ class SupersedeBody(BaseModel):
     attrs: dict[str, Any] | None = None
 
 
-class SearchBody(BaseModel):
+class SearchBody(Strict):
     query: str
     namespaces: list[str] | None = None
     limit: int = 6
@@ -80,7 +130,7 @@ class SearchBody(BaseModel):
     kinds: list[str] | None = None
 
 
-class ReasonBody(BaseModel):
+class ReasonBody(Strict):
     reason: str
 
 
@@ -90,12 +140,12 @@ class ForgetBody(ReasonBody):
     )
 
 
-class PromoteBody(BaseModel):
+class PromoteBody(Strict):
     standing: bool | None = None
     required: bool | None = None
 
 
-class KeyBody(BaseModel):
+class KeyBody(Strict):
     name: str = Field(description="who writes with it, e.g. 'claude-mac' (the author of its entries)")
     role: str = Field(default="agent", description="read | agent | owner")
     namespaces: list[str] | None = Field(default=None, description="confine the key to these namespaces")
@@ -199,6 +249,7 @@ async def list_keys(actor: OwnerDep, include_revoked: bool = False) -> dict[str,
 
 @owner_router.post("/keys", status_code=201, summary="create a key; its value is shown once")
 async def create_key(actor: OwnerDep, body: KeyBody) -> dict[str, Any]:
+    tools.check_inputs(name=body.name, role=body.role, namespaces=body.namespaces)
     expires = body.expires_at
     if expires is None and body.expires_in_days:
         expires = datetime.now(UTC) + timedelta(days=body.expires_in_days)
@@ -208,6 +259,7 @@ async def create_key(actor: OwnerDep, body: KeyBody) -> dict[str, Any]:
 
 @owner_router.delete("/keys/{name}", summary="revoke a key (by name or id)")
 async def revoke_key(actor: OwnerDep, name: str) -> dict[str, Any]:
+    tools.check_inputs(name=name)
     info = await _keystore().revoke(name)
     rt = get_runtime()
     if rt is not None:
@@ -218,24 +270,71 @@ async def revoke_key(actor: OwnerDep, name: str) -> dict[str, Any]:
 async def brain_error_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, BrainError)
     headers = {"www-authenticate": 'Bearer realm="brain"'} if exc.status == 401 else None
-    return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+    return JSONResponse(error_body(exc.code, exc.message, exc.field), status_code=exc.status, headers=headers)
+
+
+def _accepted(request: Request, loc: list[Any]) -> str:
+    """The fields a body model accepts, for the message of an unknown-field error."""
+    route = request.scope.get("route")
+    for param in getattr(getattr(route, "dependant", None), "body_params", []) or []:
+        model = getattr(param.field_info, "annotation", None)
+        fields = getattr(model, "model_fields", None)
+        if fields:
+            return ", ".join(fields)
+    return ""
 
 
 async def validation_error_handler(request: Request, exc: Exception) -> JSONResponse:
     errors: list[dict[str, Any]] = list(getattr(exc, "errors", list)())
     first = errors[0] if errors else {"loc": ["body"], "msg": "invalid request"}
-    loc = ".".join(str(p) for p in first.get("loc", []) if p not in ("body", "query", "path")) or "body"
+    raw_loc = list(first.get("loc", []))
+    loc = ".".join(str(p) for p in raw_loc if p not in ("body", "query", "path")) or "body"
+    if first.get("type") == "extra_forbidden":
+        accepted = _accepted(request, raw_loc)
+        message = f"unknown field {loc!r}" + (f"; accepted: {accepted}" if accepted else "")
+    elif first.get("type") == "json_invalid":
+        message, loc = "body: not valid JSON", "body"
+    else:
+        message = f"{loc}: {first.get('msg')}"
+    return JSONResponse(error_body("invalid_input", message, loc), status_code=422)
+
+
+_HTTP_CODES = {
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    401: "unauthorized",
+    403: "forbidden",
+}
+
+
+async def http_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own 404/405/...: the brain's error shape instead of `{"detail": ...}`."""
+    status = int(getattr(exc, "status_code", 500))
+    if status == 400:  # FastAPI could not parse the body (not JSON, or nested past the parser's limit)
+        return JSONResponse(
+            error_body("invalid_input", "body: not parseable JSON (malformed, or nested too deeply)", "body"),
+            status_code=422,
+        )
+    detail = getattr(exc, "detail", None)
+    message = detail if isinstance(detail, str) else "request refused"
+    if status == 405:
+        message = f"{request.method} is not served on {request.url.path}"
+    headers = getattr(exc, "headers", None)
     return JSONResponse(
-        {"code": "invalid_input", "message": f"{loc}: {first.get('msg')}", "field": loc}, status_code=422
+        error_body(_HTTP_CODES.get(status, "http_error"), message), status_code=status, headers=headers
     )
+
+
+async def internal_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    """A bug: logged with its traceback, answered without it."""
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return JSONResponse(INTERNAL, status_code=500)
 
 
 async def database_down_handler(request: Request, exc: Exception) -> JSONResponse:
     """The database went away mid-request: a 503 that says so, not a 500 with a traceback."""
     return JSONResponse(
-        {
-            "code": "unavailable",
-            "message": "the brain database is not reachable right now; try again shortly",
-        },
+        error_body("unavailable", "the brain database is not reachable right now; try again shortly"),
         status_code=503,
     )

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from brain.retrieval.pipeline import Floor
+from brain.gateway.boundary import LimitSettings
 
 
 class RetrievalSettings(BaseModel):
@@ -62,6 +63,7 @@ class GatewaySettings(BaseModel):
     capture: CaptureSettings = Field(default_factory=CaptureSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
     heartbeat_s: float = Field(default=20.0, gt=0)
     database_url: str | None = None
     embedder_url: str | None = None
@@ -85,6 +87,8 @@ def load_settings(
         settings.embedding.model = env["BRAIN_EMBEDDING_MODEL"]
     if env.get("BRAIN_SSE_HEARTBEAT_S"):
         settings.heartbeat_s = float(env["BRAIN_SSE_HEARTBEAT_S"])
+    if env.get("BRAIN_CORS_ORIGINS"):
+        settings.limits.cors_origins = [o.strip() for o in env["BRAIN_CORS_ORIGINS"].split(",") if o.strip()]
     settings.database_url = env.get("BRAIN_DATABASE_URL") or settings.database_url
     settings.embedder_url = env.get("BRAIN_EMBEDDER_URL") or settings.embedder_url
     settings.master_key = env.get("BRAIN_MASTER_KEY") or settings.master_key

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from brain.errors import BrainError, InvalidInput
+from brain.gateway.boundary import LimitSettings, input_problem, problem_field
 from brain.gateway.runtime import Runtime, get_runtime
 from brain.models import Actor, Hit, Memory
 from brain.service import MemoryService, parse_memory
@@ -82,6 +83,30 @@ def _when(value: Any, field: str) -> datetime | None:
         raise InvalidInput(f"{field}: an ISO-8601 time such as 2026-05-01T12:00:00Z", field=field) from None
 
 
+def limits() -> LimitSettings:
+    rt = get_runtime()
+    return rt.settings.limits if rt is not None else LimitSettings()
+
+
+#: Fields whose length the entry model caps itself (with its own message); the rest use the limits.
+_MODEL_CAPPED = {"body": 10**9, "title": 10**9}
+
+
+def check_inputs(**fields: Any) -> None:
+    """422 naming the field and the limit: NULs, over-long strings and lists, too-big attrs.
+
+    Runs before anything touches the database or a retrieval leg, for REST and MCP alike.
+    """
+    lim = limits()
+    for name, value in fields.items():
+        if value is None:
+            continue
+        cap = lim.max_query_chars if name == "query" else _MODEL_CAPPED.get(name)
+        problem = input_problem(value, name, lim, max_chars=cap)
+        if problem:
+            raise InvalidInput(problem, field=problem_field(problem))
+
+
 def _item(args: dict[str, Any]) -> Any:
     unknown = sorted(set(args) - set(WRITE_FIELDS))
     if unknown:
@@ -90,10 +115,12 @@ def _item(args: dict[str, Any]) -> Any:
             "(author, tier, origin and hashes are set by the brain)",
             field=unknown[0],
         )
+    check_inputs(**args)
     return parse_memory({k: v for k, v in args.items() if v is not None})
 
 
 async def context(actor: Actor, namespaces: Any = None) -> dict[str, Any]:
+    check_inputs(namespaces=namespaces)
     out = await service().context(actor, _namespaces(namespaces))
     return {k: [hit_json(h) for h in v] for k, v in out.items()}
 
@@ -103,6 +130,9 @@ async def search(
 ) -> dict[str, Any]:
     if not isinstance(limit, int) or not 1 <= limit <= 50:
         raise InvalidInput("limit must be an integer from 1 to 50", field="limit")
+    if not isinstance(query, str):
+        raise InvalidInput("query: a string", field="query")
+    check_inputs(query=query, namespaces=namespaces, kinds=kinds, as_of=as_of)
     hits = await service().search(
         query,
         actor,
@@ -115,6 +145,7 @@ async def search(
 
 
 async def get(actor: Actor, memory_id: str) -> dict[str, Any]:
+    check_inputs(id=memory_id)
     detail = await service().get(memory_id, actor)
     return {"memory": memory_json(detail.memory), "history": [memory_json(m) for m in detail.history]}
 
@@ -122,6 +153,9 @@ async def get(actor: Actor, memory_id: str) -> dict[str, Any]:
 async def list_(
     actor: Actor, namespaces: Any = None, kind: str | None = None, limit: int = 50, before: Any = None
 ) -> dict[str, Any]:
+    if not isinstance(limit, int) or not 1 <= limit <= 500:
+        raise InvalidInput("limit must be an integer from 1 to 500", field="limit")
+    check_inputs(namespaces=namespaces, kind=kind, before=before)
     rows = await service().list_memories(
         actor, _namespaces(namespaces), kind=kind, limit=limit, before=_when(before, "before")
     )
@@ -145,6 +179,7 @@ async def note(
 async def supersede(
     actor: Actor, memory_id: str, args: dict[str, Any], expected_hash: str | None
 ) -> dict[str, Any]:
+    check_inputs(id=memory_id, expected_hash=expected_hash)
     current = (await service().get(memory_id, actor)).memory
     args = {"namespace": current.namespace, "kind": current.kind, **args}
     m = await service().supersede(memory_id, _item(args), expected_hash, actor)
@@ -155,6 +190,7 @@ async def supersede(
 async def forget(
     actor: Actor, memory_id: str, reason: str, expected_hash: str | None = None
 ) -> dict[str, Any]:
+    check_inputs(id=memory_id, reason=reason)
     await service().get(memory_id, actor)  # invisible entries are "not found", never "forbidden"
     m = await service().forget(memory_id, reason, actor, expected_hash or None)
     _rt().invalidate(catalog=m.kind in ("persona", "skill"))
@@ -163,12 +199,14 @@ async def forget(
 
 async def restore(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
     """Owner only (REST and brainctl): a forgotten or retired entry is served again."""
+    check_inputs(id=memory_id, reason=reason)
     m = await service().restore(memory_id, reason, actor)
     _rt().invalidate(catalog=m.kind in ("persona", "skill"))
     return {"id": m.id, "status": m.status}
 
 
 async def retire(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
+    check_inputs(id=memory_id, reason=reason)
     m = await service().retire(memory_id, reason, actor)
     _rt().invalidate()
     return {"id": m.id, "status": m.status}
