@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
-from brain.retrieval.pipeline import Floor
 from brain.gateway.boundary import LimitSettings
+from brain.retrieval.pipeline import Floor
 
 
 class RetrievalSettings(BaseModel):
