@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 import httpx
 import yaml
-from tests.gateway.conftest import metric
+from tests.gateway_fixtures import metric
 
 from brain.devdb import free_port
 

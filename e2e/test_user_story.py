@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.gateway.conftest import metric
+from tests.gateway_fixtures import metric
 from tests.jobs.conftest import Repo
 
 from .conftest import E2ECluster

@@ -14,7 +14,7 @@ from brain.models import Actor
 from brain.service import MemoryService
 from brain.store import Store
 
-pytest_plugins = ["tests.kube_fixtures"]
+pytest_plugins = ["tests.kube_fixtures", "tests.gateway_fixtures"]
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ import pytest
 import pytest_asyncio
 
 from brain.keys import KeyStore
-from tests.gateway.conftest import Gateway, gateway, gw  # noqa: F401  (fixtures, re-exported)
+from tests.gateway_fixtures import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 240
@@ -103,7 +103,7 @@ def agents_bin() -> Path:
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def team(gateway: Gateway) -> Team:  # noqa: F811
+async def team(gateway: Gateway) -> Team:
     gateway.fake.transcript_limit = 200_000
     ns = f"agents:{uuid.uuid4().hex[:8]}"
     ids: dict[str, str] = {}

@@ -7,7 +7,7 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
-from tests.gateway.conftest import metric
+from tests.gateway_fixtures import metric
 
 from .conftest import ANSWER_FACT, QUESTION, Gateway, Team, first_memory_id
 

@@ -5,7 +5,7 @@ tests/delivery/test_metrics_exist.py reads the source; this proves the names at 
 cluster's Prometheus would see them:
 
 - the gateway (LiteLLM proxy with the brain hooks, Postgres, the offline model behind the embedder,
-  the fake upstream) is the session fixture of tests/gateway/conftest.py;
+  the fake upstream) is the session fixture of tests/gateway_fixtures.py;
 - the operator is tests/operator/conftest.py's, run against the local control plane; its Brain's
   ``brain.dev/health-url`` points at that gateway, so the index gauges come from the real database;
 - Prometheus is Debian's server binary (hack/prometheus.sh), scraping the three ``/metrics``
@@ -45,13 +45,18 @@ import pytest
 import yaml
 
 from brain.devdb import free_port
-from tests.gateway.conftest import Gateway, gateway, gw
+from tests.gateway_fixtures import Gateway
 from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc, operator, wait_until
 from tests.operator.helpers import sample
 
 from .conftest import dashboard_exprs, fetched_tool, queried_metrics, rule_exprs
 
-__all__ = ["cluster", "crds", "gateway", "gw", "kc", "operator"]  # fixtures used from other suites
+__all__ = [
+    "cluster",
+    "crds",
+    "kc",
+    "operator",
+]  # fixtures used from other suites (the gateway: a root plugin)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -1,5 +1,5 @@
-"""The security suites run against the real gateway of tests/gateway (one process for the session)."""
+"""The security suites run against the session's one real gateway (`tests/gateway_fixtures.py`)."""
 
-from tests.gateway.conftest import Gateway, gateway, gw, metric, ns
+from tests.gateway_fixtures import Gateway, metric
 
-__all__ = ["Gateway", "gateway", "gw", "metric", "ns"]
+__all__ = ["Gateway", "metric"]

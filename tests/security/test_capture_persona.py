@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from brain.retrieval.render import PREAMBLE
-from tests.gateway.conftest import Gateway, metric
+from tests.gateway_fixtures import Gateway, metric
 
 from .fence import parse
 

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from brain.models import Hit, MemoryIn
 from brain.retrieval.render import PREAMBLE, render_block, render_persona
 from brain.sanitize import clean_text, one_line
-from tests.gateway.conftest import Gateway
+from tests.gateway_fixtures import Gateway
 
 from .fence import expected_inner, parse
 from .hostile import hostile_entry

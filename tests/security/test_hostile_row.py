@@ -18,7 +18,7 @@ from brain.errors import InvalidInput
 from brain.models import Actor, MemoryIn
 from brain.retrieval.render import PREAMBLE
 from brain.service import MemoryService, parse_memory
-from tests.gateway.conftest import Gateway
+from tests.gateway_fixtures import Gateway
 
 HOSTILE_TIMES = [
     "0001-01-01T00:00:00Z",
