@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds the images: operator, gateway, embedder, jobs (Python, from the hashed lock) and database
+# (Postgres 17 + pgvector). Starts Docker through hack/docker-up.sh when none answers.
+#
+#   bash hack/images.sh                 # all five, tag :dev
+#   bash hack/images.sh gateway jobs    # some
+#   IMAGE_TAG=1.2.3 BASES=upstream bash hack/images.sh
+#
+# BASES: upstream = python:3.11-slim-bookworm and debian:trixie-slim from Docker Hub;
+#        local    = the Debian-built bases of hack/base-images.sh (no registry needed);
+#        auto     = upstream when Docker Hub answers, else local [default].
+# Each build's context is a tar of only what the Dockerfile copies (plus this machine's extra CA
+# certificates as .build/ca, for pip behind a TLS-inspecting egress), streamed to `docker build
+# --network host`. Docker's layer cache (in $BRAIN_CACHE/docker-v1) makes a rebuild with the same
+# lock and sources take seconds. Prints one line per image: name, ref, seconds, size.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+REG=${IMAGE_REGISTRY:-ghcr.io/brain-operator}
+TAG=${IMAGE_TAG:-dev}
+BASES=${BASES:-auto}
+ALL=(operator gateway embedder jobs database)
+log() { echo "images: $*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+ref_of() { # image → reference
+  if [ "$1" = database ]; then echo "$REG/postgres:17-pgvector-$TAG"; else echo "$REG/$1:$TAG"; fi
+}
+if [ "${1:-}" = --ref ]; then
+  ref_of "$2"
+  exit 0
+fi
+wanted=("$@")
+[ ${#wanted[@]} -gt 0 ] || wanted=("${ALL[@]}")
+for w in "${wanted[@]}"; do
+  [[ " ${ALL[*]} " == *" $w "* ]] || die "unknown image '$w' (one of: ${ALL[*]})"
+done
+
+bash hack/docker-up.sh || die "no Docker engine (hack/docker-up.sh failed above)"
+
+if [ "$BASES" = auto ]; then
+  if docker image inspect docker.io/library/python:3.11-slim-bookworm >/dev/null 2>&1 \
+    || timeout 60 docker pull -q docker.io/library/python:3.11-slim-bookworm >/dev/null 2>&1; then
+    BASES=upstream
+  else
+    BASES=local
+  fi
+fi
+case $BASES in
+  upstream)
+    PY_BASE=docker.io/library/python:3.11-slim-bookworm
+    DEB_BASE=docker.io/library/debian:trixie-slim
+    ;;
+  local)
+    bash hack/base-images.sh
+    PY_BASE=brain-base/python:3.11-bookworm-v1
+    DEB_BASE=brain-base/debian:trixie-v1
+    ;;
+  *) die "BASES must be auto, upstream or local, not '$BASES'" ;;
+esac
+
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
+mkdir -p "$ctx/.build/ca"
+cp /usr/local/share/ca-certificates/*.crt "$ctx/.build/ca/" 2>/dev/null || true
+REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+CREATED=$(git log -1 --format=%cI 2>/dev/null || echo unknown) # reproducible: the commit's time
+
+for image in "${wanted[@]}"; do
+  ref=$(ref_of "$image")
+  case $image in
+    database) files=(images/database) base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE") ;;
+    embedder) files=(pyproject.toml requirements/embedder.txt operator/brain operator/brain_operator images/embedder)
+      base=(--build-arg "PYTHON_IMAGE=$PY_BASE") ;;
+    *) files=(pyproject.toml "requirements/$image.txt" operator/brain operator/brain_operator "images/$image")
+      base=(--build-arg "PYTHON_IMAGE=$PY_BASE") ;;
+  esac
+  start=$(date +%s)
+  if ! tar -c --exclude=__pycache__ --exclude='*.pyc' -f - "${files[@]}" -C "$ctx" .build \
+    | DOCKER_BUILDKIT=0 nice -n "${BUILD_NICE:-15}" docker build -q --network host -f "images/$image/Dockerfile" -t "$ref" \
+      "${base[@]}" --build-arg "VERSION=$TAG" --build-arg "REVISION=$REVISION" --build-arg "CREATED=$CREATED" \
+      - >"$ctx/build.log" 2>&1; then
+    tail -n 30 "$ctx/build.log" >&2
+    die "building $ref failed"
+  fi
+  size=$(docker image inspect -f '{{.Size}}' "$ref")
+  printf '%s\t%s\t%ss\t%s MB\n' "$image" "$ref" "$(($(date +%s) - start))" "$((size / 1000000))"
+done
