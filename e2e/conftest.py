@@ -58,8 +58,8 @@ def kind_skip_reason(
         return None
     if not node_images:
         return (
-            f"no kind cluster {cluster!r} and no kind node image can be had: none is loaded "
-            "(docker images kindest/node) and no registry is reachable to pull one"
+            f"no kind cluster {cluster!r} and no kind node image can be had here: none is loaded "
+            "(docker images kindest/node); hack/kind-up.sh pulls one where a registry is reachable"
         )
     return f"no kind cluster {cluster!r} yet (node image {node_images[0]} is here): run bash hack/kind-up.sh"
 

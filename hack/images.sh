@@ -5,6 +5,7 @@
 #   bash hack/images.sh                 # all five, tag :dev
 #   bash hack/images.sh gateway jobs    # some
 #   IMAGE_TAG=1.2.3 BASES=upstream bash hack/images.sh
+#   EMBEDDER_MODEL=BAAI/bge-small-en-v1.5 bash hack/images.sh embedder   # from the hub (needs one)
 #
 # BASES: upstream = python:3.11-slim-bookworm and debian:trixie-slim from Docker Hub;
 #        local    = the Debian-built bases of hack/base-images.sh (no registry needed);
@@ -73,7 +74,10 @@ for image in "${wanted[@]}"; do
   case $image in
     database) files=(images/database) base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE") ;;
     embedder) files=(pyproject.toml requirements/embedder.txt operator/brain operator/brain_operator images/embedder)
-      base=(--build-arg "PYTHON_IMAGE=$PY_BASE") ;;
+      base=(--build-arg "PYTHON_IMAGE=$PY_BASE")
+      if [ -n "${EMBEDDER_MODEL:-}" ]; then # the manifest's model from a model hub, not the offline MiniLM
+        base+=(--build-arg MODEL_SOURCE=hub --build-arg "EMBEDDING_MODEL=$EMBEDDER_MODEL" --build-arg MODEL_PATH=)
+      fi ;;
     *) files=(pyproject.toml "requirements/$image.txt" operator/brain operator/brain_operator "images/$image")
       base=(--build-arg "PYTHON_IMAGE=$PY_BASE") ;;
   esac

@@ -28,9 +28,15 @@ else
   out=requirements
 fi
 mkdir -p "$out"
+# Left out of the gateway image: polars (176 MB), which litellm[proxy] requires only for its FOCUS
+# cost export, a callback the gateway never configures (the proxy imports and serves without it;
+# tests/delivery/test_containers.py runs the gateway image).
+declare -A DROP=([gateway]="polars polars-runtime-32")
 for extra in "${EXTRAS[@]}"; do
+  drop=()
+  for pkg in ${DROP[$extra]:-}; do drop+=(--no-emit-package "$pkg"); done
   "$uv" export -q --frozen --format requirements-txt --no-emit-project --no-header --no-dev \
-    --extra "$extra" -o "$out/$extra.txt"
+    --extra "$extra" "${drop[@]}" -o "$out/$extra.txt"
 done
 if [ "${1:-}" = --check ]; then
   diff -r -q requirements "$out" || { echo "lock: requirements/ is stale; run bash hack/lock.sh" >&2; exit 1; }

@@ -70,6 +70,7 @@ def test_images_carry_only_what_they_run() -> None:
     assert "fastembed" not in gateway and "fastembed" not in jobs and "onnxruntime" not in gateway
     assert "kopf" not in gateway and "kubernetes" not in gateway and "kubernetes" not in embedder
     assert "pytest" not in {*operator, *gateway, *embedder, *jobs, *locked("local")}
+    assert "polars" not in gateway, "litellm[proxy]'s FOCUS export only (hack/lock.sh DROP)"
 
 
 def test_make_install_installs_from_the_lock() -> None:
