@@ -11,7 +11,7 @@ export BRAIN_CACHE := $(CACHE)
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
-$(VENV)/.installed: pyproject.toml requirements/dev.txt hack/install.sh
+$(VENV)/.installed: pyproject.toml $(wildcard requirements/dev.txt) hack/install.sh
 	bash hack/install.sh
 	touch $@
 
