@@ -20,17 +20,6 @@ def inspect(ref: str) -> dict[str, object]:
     return dict(json.loads(out.stdout)[0])
 
 
-def base_of(image: str) -> str | None:
-    """The base ref hack/images.sh used for this image, read from its build history (ARG values)."""
-    out = subprocess.run(["docker", "history", "--no-trunc", "--format", "{{.CreatedBy}}", image],
-                         capture_output=True, text=True)  # fmt: skip
-    for line in out.stdout.splitlines():
-        for key in ("PYTHON_IMAGE=", "DEBIAN_IMAGE="):
-            if key in line:
-                return line.split(key, 1)[1].split()[0]
-    return None
-
-
 def mb(n: object) -> str:
     return f"{int(str(n)) / 1e6:.0f}"
 
@@ -47,13 +36,12 @@ def section(lines: list[str]) -> str:
         "| --- | --- | ---: | --- | ---: | ---: | ---: |",
     ]
     for line in lines:
-        name, ref, secs, _ = line.split("\t")
+        name, ref, secs, _, base = line.split("\t")
         size = inspect(ref)["Size"]
-        base = base_of(ref)
-        base_size = inspect(base)["Size"] if base else 0
+        base_size = inspect(base)["Size"]
         own = int(str(size)) - int(str(base_size))
         rows.append(
-            f"| {name} | `{ref}` | {mb(size)} | `{base or '?'}` | {mb(base_size)} | {mb(own)} | {secs.rstrip('s')} |"
+            f"| {name} | `{ref}` | {mb(size)} | `{base}` | {mb(base_size)} | {mb(own)} | {secs.rstrip('s')} |"
         )
     return "\n".join(rows) + "\n"
 

@@ -13,7 +13,7 @@
 # Each build's context is a tar of only what the Dockerfile copies (plus this machine's extra CA
 # certificates as .build/ca, for pip behind a TLS-inspecting egress), streamed to `docker build
 # --network host`. Docker's layer cache (in $BRAIN_CACHE/docker-v1) makes a rebuild with the same
-# lock and sources take seconds. Prints one line per image: name, ref, seconds, size.
+# lock and sources take seconds. Prints one line per image (tab-separated): name, ref, seconds, size, base.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -72,14 +72,14 @@ CREATED=$(git log -1 --format=%cI 2>/dev/null || echo unknown) # reproducible: t
 for image in "${wanted[@]}"; do
   ref=$(ref_of "$image")
   case $image in
-    database) files=(images/database) base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE") ;;
+    database) files=(images/database) base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE") from=$DEB_BASE ;;
     embedder) files=(pyproject.toml requirements/embedder.txt operator/brain operator/brain_operator images/embedder)
-      base=(--build-arg "PYTHON_IMAGE=$PY_BASE")
+      base=(--build-arg "PYTHON_IMAGE=$PY_BASE") from=$PY_BASE
       if [ -n "${EMBEDDER_MODEL:-}" ]; then # the manifest's model from a model hub, not the offline MiniLM
         base+=(--build-arg MODEL_SOURCE=hub --build-arg "EMBEDDING_MODEL=$EMBEDDER_MODEL" --build-arg MODEL_PATH=)
       fi ;;
     *) files=(pyproject.toml "requirements/$image.txt" operator/brain operator/brain_operator "images/$image")
-      base=(--build-arg "PYTHON_IMAGE=$PY_BASE") ;;
+      base=(--build-arg "PYTHON_IMAGE=$PY_BASE") from=$PY_BASE ;;
   esac
   start=$(date +%s)
   if ! tar -c --exclude=__pycache__ --exclude='*.pyc' -f - "${files[@]}" -C "$ctx" .build \
@@ -90,5 +90,5 @@ for image in "${wanted[@]}"; do
     die "building $ref failed"
   fi
   size=$(docker image inspect -f '{{.Size}}' "$ref")
-  printf '%s\t%s\t%ss\t%s MB\n' "$image" "$ref" "$(($(date +%s) - start))" "$((size / 1000000))"
+  printf '%s\t%s\t%ss\t%s MB\t%s\n' "$image" "$ref" "$(($(date +%s) - start))" "$((size / 1000000))" "$from"
 done
