@@ -101,7 +101,9 @@ def test_images_install_only_their_extra_from_the_lock(image: str) -> None:
     runs = " ".join(rest for o, rest in build.instructions if o == "RUN")
     copies = [rest for o, rest in build.instructions if o == "COPY"]
     assert f"requirements/{image}.txt /tmp/requirements.txt" in copies
-    assert re.search(r"pip install --require-hashes --no-deps --only-binary :all: .*-r /tmp/requirements.txt", runs)
+    assert re.search(
+        r"pip install --require-hashes --no-deps --only-binary :all: .*-r /tmp/requirements.txt", runs
+    )
     assert not re.search(r"pip install (\.|-e)", runs), "the project is copied, not resolved"
 
 
