@@ -56,8 +56,9 @@ case $BASES in
     ;;
   local)
     bash hack/base-images.sh
-    PY_BASE=brain-base/python:3.11-bookworm-v1
-    DEB_BASE=brain-base/debian:trixie-v1
+    BASE_TAG=v2 # hack/base-images.sh's
+    PY_BASE=brain-base/python:3.11-bookworm-$BASE_TAG
+    DEB_BASE=brain-base/debian:trixie-$BASE_TAG
     ;;
   *) die "BASES must be auto, upstream or local, not '$BASES'" ;;
 esac
