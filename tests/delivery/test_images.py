@@ -209,3 +209,13 @@ def test_jobs_image_runs_what_the_operator_renders() -> None:
     src = Path(jobs.__file__).read_text()
     for module in re.findall(r'"(brain\.jobs\.[a-z_]+)"', src):
         assert module in {"brain.jobs.ingest", "brain.jobs.distill", "brain.jobs.digest"}, module
+
+
+def test_bad_image_name_is_refused_naming_the_images() -> None:
+    proc = subprocess.run(
+        ["bash", str(HACK / "images.sh"), "gatway"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 1
+    assert (
+        "unknown image 'gatway'" in proc.stderr and "operator gateway embedder jobs database" in proc.stderr
+    )

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import tomllib
+from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
@@ -77,3 +80,17 @@ def test_make_install_installs_from_the_lock() -> None:
     script = (HACK / "install.sh").read_text()
     assert 'pip" install -q --require-hashes --no-deps -r "$REQ"' in script
     assert 'pip" install -q --no-deps -e .' in script
+
+
+def test_install_refuses_an_unknown_extra_naming_the_extras(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    proc = subprocess.run(
+        ["bash", str(HACK / "install.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "EXTRA": "gatway", "VENV": str(venv)},
+    )
+    assert proc.returncode == 2 and "no requirements/gatway.txt" in proc.stderr
+    assert all(e in proc.stderr for e in ("gateway", "embedder", "jobs", "operator", "local", "dev"))
+    assert not venv.exists(), "nothing created for a bad extra"
