@@ -6,12 +6,12 @@ CACHE ?= $(HOME)/.cache/brain-operator
 export BRAIN_CACHE := $(CACHE)
 
 .PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help \
-	images kind-up e2e chart-test chart-sync lint-dockerfiles agents
+	images base-images docker-up docker-down lock kind-up e2e chart-test chart-sync lint-dockerfiles agents
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
-$(VENV)/.installed: pyproject.toml hack/install.sh
+$(VENV)/.installed: pyproject.toml $(wildcard requirements/dev.txt) hack/install.sh
 	bash hack/install.sh
 	touch $@
 
@@ -51,8 +51,20 @@ chart-test: install ## helm lint/template checks, promtool rule tests, install o
 lint-dockerfiles: ## hadolint images/*/Dockerfile (fetched once into the cache)
 	bash hack/lint-dockerfiles.sh
 
-images: ## build the four images (needs Docker)
-	for i in operator gateway embedder jobs; do docker build -f images/$$i/Dockerfile -t ghcr.io/brain-operator/$$i:dev . || exit 1; done
+images: ## build the five images (operator, gateway, embedder, jobs, database) from the lock; starts Docker
+	bash hack/images.sh
+
+base-images: ## Debian-built bases (mmdebstrap + docker import) for where no registry is reachable
+	bash hack/docker-up.sh && bash hack/base-images.sh
+
+docker-up: ## start a Docker engine (installs Debian's docker.io if missing; data in ~/.cache/brain-operator/docker-v1)
+	bash hack/docker-up.sh
+
+docker-down: ## stop the Docker engine docker-up started
+	bash hack/docker-down.sh
+
+lock: ## re-resolve uv.lock and export requirements/<extra>.txt (hashed)
+	bash hack/lock.sh
 
 kind-up: ## kind cluster + images + chart + samples (needs Docker)
 	bash hack/kind-up.sh

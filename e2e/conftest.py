@@ -33,12 +33,55 @@ def _wanted() -> list[str]:
     return [only] if only else CLUSTERS
 
 
+KIND_CLUSTER = os.environ.get("KIND_CLUSTER", "brain")
+
+
 def docker_engine() -> str | None:
     """None when a Docker engine answers, else why not."""
     if shutil.which("docker") is None:
         return "no docker CLI on PATH"
     proc = subprocess.run(["docker", "info"], capture_output=True, text=True, timeout=30)
     return None if proc.returncode == 0 else "no Docker engine reachable (docker info failed)"
+
+
+def kind_skip_reason(
+    engine: str | None, kind_cli: bool, clusters: list[str], node_images: list[str], cluster: str
+) -> str | None:
+    """Why the kind e2e cannot run here, or None. Pure, so each case is tested without a cluster.
+    A Docker engine alone is not enough: kind needs its node image (kindest/node), which comes
+    from a registry; where none is reachable and none is loaded, there is no cluster to test."""
+    if engine:
+        return engine
+    if not kind_cli:
+        return "kind/kubectl not on PATH"
+    if cluster in clusters:
+        return None
+    if not node_images:
+        return (
+            f"no kind cluster {cluster!r} and no kind node image can be had here: none is loaded "
+            "(docker images kindest/node); hack/kind-up.sh pulls one where a registry is reachable"
+        )
+    return f"no kind cluster {cluster!r} yet (node image {node_images[0]} is here): run bash hack/kind-up.sh"
+
+
+def kind_probe(cluster: str = KIND_CLUSTER) -> str | None:
+    """kind_skip_reason() over what this machine has."""
+    engine = docker_engine()
+    kind_cli = shutil.which("kind") is not None and shutil.which("kubectl") is not None
+    clusters: list[str] = []
+    images: list[str] = []
+    if engine is None:
+        out = subprocess.run(
+            ["docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", "kindest/node"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        images = out.stdout.split()
+    if engine is None and kind_cli:
+        out = subprocess.run(["kind", "get", "clusters"], capture_output=True, text=True, timeout=30)
+        clusters = out.stdout.split()
+    return kind_skip_reason(engine, kind_cli, clusters, images, cluster)
 
 
 @dataclass
@@ -67,13 +110,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def e2e_cluster(e2e_cluster_kind: str, request: pytest.FixtureRequest) -> Iterator[E2ECluster]:
     if e2e_cluster_kind == "kind":
-        why = docker_engine()
+        why = kind_probe()
         if why:
             pytest.skip(f"kind e2e skipped: {why}. It runs in CI (.github/workflows/e2e-kind.yml).")
-        if shutil.which("kind") is None or shutil.which("kubectl") is None:
-            pytest.skip("kind e2e skipped: kind/kubectl not on PATH")
         env = dict(os.environ)
-        subprocess.run(["kubectl", "config", "use-context", "kind-brain"], check=True, env=env)
+        subprocess.run(["kubectl", "config", "use-context", f"kind-{KIND_CLUSTER}"], check=True, env=env)
         yield E2ECluster("kind", env)
         return
     kc: KubeCluster = request.getfixturevalue("kube_cluster")

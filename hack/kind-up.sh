@@ -33,8 +33,15 @@ docker info >/dev/null 2>&1 || die "no Docker engine reachable (docker info fail
 if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
   log "reusing kind cluster $CLUSTER"
 else
+  # kind's node image comes from a registry; say so plainly where none is reachable.
+  node_image=${KIND_NODE_IMAGE:-}
+  if [ -z "$node_image" ] && [ -z "$(docker image ls -q kindest/node)" ] \
+    && ! curl -s -o /dev/null -m 15 https://registry-1.docker.io/v2/; then
+    log "no kind node image can be had: none is loaded (docker images kindest/node) and the registry is unreachable"
+    exit 3
+  fi
   log "creating kind cluster $CLUSTER"
-  kind create cluster --name "$CLUSTER" --wait 180s
+  kind create cluster --name "$CLUSTER" --wait 180s ${node_image:+--image "$node_image"}
 fi
 kubectl config use-context "kind-$CLUSTER" >/dev/null
 
@@ -43,10 +50,7 @@ for image in "${IMAGES[@]}"; do
   ref="$REG/$image:$TAG"
   if [[ ${SKIP_BUILD:-0} != 1 ]]; then
     log "building $ref"
-    docker build -f "images/$image/Dockerfile" -t "$ref" \
-      --build-arg "VERSION=$TAG" \
-      --build-arg "REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
-      --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)" .
+    IMAGE_TAG="$TAG" bash hack/images.sh "$image" >/dev/null
   fi
   log "loading $ref into $CLUSTER"
   kind load docker-image --name "$CLUSTER" "$ref"

