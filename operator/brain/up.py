@@ -245,7 +245,8 @@ def banner(stack: Stack, keys: dict[str, str], models: list[str], echo: list[int
         f"    curl -s {u}/v1/chat/completions -H \"Authorization: Bearer $BRAIN_KEY\" -H 'content-type: application/json' \\",
         f'      -d \'{{"model": "{models[0] if models else "echo"}", "messages": [{{"role": "user", "content": '
         '"which port does the staging database use?"}]}\'',
-        f'    claude mcp add --transport http brain {u}/mcp --header "Authorization: Bearer $BRAIN_KEY"',
+        f'    claude mcp add --scope user --transport http brain {u}/mcp --header "Authorization: Bearer $BRAIN_KEY"',
+        f"    codex mcp add brain --url {u}/mcp --bearer-token-env-var BRAIN_KEY",
         "",
         "  Ctrl-C stops everything.",
         "",
@@ -337,7 +338,15 @@ async def up(
         for p in echo_ports:
             stack.procs.append(
                 spawn(
-                    [sys.executable, "-m", "brain.fakeupstream", "--port", str(p)],
+                    [
+                        sys.executable,
+                        "-m",
+                        "brain.fakeupstream",
+                        "--port",
+                        str(p),
+                        "--transcript-limit",
+                        "200000",
+                    ],
                     env,
                     state / f"echo-{p}.log",
                 )
