@@ -84,17 +84,15 @@ async def recovery(url: str, key: str, thawed_at: float) -> float:
     async with httpx.AsyncClient(timeout=60) as c:
         for i in range(600):
             _, _, memory = await _ask(c, url, key, f"which port does the payments replica use? ({i})")
-            if memory in ("injected", "no_hit"):
+            if memory in ("injected", "none"):
                 return time.perf_counter() - thawed_at
             await asyncio.sleep(0.1)
     return float("nan")
 
 
 async def main(a: argparse.Namespace) -> None:
-    from brain.devdb import EmbeddedPostgres, free_port
-    from brain.keys import KeyStore
-    from brain.store import Store
-    from brain.up import gateway_command, spawn, stop, wait_http
+    from brain.devdb import EmbeddedPostgres
+    from brain.up import stop
 
     state = Path(f"/tmp/bench-faults-{uuid.uuid4().hex[:6]}")
     state.mkdir()
@@ -103,42 +101,9 @@ async def main(a: argparse.Namespace) -> None:
     try:
         dsn = await pg.create_database("bench")
         await bg.seed(dsn, a.memories)
-        store = await Store.open(dsn, dim=384)
-        key, _ = await KeyStore(store.pool).create(f"bench-{uuid.uuid4().hex[:6]}", "agent")
-        await store.close()
-        master = "sk-bench-" + uuid.uuid4().hex
-        fake_port, gw_port, bare_port = free_port(), free_port(), free_port()
-        env = {
-            **os.environ,
-            "BRAIN_DATABASE_URL": dsn,
-            "BRAIN_MASTER_KEY": master,
-            "BRAIN_EMBEDDING_DIM": "384",
-        }
-        env.pop("BRAIN_EMBEDDER_URL", None)
-        procs.append(
-            spawn(
-                [sys.executable, "-m", "brain.fakeupstream", "--port", str(fake_port)],
-                env,
-                state / "fake.log",
-            )
+        key, master, gw_url, bare_url, _, _ = await bg.start_pair(
+            dsn, state, procs, ready=lambda d: d["status"] == "ok"
         )
-        fake = f"http://127.0.0.1:{fake_port}"
-        brain_cfg, bare_cfg = bg.configs(fake, state, master)
-        gw = spawn(gateway_command(brain_cfg, "127.0.0.1", gw_port), env, state / "gateway.log")
-        procs.append(gw)
-        procs.append(
-            spawn(
-                [sys.executable, bg.__file__, "--serve-bare", str(bare_cfg), str(bare_port)],
-                env,
-                state / "bare.log",
-            )
-        )
-        gw_url, bare_url = f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{bare_port}"
-        await wait_http(fake + "/healthz", timeout=60)
-        await wait_http(
-            gw_url + "/brain/v1/health", proc=gw, timeout=300, check=lambda d: d["status"] == "ok"
-        )
-        await wait_http(bare_url + "/health/liveliness", timeout=300)
         await warm(gw_url, key, 20, 1)  # model, pools, caches
         await warm(bare_url, master, 20, 1)
         rows = []

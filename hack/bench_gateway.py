@@ -22,8 +22,9 @@ import signal
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 import numpy as np
@@ -291,11 +292,54 @@ async def streaming(gw: str, key: str, clients: int, duration: float, pid: int) 
     }
 
 
-async def main(a: argparse.Namespace) -> None:
-    from brain.devdb import EmbeddedPostgres, free_port
+class Pair(NamedTuple):
+    key: str  # an agent key for the brain
+    master: str  # the bare proxy's key
+    gw_url: str
+    bare_url: str
+    fake_url: str
+    gw: Any  # the brain gateway's process
+
+
+async def start_pair(
+    dsn: str, state: Path, procs: list[Any], *, ready: Callable[[dict[str, Any]], bool]
+) -> Pair:
+    """An agent key, then the echo upstream, the brain gateway and the bare proxy (the same LiteLLM
+    without the brain) on free ports, appended to `procs` for the caller to stop."""
+    from brain.devdb import free_port
     from brain.keys import KeyStore
     from brain.store import Store
-    from brain.up import gateway_command, spawn, stop, wait_http
+    from brain.up import gateway_command, spawn, wait_http
+
+    store = await Store.open(dsn, dim=384)
+    key, _ = await KeyStore(store.pool).create(f"bench-{uuid.uuid4().hex[:6]}", "agent")
+    await store.close()
+    master = "sk-bench-" + uuid.uuid4().hex
+    fake_port, gw_port, bare_port = free_port(), free_port(), free_port()
+    env = {**os.environ, "BRAIN_DATABASE_URL": dsn, "BRAIN_MASTER_KEY": master, "BRAIN_EMBEDDING_DIM": "384"}
+    env.pop("BRAIN_EMBEDDER_URL", None)
+    procs.append(
+        spawn([sys.executable, "-m", "brain.fakeupstream", "--port", str(fake_port)], env, state / "fake.log")
+    )
+    fake = f"http://127.0.0.1:{fake_port}"
+    brain_cfg, bare_cfg = configs(fake, state, master)
+    gw = spawn(gateway_command(brain_cfg, "127.0.0.1", gw_port), env, state / "gateway.log")
+    procs.append(gw)
+    procs.append(
+        spawn(
+            [sys.executable, __file__, "--serve-bare", str(bare_cfg), str(bare_port)], env, state / "bare.log"
+        )
+    )
+    gw_url, bare_url = f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{bare_port}"
+    await wait_http(fake + "/healthz", timeout=60)
+    await wait_http(gw_url + "/brain/v1/health", proc=gw, timeout=300, check=ready)
+    await wait_http(bare_url + "/health/liveliness", timeout=300)
+    return Pair(key, master, gw_url, bare_url, fake, gw)
+
+
+async def main(a: argparse.Namespace) -> None:
+    from brain.devdb import EmbeddedPostgres
+    from brain.up import stop
 
     cache = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
     if os.geteuid() == 0:  # Postgres runs as `nobody`, which cannot enter /root
@@ -316,42 +360,9 @@ async def main(a: argparse.Namespace) -> None:
         await conn.close()
         dsn = pg.dsn_for("bench")
         await seed(dsn, a.memories)
-        store = await Store.open(dsn, dim=384)
-        key, _ = await KeyStore(store.pool).create(f"bench-{uuid.uuid4().hex[:6]}", "agent")
-        await store.close()
-        master = "sk-bench-" + uuid.uuid4().hex
-        fake_port, gw_port, bare_port = free_port(), free_port(), free_port()
-        env = {
-            **os.environ,
-            "BRAIN_DATABASE_URL": dsn,
-            "BRAIN_MASTER_KEY": master,
-            "BRAIN_EMBEDDING_DIM": "384",
-        }
-        env.pop("BRAIN_EMBEDDER_URL", None)
-        procs.append(
-            spawn(
-                [sys.executable, "-m", "brain.fakeupstream", "--port", str(fake_port)],
-                env,
-                state / "fake.log",
-            )
+        key, master, gw_url, bare_url, fake, gw = await start_pair(
+            dsn, state, procs, ready=lambda d: d["database"] == "ok"
         )
-        fake = f"http://127.0.0.1:{fake_port}"
-        brain_cfg, bare_cfg = configs(fake, state, master)
-        gw = spawn(gateway_command(brain_cfg, "127.0.0.1", gw_port), env, state / "gateway.log")
-        procs.append(gw)
-        procs.append(
-            spawn(
-                [sys.executable, __file__, "--serve-bare", str(bare_cfg), str(bare_port)],
-                env,
-                state / "bare.log",
-            )
-        )
-        gw_url, bare_url = f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{bare_port}"
-        await wait_http(fake + "/healthz", timeout=60)
-        await wait_http(
-            gw_url + "/brain/v1/health", proc=gw, timeout=300, check=lambda d: d["database"] == "ok"
-        )
-        await wait_http(bare_url + "/health/liveliness", timeout=300)
         await asyncio.sleep(3)  # the offline model finishes loading in the gateway
         lines = [
             "## Gateway",
