@@ -100,6 +100,8 @@ POSITIVES: list[tuple[str, str]] = [
     ),
     ("bearer_token", "Authorization: Bearer " + rand(40, _B62 + "._-")),
     ("discord_webhook", "alerts go to https://discord.com/api/webhooks/99887766/" + rand(68, _B62 + "_-")),
+    # a URL-safe random token whose `-` or `_` falls beside a word-like run is still random, not a slug
+    ("high_entropy_string", "the webhook token is " + rand(12) + "-hook-" + rand(30)),
 ]
 
 # Tricky negatives: shapes that look random but are not secrets.
@@ -167,6 +169,8 @@ NEGATIVES: list[str] = [
     "use `kubectl get secret brain-db -o jsonpath='{.data.password}'` to read it",
     "docker image sha256:" + _SHA256,
     "ULID 01JD3V8ZQ4K6R2XW5T9N7M1B0C identifies the entry",
+    "memories/decisions/01J9ZQ4Y7V0K3M5N8P2R6T1W4X-pgvector.md",  # a ULID-named file (ingest source_key)
+    "see runbooks/2024/01HQ3K8Z5W7N9P2R4T6V8X0Y1A-failover_drill for the steps",
     "auth_token_ttl_seconds = 3600",
 ]
 NEGATIVE_CASES += [("hashes_ids_blobs", t) for t in NEGATIVES]

@@ -191,6 +191,20 @@ def _looks_random(tok: str) -> bool:
     return switches >= 0.3 and _entropy(tok) >= 4.2 and not _is_float_blob(tok)
 
 
+_SLUG_SEP = re.compile(r"[-_/]+")
+_WORD = re.compile(r"^[a-z]{3,}$")
+
+
+def _is_slug(tok: str) -> bool:
+    """A path or slug built from parts none of which is random on its own, one of them a plain word:
+    `decisions/01J9ZQ4Y7V0K3M5N8P2R6T1W4X-pgvector` (a ULID-named file). A random part of 20 or more
+    characters still counts, so `token_urlsafe` secrets, whose `-` and `_` fall at random, stay caught."""
+    parts = [p for p in _SLUG_SEP.split(tok) if p]
+    if len(parts) < 2 or not any(_WORD.match(p) for p in parts):
+        return False
+    return not any(len(p) >= 20 and _looks_random(p) for p in parts)
+
+
 def _generic_is_secret(key: str, quote: str, value: str) -> bool:
     """A value after a secret-named key is a secret unless it is a reference, a placeholder or code."""
     if _REFERENCE_KEY.search(key) or _PLACEHOLDER.match(value):
@@ -220,7 +234,7 @@ def scan(text: str) -> list[Finding]:
         tok = m.group(0).strip("=-_")
         if _HASH_PREFIX.search(text[max(0, m.start() - 14) : m.start()]) or _HASH_TOKEN.match(tok):
             continue
-        if _looks_random(tok) and not _is_binary_b64(m.group(0)):
+        if _looks_random(tok) and not _is_binary_b64(m.group(0)) and not _is_slug(tok):
             add("high_entropy_string", m.start(), m.end())
     return sorted(found, key=lambda f: f.start)
 
