@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import time
 import uuid
@@ -49,8 +50,21 @@ def docker(*args: str, check: bool = True, timeout: float = 120) -> subprocess.C
 
 
 @pytest.fixture(scope="module")
-def refs() -> dict[str, str]:
-    """image → reference, built (or found in the layer cache) by hack/images.sh."""
+def refs() -> Iterator[dict[str, str]]:
+    """image → reference, built (or found in the layer cache) by hack/images.sh.
+
+    An engine that was not running before is stopped afterwards (hack/docker-down.sh stops only one
+    hack/docker-up.sh started), so a test run leaves no dockerd behind; images stay cached.
+    """
+    engine_was_up = shutil.which("docker") is not None and docker("info", check=False).returncode == 0
+    try:
+        yield _build()
+    finally:
+        if not engine_was_up:
+            subprocess.run(["bash", str(HACK / "docker-down.sh")], capture_output=True, timeout=60)
+
+
+def _build() -> dict[str, str]:
     proc = subprocess.run(["bash", str(HACK / "images.sh")], capture_output=True, text=True, timeout=1800)
     if proc.returncode:
         pytest.fail(
