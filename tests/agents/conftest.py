@@ -225,6 +225,24 @@ async def run_cli(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess
     return r
 
 
+CAPTURED_ANSWER = (
+    "The staging database listens on 6543. The reason is that pgbouncer fronts Postgres there, "
+    "and the trade-off is one more hop for every connection."
+)
+
+
+async def captured_rows(
+    gw: Gateway, tmp_path: Path, argv: list[str], cwd: Path, make_env: Any, agents_bin: Path
+) -> list[Any]:
+    """Run one CLI question under a key confined to a fresh namespace; what capture stored there."""
+    ns = f"agents-capture:{tmp_path.name[-8:]}"
+    key, _ = await KeyStore(gw.store.pool).create(f"capture-{ns}", "agent", namespaces=[ns])
+    gw.script({"match": QUESTION, "content": CAPTURED_ANSWER})
+    await run_cli(argv, make_env(tmp_path / "home", agents_bin, gw.url, key), cwd)
+    await gw.settle(ns)
+    return list(await gw.store.pool.fetch("SELECT kind, title, body FROM memories WHERE namespace = $1", ns))
+
+
 def first_memory_id(text: str) -> str | None:
     """The id in the first `[team memory <id> — …]` header of a text (what the model reads first)."""
     marker = "[team memory "

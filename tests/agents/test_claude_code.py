@@ -11,13 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from brain.keys import KeyStore
-
 from .conftest import (
     ANSWER_FACT,
     QUESTION,
     Gateway,
     Team,
+    captured_rows,
     claude_env,
     first_memory_id,
     run_cli,
@@ -120,16 +119,6 @@ async def test_claude_code_follow_up_retrieves_on_the_latest_question(
 async def test_claude_code_capture_keeps_the_question_not_the_harness(
     gw: Gateway, agents_bin: Path, repo: Path, tmp_path: Path
 ) -> None:
-    ns = f"agents-capture:{tmp_path.name[-8:]}"
-    key, _ = await KeyStore(gw.store.pool).create(f"capture-{ns}", "agent", namespaces=[ns])
-    answer = (
-        "The staging database listens on 6543. The reason is that pgbouncer fronts Postgres there, "
-        "and the trade-off is one more hop for every connection."
-    )
-    gw.script({"match": QUESTION, "content": answer})
-    env = claude_env(tmp_path / "home", agents_bin, gw.url, key)
-    await run_cli(_claude(agents_bin), env, repo)
-    await gw.settle(ns)
-    rows = await gw.store.pool.fetch("SELECT kind, title, body FROM memories WHERE namespace = $1", ns)
+    rows = await captured_rows(gw, tmp_path, _claude(agents_bin), repo, claude_env, agents_bin)
     assert [(r["kind"], r["title"]) for r in rows] == [("summary", f"insight: {QUESTION}")]
     assert "claudeMd" not in rows[0]["body"] and "pgbouncer fronts Postgres" in rows[0]["body"]

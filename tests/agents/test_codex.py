@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from brain.keys import KeyStore
-
-from .conftest import ANSWER_FACT, QUESTION, Gateway, Team, codex_env, first_memory_id, run_cli
+from .conftest import ANSWER_FACT, QUESTION, Gateway, Team, captured_rows, codex_env, first_memory_id, run_cli
 
 RESPONSES = "/v1/responses"
 
@@ -80,17 +78,7 @@ async def test_codex_capture_keeps_the_question_not_the_harness(
     gw: Gateway, agents_bin: Path, repo: Path, tmp_path: Path
 ) -> None:
     """The captured insight is titled by what the person asked, not by AGENTS.md or the environment."""
-    ns = f"agents-capture:{tmp_path.name[-8:]}"
-    key, _ = await KeyStore(gw.store.pool).create(f"capture-{ns}", "agent", namespaces=[ns])
-    answer = (
-        "The staging database listens on 6543. The reason is that pgbouncer fronts Postgres there, "
-        "and the trade-off is one more hop for every connection."
-    )
-    gw.script({"match": QUESTION, "content": answer})
-    env = codex_env(tmp_path / "home", agents_bin, gw.url, key)
-    await run_cli(_codex(agents_bin), env, repo)
-    await gw.settle(ns)
-    rows = await gw.store.pool.fetch("SELECT kind, title, body FROM memories WHERE namespace = $1", ns)
+    rows = await captured_rows(gw, tmp_path, _codex(agents_bin), repo, codex_env, agents_bin)
     assert [(r["kind"], r["title"]) for r in rows] == [("summary", f"insight: {QUESTION}")]
     assert "AGENTS.md" not in rows[0]["body"] and "pgbouncer fronts Postgres" in rows[0]["body"]
 
