@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from prometheus_client import Gauge
 
+from brain import lint
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
 from brain.models import Actor, MemoryIn
 from brain.redact import SecretGate
@@ -181,6 +182,16 @@ def _payload(raw: Any) -> dict[str, Any]:
     return json.loads(raw) if isinstance(raw, str) else dict(raw or {})
 
 
+WITHHELD = "«withheld: the question reads like instructions to an agent»"
+
+
+def _listable(query: str) -> str:
+    """A no-hit question as the digest may list it. Any agent key can leave one, and the digest is a
+    memory every agent reads, so an instruction-shaped one is counted but not quoted (quoting it
+    would also make the write door refuse the whole week's digest)."""
+    return WITHHELD if lint.findings(query) else query
+
+
 async def project_signals(store: Store, start: datetime, end: datetime, stale_days: int) -> list[Signal]:
     """Rows → anonymous signals. Identity columns are never selected."""
     gate = SecretGate("redact")
@@ -193,7 +204,9 @@ async def project_signals(store: Store, start: datetime, end: datetime, stale_da
     ):
         p = _payload(r["payload"])
         if r["type"] == "query_no_hit":
-            out.append(Signal("no_hit", r["created_at"], gate.check("query", str(p.get("query") or ""))))
+            out.append(
+                Signal("no_hit", r["created_at"], _listable(gate.check("query", str(p.get("query") or ""))))
+            )
         elif p.get("injected"):
             out.append(Signal("retrieval", r["created_at"], value=1.0))
     for r in await store.pool.fetch(
