@@ -18,7 +18,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +114,12 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse(
         {"error": {"message": message, "type": "fake_upstream_error", "code": str(status)}},
         status_code=status,
+    )
+
+
+def _anthropic_error(status: int, message: str) -> JSONResponse:
+    return JSONResponse(
+        {"type": "error", "error": {"type": "api_error", "message": message}}, status_code=status
     )
 
 
@@ -214,6 +220,21 @@ def create_app(state: FakeState | None = None) -> FastAPI:
         st.record(request.url.path, body, headers)
         return body, raw
 
+    async def _scripted(
+        request: Request, error: Callable[[int, str], JSONResponse] = _error
+    ) -> tuple[dict[str, Any], Behaviour, JSONResponse | None]:
+        """Record the request and take the next scripted behaviour; its delay is served here, and a
+        scripted failure or fixed JSON answer comes back as the response to send instead."""
+        body, raw = await _read(request)
+        b = st.take(raw)
+        if b.delay_s:
+            await asyncio.sleep(b.delay_s)
+        if b.status >= 400:
+            return body, b, error(b.status, f"scripted failure {b.status}")
+        if b.json_body is not None:
+            return body, b, JSONResponse(b.json_body)
+        return body, b, None
+
     @app.get("/healthz")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
@@ -224,14 +245,9 @@ def create_app(state: FakeState | None = None) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
-        body, raw = await _read(request)
-        b = st.take(raw)
-        if b.delay_s:
-            await asyncio.sleep(b.delay_s)
-        if b.status >= 400:
-            return _error(b.status, f"scripted failure {b.status}")
-        if b.json_body is not None:
-            return JSONResponse(b.json_body)
+        body, b, early = await _scripted(request)
+        if early is not None:
+            return early
         messages = body.get("messages") or []
         content = b.content if b.content is not None else transcript(messages, limit=st.transcript_limit)
         model = body.get("model", "echo")
@@ -261,17 +277,9 @@ def create_app(state: FakeState | None = None) -> FastAPI:
 
     @app.post("/v1/messages")
     async def messages(request: Request) -> Response:
-        body, raw = await _read(request)
-        b = st.take(raw)
-        if b.delay_s:
-            await asyncio.sleep(b.delay_s)
-        if b.status >= 400:
-            return JSONResponse(
-                {"type": "error", "error": {"type": "api_error", "message": f"scripted failure {b.status}"}},
-                status_code=b.status,
-            )
-        if b.json_body is not None:
-            return JSONResponse(b.json_body)
+        body, b, early = await _scripted(request, _anthropic_error)
+        if early is not None:
+            return early
         content = (
             b.content
             if b.content is not None
@@ -306,14 +314,9 @@ def create_app(state: FakeState | None = None) -> FastAPI:
 
     @app.post("/v1/responses")
     async def responses(request: Request) -> Response:
-        body, raw = await _read(request)
-        b = st.take(raw)
-        if b.delay_s:
-            await asyncio.sleep(b.delay_s)
-        if b.status >= 400:
-            return _error(b.status, f"scripted failure {b.status}")
-        if b.json_body is not None:
-            return JSONResponse(b.json_body)
+        body, b, early = await _scripted(request)
+        if early is not None:
+            return early
         items = response_items(body.get("input"))
         content = (
             b.content
