@@ -241,6 +241,7 @@ async def gateway(
             "BRAIN_MASTER_KEY": MASTER,
             "BRAIN_EMBEDDING_DIM": "384",
             "BRAIN_SSE_HEARTBEAT_S": str(HEARTBEAT_S),
+            "BRAIN_BACKLOG_REFRESH_S": "0.5",  # the pending-proposal gauges follow a test within a second
         }
         log = tmp / "gateway.log"
         proc = spawn(gateway_command(config_path, "127.0.0.1", port), env, log)

@@ -4,6 +4,7 @@ One ASGI app serves everything on one port:
 - `/healthz`, `/readyz`, `/metrics`, `/brain/v1/health` — probes, Prometheus, index health (no key;
   `/metrics` without identity labels unless an owner key asks);
 - `/brain/v1/...` — the REST API (OpenAPI at `/brain/v1/openapi.json`), `/mcp` (and `/mcp/`) — MCP;
+- `/review` and `/review/assets/*` — the owner's review page (`review.py`; static, data from the API);
 - the model APIs of LiteLLM's proxy (`boundary.MODEL_ROUTES`: chat, messages, responses, models),
   whose config (model list, routers, our callback and custom auth) comes from `config_path`;
   every other LiteLLM route (admin, keys, UI, login, its MCP) answers 404 (`boundary.LiteLLMGate`).
@@ -31,7 +32,7 @@ from starlette.types import ASGIApp
 
 from brain.embedder.model import Embedder
 from brain.errors import BrainError
-from brain.gateway import proposals, rest
+from brain.gateway import backlog, proposals, rest, review
 from brain.gateway.auth import authenticate, key_from_headers
 from brain.gateway.boundary import BodyLimit, ErrorShield, LiteLLMGate, NoStandaloneStream
 from brain.gateway.config import write_effective_config
@@ -73,6 +74,7 @@ def create_app(
             async with contextlib.AsyncExitStack() as stack:
                 state = await stack.enter_async_context(litellm_app.router.lifespan_context(litellm_app))
                 await stack.enter_async_context(mcp.manager.run())
+                await stack.enter_async_context(backlog.watching(lambda: runtime.store))  # proposals waiting
                 yield dict(state or {})
         finally:
             await runtime.stop()
@@ -125,6 +127,8 @@ def create_app(
     app.include_router(rest.owner_router)
     app.include_router(proposals.router)
     app.include_router(proposals.digest_router)
+    app.include_router(review.api)
+    app.include_router(review.pages)  # /review: the owner's page (review.py); static, its data is owner-only
     mcp_app = NoStandaloneStream(mcp)
     app.add_route("/mcp", mcp_app, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]
     app.add_route("/mcp/", mcp_app, methods=["GET", "POST", "DELETE"], include_in_schema=False)  # type: ignore[arg-type]

@@ -8,6 +8,7 @@ in redact mode before they become signals.
 
 Signals: outcome mix of captured experiences, retrieval hit rate (captures that had memory
 injected vs. no-hit queries), top no-hit queries, proposal acceptance rate and time to decision,
+proposals still waiting for an owner (the oldest first, by title and age: nothing waits unseen),
 stale memories (never retrieved in N days), growth by kind. The report is stored as a `digest`
 entry (one lineage per ISO week: a rerun supersedes) and its numbers set the digest gauges.
 """
@@ -33,7 +34,7 @@ from brain.models import Actor, MemoryIn
 from brain.redact import SecretGate
 from brain.store.store import Store, content_hash
 
-SignalType = Literal["outcome", "retrieval", "no_hit", "proposal", "stale", "created"]
+SignalType = Literal["outcome", "retrieval", "no_hit", "proposal", "pending", "stale", "created"]
 DIGEST_ACTOR = Actor(name="digest", role="agent", origin="import")
 IDENTITY_FIELDS = frozenset({"key", "key_name", "author", "namespace", "model", "actor", "session", "repo"})
 
@@ -53,8 +54,8 @@ class Signal:
 
     ev: SignalType
     at: datetime
-    label: str = ""  # outcome name, memory kind, redacted query text, or proposal decision
-    value: float = 0.0  # hours to decision, 1.0 for a hit, ...
+    label: str = ""  # outcome name, memory kind, redacted query text, proposal decision or title
+    value: float = 0.0  # hours to decision, hours waiting, 1.0 for a hit, ...
 
 
 @dataclass
@@ -69,6 +70,8 @@ class DigestStats:
     approved: int = 0
     rejected: int = 0
     median_hours_to_decision: float | None = None
+    pending: int = 0
+    waiting: list[tuple[str, float]] = field(default_factory=list)  # (title, days waiting), oldest first
     stale_by_kind: dict[str, int] = field(default_factory=dict)
     growth_by_kind: dict[str, int] = field(default_factory=dict)
 
@@ -96,6 +99,9 @@ class DigestStats:
             "rejected": self.rejected,
             "acceptanceRate": self.acceptance_rate,
             "medianHoursToDecision": self.median_hours_to_decision,
+            "pendingProposals": self.pending,
+            "oldestPendingDays": self.waiting[0][1] if self.waiting else None,
+            "waitingProposals": [{"title": t, "days": d} for t, d in self.waiting],
             "staleByKind": self.stale_by_kind,
             "growthByKind": self.growth_by_kind,
         }
@@ -105,6 +111,7 @@ class DigestStats:
 
 
 def aggregate(signals: Iterable[Signal], start: datetime, end: datetime, top: int = 10) -> DigestStats:
+    """The week's figures. Pending proposals count whenever they were drafted: waiting is waiting."""
     week = f"{start.isocalendar().year}-W{start.isocalendar().week:02d}"
     st = DigestStats(week=week, start=start, end=end)
     no_hit: Counter[str] = Counter()
@@ -112,9 +119,13 @@ def aggregate(signals: Iterable[Signal], start: datetime, end: datetime, top: in
     outcomes: Counter[str] = Counter()
     stale: Counter[str] = Counter()
     growth: Counter[str] = Counter()
+    waiting: list[tuple[str, float]] = []
     for s in signals:
         if s.ev == "stale":
             stale[s.label] += 1
+            continue
+        if s.ev == "pending":
+            waiting.append((s.label, round(s.value / 24, 1)))
             continue
         if not (start <= s.at < end):
             continue
@@ -138,6 +149,8 @@ def aggregate(signals: Iterable[Signal], start: datetime, end: datetime, top: in
     st.median_hours_to_decision = round(statistics.median(hours), 1) if hours else None
     st.stale_by_kind = dict(stale.most_common())
     st.growth_by_kind = dict(growth.most_common())
+    st.pending = len(waiting)
+    st.waiting = sorted(waiting, key=lambda w: (-w[1], w[0]))[:top]
     return st
 
 
@@ -166,6 +179,17 @@ def render(st: DigestStats, stale_days: int) -> str:
         f"acceptance {_pct(st.acceptance_rate)}",
         "- Median time to decision: "
         + ("n/a" if st.median_hours_to_decision is None else f"{st.median_hours_to_decision} h"),
+        "",
+        "## Waiting for an owner",
+    ]
+    if st.pending:
+        shown = f", the {len(st.waiting)} oldest:" if st.pending > len(st.waiting) else ":"
+        lines.append(f"- {st.pending} proposals wait for a decision{shown}")
+        lines += [f"  - {title} ({days:g} days)" for title, days in st.waiting]
+        lines.append("- Decide them on the gateway's review page (`/review`, owner key).")
+    else:
+        lines.append("- none: every proposal has been decided")
+    lines += [
         "",
         f"## Stale memories (never retrieved in {stale_days} days)",
     ]
@@ -225,6 +249,12 @@ async def project_signals(store: Store, start: datetime, end: datetime, stale_da
     ):
         hrs = (r["decided_at"] - r["created_at"]).total_seconds() / 3600
         out.append(Signal("proposal", r["decided_at"], r["status"], round(hrs, 2)))
+    for r in await store.pool.fetch(
+        "SELECT title, created_at FROM proposals WHERE status = 'pending' AND created_at < $1", end
+    ):
+        hrs = (end - r["created_at"]).total_seconds() / 3600
+        title = _listable(gate.check("title", str(r["title"] or "untitled"))[:120])
+        out.append(Signal("pending", r["created_at"], title, round(hrs, 2)))
     for r in await store.pool.fetch(
         "SELECT kind FROM memories WHERE status = 'active' AND kind <> 'digest' "
         "AND created_at < now() - make_interval(days => $1) "

@@ -1,0 +1,307 @@
+"""The review page in a real headless browser (Debian's chromium, driven by its chromedriver), against
+the real gateway: an agent key is turned away, an owner signs in, reads a proposal's evidence and its
+diff, approves it, rejects another with a reason, browses the memory's lineage and reads the digest.
+The results are checked through the REST API, and the approved memory is then injected into a chat.
+
+chromium and chromium-driver come from apt through hack/chromium.sh (skip, with its reason, only where
+they cannot be installed). Screenshots go to `BRAIN_REVIEW_SCREENSHOTS` when set (docs/img/ for the
+docs: `BRAIN_REVIEW_SCREENSHOTS=docs/img pytest tests/gateway/test_review_browser.py`), else the
+test's tmp folder.
+
+Selenium is synchronous, and the embedder the gateway calls is served from this test's event loop, so
+every browser step runs in a thread (`asyncio.to_thread`): a blocked loop would stall the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from brain import proposals
+from brain.embedder import LocalEmbedder
+from brain.jobs.digest import run_digest
+
+from .conftest import Gateway
+
+ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+OLD = "Staging deploys are never retried; a failed deploy pages the on-call engineer at once."
+NEW = "Staging deploys are retried twice; only the third failed deploy pages the on-call engineer."
+NOISE = "Use tabs for indentation in every YAML manifest of the staging cluster."
+
+
+@pytest.fixture(scope="module")
+def chromedriver() -> str:
+    proc = subprocess.run(
+        ["bash", str(ROOT / "hack" / "chromium.sh")], capture_output=True, text=True, timeout=900
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"no headless chromium: {proc.stderr.strip()[-500:]}")
+    return proc.stdout.strip()
+
+
+@pytest.fixture
+def browser(chromedriver: str) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    opts = Options()
+    opts.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",  # the tests run as root, where chromium's sandbox cannot start
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1440,1000",
+        "--no-first-run",
+        "--disable-extensions",
+    ):
+        opts.add_argument(arg)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    env = {**os.environ, "TZ": "UTC"}  # datetime-local inputs are read in the browser's zone
+    driver = webdriver.Chrome(service=Service(chromedriver, env=env), options=opts)
+    driver.implicitly_wait(0)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    where = os.environ.get("BRAIN_REVIEW_SCREENSHOTS")
+    out = (ROOT / where) if where and not os.path.isabs(where) else Path(where) if where else tmp_path
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+async def step(fn: Callable[[], T]) -> T:
+    return await asyncio.to_thread(fn)
+
+
+def wait_for(driver: Any, css: str, text: str | None = None, timeout: float = 20) -> Any:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, timeout)
+    if text is not None:
+        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
+    return wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def css(driver: Any, selector: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def all_css(driver: Any, selector: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+
+    return list(driver.find_elements(By.CSS_SELECTOR, selector))
+
+
+#: Refusals the test asks for (the agent's sign-in, the reject without a reason): Chrome logs every
+#: 4xx answer to fetch as a console error.
+EXPECTED_REFUSALS = (
+    "/brain/v1/review/session - Failed to load resource: the server responded with a status of 403",
+    "/reject - Failed to load resource: the server responded with a status of 422",
+)
+
+
+def page_errors(driver: Any) -> list[str]:
+    """Console errors: a CSP violation, a failed asset or a script error all land here."""
+    return [
+        e["message"]
+        for e in driver.get_log("browser")
+        if e["level"] == "SEVERE" and not any(r in e["message"] for r in EXPECTED_REFUSALS)
+    ]
+
+
+async def test_an_owner_reviews_proposals_in_a_real_browser(
+    gw: Gateway, ns: str, browser: Any, shots: Path, embedder: LocalEmbedder
+) -> None:
+    # Two session records an agent captured, the memory they contradict, and what distill drafted.
+    records = []
+    for body, episode in (
+        (
+            "Deploy to staging failed twice on a flaky registry pull; the third try passed, so I retried.",
+            "s-101",
+        ),
+        ("Staging deploy failed once on the registry again; retried twice before it went green.", "s-102"),
+    ):
+        r = await gw.rest(
+            "POST",
+            "/memories",
+            key="agent",
+            json={"body": body, "namespace": ns, "kind": "experience", "episode": episode},
+        )
+        assert r.status_code == 201, r.text
+        records.append(r.json())
+    old = (await gw.rest("POST", "/memories", key="agent", json={"body": OLD, "namespace": ns})).json()
+    evidence: list[dict[str, Any]] = [
+        {"type": "episode", "memory_id": m["id"], "author": "agent", "kind": "experience", "cited": True}
+        for m in records
+    ]
+    evidence.append(
+        {"type": "supersedes", "memory_id_current": old["id"], "content_hash": old["content_hash"]}
+    )
+    approve_id = await proposals.create(
+        gw.store,
+        kind="convention",
+        namespace=ns,
+        title="Staging deploys retry twice",
+        body=NEW,
+        evidence=evidence,
+        authors=["agent"],
+        score=0.99,
+        supersedes=old["id"],
+    )
+    reject_id = await proposals.create(
+        gw.store,
+        kind="convention",
+        namespace=ns,
+        title="Tabs in YAML manifests",
+        body=NOISE,
+        evidence=evidence[:1],
+        authors=["agent"],
+        score=0.98,
+    )
+
+    url = gw.url + "/review"
+    d = browser
+
+    # An agent key is turned away, with a sentence saying why.
+    def agent_signs_in() -> str:
+        d.get(url)
+        wait_for(d, "#key").send_keys(gw.keys["agent"])
+        css(d, "#login-button").click()
+        return str(wait_for(d, "#login-error", "owner key").text)
+
+    refusal = await step(agent_signs_in)
+    assert "key 'agent' has the role 'agent'" in refusal and "needs an owner key" in refusal
+    assert await step(lambda: css(d, "#proposals").is_displayed()) is False
+
+    # The owner signs in and opens the proposal: evidence records and the diff.
+    def owner_opens() -> dict[str, Any]:
+        key = css(d, "#key")
+        key.clear()
+        key.send_keys(gw.keys["owner"])
+        css(d, "#login-button").click()
+        wait_for(d, f'#proposal-list li[data-id="{approve_id}"]').click()
+        wait_for(d, "#p-title", "Staging deploys retry twice")
+        wait_for(d, "#p-diff ins")
+        d.save_screenshot(str(shots / "review-proposal.png"))
+        return {
+            "who": css(d, "#whoami-name").text,
+            "deleted": " ".join(e.text for e in all_css(d, "#p-diff del")),
+            "inserted": " ".join(e.text for e in all_css(d, "#p-diff ins")),
+            "evidence": css(d, "#p-evidence").text,
+            "stored": d.execute_script("return sessionStorage.getItem('brain-review-key')"),
+            "cookies": d.get_cookies(),
+        }
+
+    seen = await step(owner_opens)
+    assert seen["who"] == "signed in as owner (owner)"
+    assert "never" in seen["deleted"] and "twice;" in seen["inserted"]
+    assert "flaky registry pull" in seen["evidence"] and "episode s-101" in seen["evidence"]
+    assert seen["stored"] == gw.keys["owner"] and seen["cookies"] == []  # a header session, no cookie
+
+    # Approve it with a reason (the browser's clock is UTC: TZ below, for the as_of step later).
+    before_approval = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    await asyncio.sleep(1.1)
+
+    def approve() -> str:
+        css(d, "#p-reason").send_keys("matches the deploy runbook")
+        css(d, "#p-approve").click()
+        return str(wait_for(d, "#p-result.ok", "Approved").text)
+
+    assert "curated" in await step(approve)
+
+    # Reject the other: first without a reason (refused, the page says why), then with one.
+    def reject() -> tuple[str, str]:
+        wait_for(d, "#proposal-status")
+        wait_for(d, f'#proposal-list li[data-id="{reject_id}"]').click()
+        wait_for(d, "#p-title", "Tabs in YAML")
+        css(d, "#p-reject").click()
+        refused = str(wait_for(d, "#p-result.bad", "reason").text)
+        css(d, "#p-reason").send_keys("we indent YAML with spaces; tabs break kubectl")
+        css(d, "#p-reject").click()
+        return refused, str(wait_for(d, "#p-result.ok", "Rejected").text)
+
+    refused, rejected = await step(reject)
+    assert "needs a reason" in refused and "Tabs in YAML" in rejected
+    left = await step(lambda: [li.get_attribute("data-id") for li in all_css(d, "#proposal-list li")])
+    assert approve_id not in left and reject_id not in left
+
+    # Through the API: both decisions, with their reasons and their decider.
+    shown = (await gw.rest("GET", f"/proposals/{approve_id}", key="owner")).json()
+    assert shown["status"] == "approved" and shown["reason"] == "matches the deploy runbook"
+    assert shown["decided_by"] == "owner"
+    memory = (await gw.rest("GET", f"/memories/{shown['memory_id']}", key="agent")).json()
+    assert memory["memory"]["body"] == NEW and memory["memory"]["tier"] == "curated"
+    assert OLD in [v["body"] for v in memory["history"]]
+    gone = (await gw.rest("GET", f"/proposals/{reject_id}", key="owner")).json()
+    assert gone["status"] == "rejected" and gone["reason"].startswith("we indent YAML with spaces")
+
+    await run_digest(gw.store, embedder)  # the week's digest, with the two decisions in it
+
+    # The approved memory is what a chat now gets.
+    r = await gw.chat("How many times are staging deploys retried?", headers={"x-brain-namespaces": ns})
+    assert r.status_code == 200, r.text
+    assert shown["memory_id"] in r.headers["x-brain-memory-ids"]
+    assert NEW in gw.upstream_bodies()[-1]["messages"][0]["content"]
+
+    # The memory browser: search, then the lineage with both versions and their authors.
+    def browse() -> dict[str, Any]:
+        css(d, 'nav a[data-view="memories"]').click()
+        wait_for(d, "#m-namespace")
+        from selenium.webdriver.support.ui import Select
+
+        wait_for(d, f'#m-namespace option[value="{ns}"]', timeout=20)
+        Select(css(d, "#m-namespace")).select_by_value(ns)
+        wait_for(d, "#m-caption", "active entries")
+        css(d, "#q").send_keys("staging deploy retried")
+        css(d, "#search-button").click()
+        wait_for(d, "#m-caption", "hits for")
+        now = [r.get_attribute("data-id") for r in all_css(d, "#m-rows tr")]
+        css(d, f'#m-rows tr[data-id="{shown["memory_id"]}"]').click()
+        wait_for(d, "#mem-history li.current-version")
+        d.save_screenshot(str(shots / "review-memory.png"))
+        meta, history = css(d, "#mem-meta").text, [li.text for li in all_css(d, "#mem-history li")]
+        # as_of: the same search, as the brain stood before the approval
+        as_of = css(d, "#as-of")
+        d.execute_script("arguments[0].value = arguments[1]", as_of, before_approval)
+        css(d, "#search-button").click()
+        wait_for(d, "#m-caption", "as of")
+        then = [r.get_attribute("data-id") for r in all_css(d, "#m-rows tr")]
+        return {"meta": meta, "history": history, "now": now, "then": then}
+
+    mem = await step(browse)
+    assert shown["memory_id"] in mem["now"] and old["id"] not in mem["now"]
+    assert old["id"] in mem["then"] and shown["memory_id"] not in mem["then"]
+    assert "written by owner" in mem["meta"] and "curated" in mem["meta"]
+    assert len(mem["history"]) == 2 and OLD in mem["history"][0] and NEW in mem["history"][1]
+    assert "superseded" in mem["history"][0]
+
+    # The digest, readable.
+    def digest() -> str:
+        css(d, 'nav a[data-view="digest"]').click()
+        wait_for(d, "#digest-doc h1", "Team brain digest")
+        d.save_screenshot(str(shots / "review-digest.png"))
+        return str(css(d, "#digest-doc").text)
+
+    text = await step(digest)
+    assert "Retrieval" in text and "Proposals" in text and "Retrieval hit rate" in text
+    assert await step(lambda: page_errors(d)) == []
