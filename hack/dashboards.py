@@ -245,6 +245,37 @@ def overview() -> dict[str, Any]:
             ],
         ),
         _panel(
+            "Proposals waiting for an owner",
+            [(f"sum(brain_proposals_pending{{{GW}}})", "pending")],
+            kind="stat",
+            w=6,
+            description="From the gateway, which reads the database: decide them on its /review page.",
+        ),
+        _panel(
+            "Oldest pending proposal",
+            [(f"max(brain_proposals_oldest_pending_age_seconds{{{GW}}})", "waiting for")],
+            kind="stat",
+            unit="s",
+            w=6,
+            description="The ProposalsWaiting alert fires past monitoring.prometheusRule.proposalMaxAgeDays.",
+        ),
+        _panel(
+            "Digest: hit rate and proposal acceptance",
+            [
+                (f"max(brain_digest_retrieval_hit_rate{{{GW}}})", "retrieval hit rate"),
+                (f"max(brain_digest_proposal_acceptance_rate{{{GW}}})", "proposal acceptance"),
+            ],
+            unit="percentunit",
+            description="The newest weekly digest's figures, exported by the gateway from the database.",
+        ),
+        _panel(
+            "Digest: no-hit queries and stale memories",
+            [
+                (f"max(brain_digest_no_hit_queries{{{GW}}})", "no-hit queries (week)"),
+                (f"max(brain_digest_stale_memories{{{GW}}})", "stale memories"),
+            ],
+        ),
+        _panel(
             "Embedded ratio",
             [(f"min by (brain) (brain_index_embedded_ratio{{{OPB}}})", "{{brain}}")],
             unit="percentunit",

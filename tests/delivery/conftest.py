@@ -116,6 +116,28 @@ def dashboard_exprs() -> list[tuple[str, str]]:
     return out
 
 
+def brain_dashboard_exprs(namespace: str = "team-ns", name: str = "team") -> list[tuple[str, str]]:
+    """(where, PromQL) of the dashboard the operator renders for one Brain (`grafanaDashboards`)."""
+    from brain_operator.render import Capabilities, GeneratedSecrets, RenderInput
+    from brain_operator.render.monitoring import render_dashboard
+    from tests.operator.helpers import brain, sample
+
+    doc = sample("brain.yaml")
+    doc["metadata"]["name"] = name
+    doc["spec"]["monitoring"] = {"grafanaDashboards": {"enabled": True}}
+    b = brain(doc, namespace)
+    inp = RenderInput(
+        brain=b,
+        routing_policies=(),
+        memory_sources=(),
+        secrets=GeneratedSecrets(db_password="pw", master_key="sk"),
+        capabilities=Capabilities(),
+    )
+    [cm] = render_dashboard(inp)
+    [board] = [json.loads(v) for v in cm["data"].values()]
+    return [(f"Brain dashboard: {p['title']}", t["expr"]) for p in board["panels"] for t in p["targets"]]
+
+
 def rule_exprs() -> list[tuple[str, str]]:
     """(alert or record name, PromQL) for every rule of the chart's PrometheusRule."""
     return [

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import DASHBOARDS, METRIC, ROOT, base_name, dashboard_exprs, rule_exprs
+from .conftest import DASHBOARDS, METRIC, ROOT, base_name, brain_dashboard_exprs, dashboard_exprs, rule_exprs
 
 #: Series Prometheus itself adds to every scrape.
 BUILTIN = {"up"}
@@ -27,9 +27,11 @@ def _defined() -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("source", ["dashboards", "rules"])
+@pytest.mark.parametrize("source", ["dashboards", "brain-dashboard", "rules"])
 def test_every_queried_metric_is_defined(source: str) -> None:
-    exprs = dashboard_exprs() if source == "dashboards" else rule_exprs()
+    exprs = {"dashboards": dashboard_exprs, "brain-dashboard": brain_dashboard_exprs, "rules": rule_exprs}[
+        source
+    ]()
     assert exprs
     defined = _defined()
     missing: dict[str, list[str]] = {}
@@ -106,3 +108,21 @@ def test_scrape_is_not_needed_for_names_but_names_are_real() -> None:
     ):
         assert name in defined, name
     assert Path(ROOT / "operator").is_dir()
+
+
+def test_the_per_brain_dashboard_selects_the_labels_its_series_carry() -> None:
+    """The operator labels a Brain's series `brain="<namespace>/<name>"` (`brain_label`); the gateway's
+    carry the scrape's `namespace` and `job` (the gateway Service). A bare `brain="<name>"` matched
+    nothing, and every panel of the dashboard stayed empty."""
+    from brain_operator.metrics import brain_label
+    from brain_operator.render import names
+
+    exprs = brain_dashboard_exprs("team-a", "team")
+    assert len(exprs) >= 8
+    for where, expr in exprs:
+        brains = re.findall(r'brain="([^"]*)"', expr)
+        assert all(b == brain_label("team-a", "team") for b in brains), (where, expr)
+        if "brain_operator_reconcile_total" in expr:
+            continue
+        gateway = 'namespace="team-a", job="' + names.gateway("team") + '"'
+        assert brains or gateway in expr, f"{where} selects no Brain: {expr}"

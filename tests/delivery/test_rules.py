@@ -17,6 +17,7 @@ EXPECTED = {
     "CaptureDropping",
     "IndexStale",
     "ProposalsPiling",
+    "ProposalsWaiting",
     "OperatorReconcileErrors",
     "EmbedderDown",
 }
@@ -75,4 +76,29 @@ def test_the_charts_prometheusrule_is_valid_for_prometheus(
     f.write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}))
     proc = subprocess.run([promtool, "check", "rules", str(f)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 8 rules found" in proc.stdout
+    assert "SUCCESS: 9 rules found" in proc.stdout
+
+
+def test_the_proposal_age_threshold_is_a_chart_value(promtool: str, render: Render, tmp_path: Path) -> None:
+    docs = render(
+        {"monitoring.prometheusRule.enabled": True, "monitoring.prometheusRule.proposalMaxAgeDays": 3}
+    )
+    (rule,) = [d for d in docs if d["kind"] == "PrometheusRule"]
+    [waiting] = [
+        r for g in rule["spec"]["groups"] for r in g["rules"] if r.get("alert") == "ProposalsWaiting"
+    ]
+    assert waiting["expr"].endswith("/ 86400 > 3"), waiting["expr"]
+    assert "more than 3 days" in waiting["annotations"]["summary"]
+    default = [
+        d for d in render({"monitoring.prometheusRule.enabled": True}) if d["kind"] == "PrometheusRule"
+    ]
+    [plain] = [
+        r for g in default[0]["spec"]["groups"] for r in g["rules"] if r.get("alert") == "ProposalsWaiting"
+    ]
+    assert plain["expr"] == next(r for _, r in _rule_exprs() if "oldest_pending" in r)
+
+
+def _rule_exprs() -> list[tuple[str, str]]:
+    from .conftest import rule_exprs
+
+    return rule_exprs()
