@@ -551,6 +551,15 @@ RUN: dict[str, Case] = {
     "curl -s -H \"Authorization: Bearer $OWNER_KEY\" 'http://127.0.0.1:4000/brain/v1/proposals?limit=50'": Case(
         "stack", check_proposals
     ),
+    # docs/review.md: the page and its policy, served by `make up`'s gateway
+    "curl -sI http://127.0.0.1:4000/review": Case(
+        "stack",
+        lines(
+            r"^HTTP/1\.1 200 OK",
+            r"^content-security-policy: default-src 'none'; script-src 'self'; ",
+            r"^content-type: text/html",
+        ),
+    ),
     "kubectl -n $NS get deploy,pods -l app.kubernetes.io/component=embedder": Case(
         "cluster",
         lines(r"^deployment\.apps/team-embedder\s+1/1", r"^pod/team-embedder-\S+\s+1/1\s+Running"),
@@ -584,6 +593,12 @@ CANNOT_RUN: dict[str, str] = {
     "kubectl -n team exec -i team-db-0 -- pg_restore -U brain -d brain --clean --if-exists < "
     "brain-2026-01-01.dump": KUBELET.format("an exec into Postgres"),
     "kubectl -n $NS port-forward svc/$B-gateway 4000:4000 &": KUBELET.format("a port-forward"),
+    ".venv/bin/pytest -q tests/gateway/test_review.py tests/gateway/test_review_browser.py": (
+        "test files of their own (a real gateway and a headless browser); the suite runs them"
+    ),
+    "BRAIN_REVIEW_SCREENSHOTS=docs/img .venv/bin/pytest -q tests/gateway/test_review_browser.py": (
+        "rewrites the committed screenshots in docs/img; run by hand when the page changes"
+    ),
 }
 
 

@@ -2,7 +2,8 @@
 alert rule queries is there, and every dashboard query evaluates.
 
 tests/delivery/test_metrics_exist.py reads the source; this proves the names at run time, the way a
-cluster's Prometheus would see them:
+cluster's Prometheus would see them, and that every panel of the chart's dashboards and of the
+dashboard the operator renders per Brain shows data:
 
 - the gateway (LiteLLM proxy with the brain hooks, Postgres, the offline model behind the embedder,
   the fake upstream) is the session fixture of tests/gateway_fixtures.py;
@@ -49,7 +50,7 @@ from tests.gateway_fixtures import Gateway
 from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc, operator, wait_until
 from tests.operator.helpers import sample
 
-from .conftest import dashboard_exprs, fetched_tool, queried_metrics, rule_exprs
+from .conftest import brain_dashboard_exprs, dashboard_exprs, fetched_tool, queried_metrics, rule_exprs
 
 __all__ = [
     "cluster",
@@ -292,6 +293,10 @@ async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
             return out
 
         await until("data in every dashboard panel", empty_or_failing, timeout=60)
+
+        # The dashboard the operator renders for Brain team (its own selectors, no variables).
+        panels = brain_dashboard_exprs(kc.ns, "team")
+        await until("data in every panel of Brain team's own dashboard", empty_or_failing, timeout=60)
         for where, expr in rule_exprs():
             try:
                 await prom.api("query", query=expr)

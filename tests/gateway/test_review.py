@@ -83,8 +83,9 @@ async def test_only_an_owner_key_opens_a_session(gw: Gateway) -> None:
         assert r.json()["message"].startswith(
             f"key {key!r} has the role {role!r}: the review page needs an owner key"
         )
-    r = await gw.rest("GET", "/review/session", key="not-a-key")
-    assert r.status_code == 401
+    for key in ("not-a-key", "stale"):  # unknown, expired
+        r = await gw.rest("GET", "/review/session", key=key)
+        assert r.status_code == 401 and r.json()["code"] == "unauthorized", (key, r.text)
 
 
 async def test_the_review_reads_are_closed_to_agent_keys(gw: Gateway, ns: str) -> None:

@@ -172,7 +172,7 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
         gw.store,
         kind="convention",
         namespace=ns,
-        title="Tabs in YAML manifests",
+        title="Tabs in YAML manifests <img src=x id=pwned>",  # shown as text, never as markup
         body=NOISE,
         evidence=evidence[:1],
         authors=["agent"],
@@ -234,6 +234,7 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
         wait_for(d, "#proposal-status")
         wait_for(d, f'#proposal-list li[data-id="{reject_id}"]').click()
         wait_for(d, "#p-title", "Tabs in YAML")
+        assert css(d, "#p-title").text.endswith("<img src=x id=pwned>") and not all_css(d, "#pwned")
         css(d, "#p-reject").click()
         refused = str(wait_for(d, "#p-result.bad", "reason").text)
         css(d, "#p-reason").send_keys("we indent YAML with spaces; tabs break kubectl")
