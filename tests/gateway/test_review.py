@@ -66,12 +66,18 @@ def test_the_assets_load_nothing_from_elsewhere_and_have_no_inline_script() -> N
     assert sorted(p.name for p in ASSET_DIR.iterdir()) == sorted([PAGE, *ASSETS])
 
 
-def test_the_assets_are_package_data() -> None:
-    """The image copies operator/brain as is; a wheel or sdist has only what package-data names."""
+def test_the_assets_are_package_data_and_in_the_gateway_image() -> None:
+    """A wheel or sdist has only what package-data names; the image copies operator/brain whole
+    (its Dockerfile and build-context ignore file), so the page is in it with no CDN behind it."""
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
     globs = data["brain.gateway"]
     for f in ASSET_DIR.iterdir():
         assert any(Path("review_assets", f.name).match(g) for g in globs), f.name
+    image = ROOT / "images" / "gateway"
+    assert "COPY operator/brain /tmp/src/brain" in (image / "Dockerfile").read_text()
+    ignore = (image / "Dockerfile.dockerignore").read_text().split()
+    assert "!operator/brain/" in ignore
+    assert not [p for p in ignore if p.endswith((".js", ".css", ".html")) or "review" in p]
 
 
 async def test_only_an_owner_key_opens_a_session(gw: Gateway) -> None:

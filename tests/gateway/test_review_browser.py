@@ -179,6 +179,20 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
         score=0.98,
     )
 
+    waiting = await proposals.create(  # left pending, drafted nine days ago: the digest lists it
+        gw.store,
+        kind="fact",
+        namespace=ns,
+        title="The staging registry mirror is pull-through",
+        body="The staging registry mirror is a pull-through cache of ghcr.io.",
+        evidence=evidence[1:2],
+        authors=["agent"],
+        score=0.4,
+    )
+    await gw.store.pool.execute(
+        "UPDATE proposals SET created_at = now() - interval '9 days' WHERE id = $1", waiting
+    )
+
     url = gw.url + "/review"
     d = browser
 
@@ -244,7 +258,7 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
     refused, rejected = await step(reject)
     assert "needs a reason" in refused and "Tabs in YAML" in rejected
     left = await step(lambda: [li.get_attribute("data-id") for li in all_css(d, "#proposal-list li")])
-    assert approve_id not in left and reject_id not in left
+    assert approve_id not in left and reject_id not in left and waiting in left
 
     # Through the API: both decisions, with their reasons and their decider.
     shown = (await gw.rest("GET", f"/proposals/{approve_id}", key="owner")).json()
@@ -305,4 +319,5 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
 
     text = await step(digest)
     assert "Retrieval" in text and "Proposals" in text and "Retrieval hit rate" in text
+    assert "The staging registry mirror is pull-through (9 days)" in text.split("Waiting for an owner")[1]
     assert await step(lambda: page_errors(d)) == []

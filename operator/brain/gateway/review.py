@@ -30,7 +30,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
-from brain.errors import Forbidden, NotFound
+from brain.errors import Forbidden, InvalidInput, NotFound
 from brain.gateway.rest import PREFIX, current_actor
 from brain.gateway.runtime import get_runtime
 from brain.gateway.tools import Unavailable, check_inputs
@@ -194,8 +194,6 @@ async def memories(
 ) -> dict[str, Any]:
     check_inputs(namespaces=namespace, author=author, kind=kind, status=status)
     if status not in ("active", "superseded", "forgotten", "retired", "any"):
-        from brain.errors import InvalidInput
-
         raise InvalidInput("status is one of active, superseded, forgotten, retired, any", field="status")
     for ns in namespace or []:
         if not _visible(actor, ns):

@@ -184,7 +184,8 @@ def render(st: DigestStats, stale_days: int) -> str:
     ]
     if st.pending:
         shown = f", the {len(st.waiting)} oldest:" if st.pending > len(st.waiting) else ":"
-        lines.append(f"- {st.pending} proposals wait for a decision{shown}")
+        waits = "1 proposal waits" if st.pending == 1 else f"{st.pending} proposals wait"
+        lines.append(f"- {waits} for a decision{shown}")
         lines += [f"  - {title} ({days:g} days)" for title, days in st.waiting]
         lines.append("- Decide them on the gateway's review page (`/review`, owner key).")
     else:

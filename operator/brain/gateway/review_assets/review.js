@@ -319,6 +319,11 @@ async function openMemory(id) {
 
 // ------------------------------------------------------------------------------------- digest
 
+function inline(text) {
+  // `code` spans as <code>, the rest as text: the only inline markup the digest uses.
+  return text.split("`").map((part, i) => (i % 2 ? el("code", {}, part) : document.createTextNode(part)));
+}
+
 function renderMarkdown(md, into) {
   // The digest's Markdown is headings, bullet lists and paragraphs (brain/jobs/digest.py render()).
   let list = null;
@@ -330,10 +335,10 @@ function renderMarkdown(md, into) {
     } else if (line.trimStart().startsWith("- ")) {
       if (!list) into.append((list = el("ul")));
       const nested = line.startsWith(" ");
-      list.append(el("li", nested ? { class: "nested" } : {}, line.trimStart().slice(2)));
+      list.append(el("li", nested ? { class: "nested" } : {}, ...inline(line.trimStart().slice(2))));
     } else if (line.trim()) {
       list = null;
-      into.append(el("p", {}, line));
+      into.append(el("p", {}, ...inline(line)));
     } else {
       list = null;
     }
