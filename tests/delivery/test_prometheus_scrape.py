@@ -46,6 +46,7 @@ import pytest
 import yaml
 
 from brain.devdb import free_port
+from brain.embedder import LocalEmbedder
 from tests.gateway_fixtures import Gateway
 from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc, operator, wait_until
 from tests.operator.helpers import sample
@@ -216,8 +217,12 @@ def refuse_a_reconcile(kc: Kubectl, op: Operator, health_url: str) -> None:
 
 
 async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
-    gw: Gateway, kc: Kubectl, operator: Operator, prometheus_bin: str, tmp_path: Path
+    gw: Gateway, kc: Kubectl, operator: Operator, prometheus_bin: str, tmp_path: Path, embedder: LocalEmbedder
 ) -> None:
+    # The model's first inference in this process (ONNX warm-up) can pass the gateway's 2 s embedder
+    # timeout on a loaded machine; the first note would then be stored without a vector and the chat
+    # that should retrieve it would find nothing.
+    await embedder.embed(["warm up"])
     health_url = f"{gw.url}/brain/v1/health"
     prom = Prometheus(
         prometheus_bin,

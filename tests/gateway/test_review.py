@@ -34,6 +34,9 @@ async def test_the_page_and_its_assets_are_served_with_a_strict_policy(gw: Gatew
         assert "script-src 'self';" in CSP and "unsafe" not in CSP and "frame-ancestors 'none'" in CSP
         assert r.headers["x-frame-options"] == "DENY" and r.headers["cache-control"] == "no-store"
         assert '<script src="/review/assets/review.js" defer></script>' in r.text
+    async with httpx.AsyncClient(timeout=30) as c:
+        head = await c.head(gw.url + "/review")
+    assert head.status_code == 200 and head.headers["content-security-policy"] == CSP and not head.content
     js = await get(gw, "/review/assets/review.js")
     assert js.status_code == 200 and js.headers["content-type"].startswith("text/javascript")
     assert js.text == (ASSET_DIR / "review.js").read_text()

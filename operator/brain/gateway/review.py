@@ -72,13 +72,13 @@ def asset_bytes(name: str) -> bytes:
 pages = APIRouter(include_in_schema=False)
 
 
-@pages.get("/review")
-@pages.get("/review/")
+@pages.api_route("/review", methods=["GET", "HEAD"])
+@pages.api_route("/review/", methods=["GET", "HEAD"])
 async def review_page() -> Response:
     return Response(asset_bytes(PAGE), media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
 
 
-@pages.get(ASSET_PREFIX + "{name}")
+@pages.api_route(ASSET_PREFIX + "{name}", methods=["GET", "HEAD"])
 async def review_asset(name: str) -> Response:
     found = ASSETS.get(name)
     if found is None:
