@@ -321,3 +321,14 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
     assert "Retrieval" in text and "Proposals" in text and "Retrieval hit rate" in text
     assert "The staging registry mirror is pull-through (9 days)" in text.split("Waiting for an owner")[1]
     assert await step(lambda: page_errors(d)) == []
+
+    # Signing out forgets the key: a reload shows the sign-in form again.
+    def sign_out() -> tuple[Any, bool]:
+        css(d, "#signout").click()
+        wait_for(d, "#key")
+        d.refresh()
+        return d.execute_script("return sessionStorage.getItem('brain-review-key')"), wait_for(
+            d, "#key"
+        ).is_displayed()
+
+    assert await step(sign_out) == (None, True)
