@@ -268,6 +268,14 @@ def test_single_replica_has_no_pdb(render: Render) -> None:
         ({"securityContext.allowPrivilegeEscalation": True}, "/securityContext/allowPrivilegeEscalation"),
         ({"podSecurityContext.runAsUser": 0}, "/podSecurityContext/runAsUser"),
         ({"monitoring.serviceMonitor.interval": "often"}, "/monitoring/serviceMonitor/interval"),
+        (
+            {"monitoring.prometheusRule.proposalMaxAgeDays": 0},
+            "/monitoring/prometheusRule/proposalMaxAgeDays",
+        ),
+        (
+            {"monitoring.prometheusRule.proposalMaxAgeDays": "a week"},
+            "/monitoring/prometheusRule/proposalMaxAgeDays",
+        ),
         ({"resources.limits.memory": "lots"}, "/resources/limits/memory"),
         ({"replicas": 2}, "additional properties 'replicas' not allowed"),
     ],
