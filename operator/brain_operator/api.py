@@ -781,6 +781,39 @@ class InlineSource(_Model):
 _SOURCE_KINDS = "spec.git, spec.skills, spec.personas or spec.inline"
 
 
+class RetireGuard(_Model):
+    """Stops an import that would retire most of what this source imported (a wrong path or ref
+    looks exactly like a mass deletion). The stopped import writes nothing and names a token in
+    `status.retireGuard.confirm`; copy it to `confirm` to let that one removal through."""
+
+    max_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description=(
+            "Largest share of the source's stored entries one import may retire without confirmation "
+            "(0 < maxShare ≤ 1). Retiring every entry always needs confirmation."
+        ),
+    )
+    confirm: str | None = Field(
+        default=None,
+        max_length=64,
+        pattern=r"^[0-9a-f]{12}$",
+        description="The token a stopped import reported in status.retireGuard.confirm.",
+    )
+
+
+class RetireStop(_Model):
+    """The last import stopped at the retire guard: what it would have retired."""
+
+    would_retire: int = Field(ge=0, description="Entries the import would have retired.")
+    stored: int = Field(ge=0, description="Entries the source holds now.")
+    confirm: str = Field(
+        description="Set spec.retireGuard.confirm to this to let exactly this removal through."
+    )
+    message: str = Field(default="", max_length=1000, description="Why the import stopped, in words.")
+
+
 class MemorySourceSpec(_Model):
     """Something to import into a Brain on a schedule. Set exactly one of git, skills, personas, inline."""
 
@@ -818,6 +851,7 @@ class MemorySourceSpec(_Model):
         default=None, description="A repository of agent persona markdown files."
     )
     inline: InlineSource | None = Field(default=None, description=InlineSource.__doc__)
+    retire_guard: RetireGuard = Field(default_factory=RetireGuard, description=RetireGuard.__doc__)
     resources: Resources | None = Field(
         default=None,
         description="Ingest job resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
@@ -875,6 +909,7 @@ class MemorySourceStatus(_Model):
         default=None, description="Hash of the spec the last immediate import ran for."
     )
     counts: IngestCounts | None = Field(default=None, description=IngestCounts.__doc__)
+    retire_guard: RetireStop | None = Field(default=None, description=RetireStop.__doc__)
 
 
 class MemorySource(_Resource):

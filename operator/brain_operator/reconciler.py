@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -492,8 +493,12 @@ class Reconciler:
 
     # -- ingest results ---------------------------------------------------------------------------
 
-    def record_ingest(self, job: dict[str, Any]) -> bool:
-        """Copy a finished ingest Job's summary line into its MemorySource's status. True if written."""
+    def record_ingest(self, job: dict[str, Any], emit: Emit = _no_emit) -> bool:
+        """Copy a finished ingest Job's summary line into its MemorySource's status. True if written.
+
+        An import stopped by the retire guard completes (exit 0) but is not Synced: the status says
+        why and names the confirmation token, and a Warning event tells whoever watches events.
+        """
         meta = job["metadata"]
         source_name = (meta.get("labels") or {}).get("brain.dev/memorysource")
         if not source_name:
@@ -520,19 +525,27 @@ class Reconciler:
         )
         if current.get("lastJob") == meta["name"] and current.get("lastSync") == finished:
             return False
-        fields: dict[str, Any] = {"lastJob": meta["name"], "lastSync": finished}
+        fields: dict[str, Any] = {"lastJob": meta["name"], "lastSync": finished, "retireGuard": None}
+        stopped: dict[str, Any] | None = None
         if outcome == "succeeded":
-            counts = self._job_summary(ns, meta["name"])
-            if counts is not None:
-                fields["counts"] = counts
+            doc = self._job_result(ns, meta["name"])
+            if doc is not None:
+                keys = ("added", "superseded", "skipped", "retired", "rejected")
+                fields["counts"] = {k: int(doc.get(k, 0) or 0) for k in keys}
+                stopped = _retire_stop(doc.get("stopped"))
             check = Check("True", "ImportSucceeded", f"Job {meta['name']} finished")
+            if stopped is not None:
+                fields["retireGuard"] = stopped
+                check = Check("False", "MassRetireStopped", stopped["message"])
         else:
             check = Check("False", "ImportFailed", f"Job {meta['name']} failed; see its pod logs")
         result = Result()
         self._patch_child_status("MemorySource", source, fields, {"Synced": check}, now_iso(), result)
+        if stopped is not None and result.status_written:
+            emit(source, "Warning", "MassRetireStopped", stopped["message"])
         return result.status_written
 
-    def _job_summary(self, namespace: str, job: str) -> dict[str, int] | None:
+    def _job_result(self, namespace: str, job: str) -> dict[str, Any] | None:
         """The JSON summary a job prints as its last stdout line, if its pod logs are readable."""
         pods = self.kube.list(POD, namespace, f"job-name={job}")
         for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""), reverse=True):
@@ -546,7 +559,25 @@ class Reconciler:
                 except ValueError:
                     continue
                 if isinstance(doc, dict):
-                    keys = ("added", "superseded", "skipped", "retired", "rejected")
-                    return {k: int(doc.get(k, 0) or 0) for k in keys}
+                    return doc
                 break
         return None
+
+
+def _retire_stop(raw: Any) -> dict[str, Any] | None:
+    """The job's `stopped` object as status.retireGuard, or None; the job's log is not trusted blindly."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        would, stored = int(raw.get("wouldRetire", 0)), int(raw.get("stored", 0))
+    except (TypeError, ValueError):
+        return None
+    token = str(raw.get("confirm", ""))
+    if not re.fullmatch(r"[0-9a-f]{12}", token):
+        return None
+    return {
+        "wouldRetire": max(would, 0),
+        "stored": max(stored, 0),
+        "confirm": token,
+        "message": str(raw.get("message", ""))[:1000],
+    }
