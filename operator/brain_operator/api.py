@@ -308,8 +308,10 @@ class Embedding(_Model):
         min_length=1,
         max_length=256,
         description=(
-            "fastembed model name. Changing it needs `brainctl reindex`; entries keep working "
-            "through full-text search meanwhile."
+            "fastembed model name. Changing it is a model migration: `brainctl reindex --to-model` builds "
+            "the new model's index beside the live one and swaps it in when complete; the `Reindexing` "
+            "condition shows progress. Until then the live index serves (a gateway already on the new "
+            "model answers from the other legs)."
         ),
     )
     dim: int = Field(
@@ -637,6 +639,17 @@ class Endpoints(_Model):
     mcp: str | None = Field(default=None, description="MCP endpoint URL.")
 
 
+class ReindexProgress(_Model):
+    """A model migration in progress: the new model's index is built beside the live one."""
+
+    from_model: str = Field(default="", description="Model of the live index (served until the swap).")
+    to_model: str = Field(description="Model the new index is built with.")
+    to_dim: int = Field(ge=1, description="Dimension of the new index.")
+    done: int = Field(default=0, ge=0, description="Entries embedded into the new index so far.")
+    total: int = Field(default=0, ge=0, description="Entries the new index must hold.")
+    started_at: str | None = Field(default=None, description="When the migration started (RFC 3339).")
+
+
 class IndexStatus(_Model):
     """Index health as reported by the gateway's `/brain/v1/health`."""
 
@@ -655,6 +668,10 @@ class IndexStatus(_Model):
     last_digest: str | None = Field(default=None, description="Last successful digest (RFC 3339).")
     embedding_model: str | None = Field(default=None, description="Model the stored vectors come from.")
     embedding_dim: int | None = Field(default=None, ge=0, description="Dimension of the stored vectors.")
+    live_model: str | None = Field(
+        default=None, description="Model the live index is built by (what queries are compared with)."
+    )
+    reindex: ReindexProgress | None = Field(default=None, description=ReindexProgress.__doc__)
     last_checked: str | None = Field(
         default=None, description="When the operator last read the health endpoint."
     )

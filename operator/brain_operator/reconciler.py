@@ -31,6 +31,7 @@ from brain_operator.diff import first_difference
 from brain_operator.health import Health
 from brain_operator.kube import BRAIN_KINDS, CHILD_KINDS, KINDS, POD, SECRET, Kube, KubeError
 from brain_operator.metrics import BRAIN_READY, forget_brain, set_index
+from brain_operator.reindexing import reindex_check, set_reindex_metrics
 from brain_operator.render import names
 from brain_operator.render.common import (
     BRAIN_LABEL,
@@ -365,7 +366,11 @@ class Reconciler:
             # Not polled yet (operator restart): keep what the last poll said instead of flapping.
             index = Check(previous["status"], previous.get("reason", ""), previous.get("message", ""))
         ready = ready_check(components)
-        checks = {"Ready": ready, **components, "IndexHealthy": index}
+        reindexing = reindex_check(brain.spec.embedding.model, health.index if health is not None else None)
+        was = {c.get("type"): c for c in current.get("conditions") or []}.get("Reindexing")
+        if health is None and was is not None:  # not polled yet: keep the last word, as for IndexHealthy
+            reindexing = Check(was["status"], was.get("reason", ""), was.get("message", ""))
+        checks = {"Ready": ready, **components, "IndexHealthy": index, "Reindexing": reindexing}
         now = now_iso()
         status: dict[str, Any] = {
             "phase": phase_of(components, index, None),
@@ -383,6 +388,7 @@ class Reconciler:
                 health.index.entries_by_namespace or {},
                 health.index,
             )
+            set_reindex_metrics(f"{ns}/{name}", health.index)
         BRAIN_READY.labels(brain=f"{ns}/{name}").set(1 if ready.ok else 0)
         result.phase, result.ready = status["phase"], ready.ok
         if status_differs(current, status):

@@ -72,8 +72,7 @@ def embed_text(title: str, body: str) -> str:
 
 async def adopt_model(conn: asyncpg.Connection, model: str) -> str:
     """The brain's live model; a brain that has none yet (new, or no vectors so far) takes `model`."""
-    await conn.execute("UPDATE brain_meta SET value = $1 WHERE key = 'embedding_model' AND value = ''", model)
-    return str(await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_model'") or "")
+    return str(await conn.fetchval("SELECT brain_live_model($1)", model) or "")
 
 
 @dataclass
@@ -91,7 +90,8 @@ class LiveModel:
             )
             meta = {r["key"]: r["value"] for r in rows}
             self.model, self.dim = meta.get("embedding_model", ""), int(meta.get("embedding_dim") or 0)
-            self.read_at = time.monotonic()
+            # Unclaimed (no vector yet) is read again next time: the first write claims it any moment.
+            self.read_at = time.monotonic() if self.model else float("-inf")
         return self.model, self.dim
 
     def stale(self) -> None:

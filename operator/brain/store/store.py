@@ -24,7 +24,7 @@ from ulid import ULID
 from brain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from brain.models import SHARED, Actor, Hit, Memory, MemoryDetail, MemoryIn, MemorySummary, NoteResult
 from brain.store.migrate import migrate
-from brain.store.reindex import LiveModel, adopt_model, is_dimension_error, vector_for_write
+from brain.store.reindex import LiveModel, is_dimension_error, vector_for_write
 from brain.store.reindex import running as reindex_running
 
 _COLUMNS = (
@@ -169,7 +169,6 @@ class Store:
         conn = await asyncpg.connect(dsn, timeout=timeout)
         try:
             await migrate(conn, dim=dim)
-            await adopt_model(conn, embedding_model)
         finally:
             await conn.close()
 

@@ -9,12 +9,26 @@ INSERT INTO brain_meta (key, value)
       GROUP BY embedding_model ORDER BY count(*) DESC, embedding_model LIMIT 1), '')
   ON CONFLICT (key) DO NOTHING;
 
+-- The live model; a brain that has none yet (new, or no vector so far) takes the model of its first
+-- vector. Claimed by a write, never by opening a connection: a tool that only manages keys must not
+-- decide which model the index is built by.
+CREATE FUNCTION brain_live_model(claim text) RETURNS text LANGUAGE plpgsql VOLATILE AS $$
+DECLARE live text;
+BEGIN
+  SELECT value INTO live FROM brain_meta WHERE key = 'embedding_model';
+  IF coalesce(live, '') = '' AND claim IS NOT NULL THEN
+    UPDATE brain_meta SET value = claim WHERE key = 'embedding_model' AND value = '';
+    SELECT value INTO live FROM brain_meta WHERE key = 'embedding_model';  -- a concurrent claim may have won
+  END IF;
+  RETURN live;
+END $$;
+
 -- A vector is stored only with the name of the model that made it, and only when that model is the
 -- brain's live one; anything else is stored without a vector (the backfill embeds it), never mixed in.
 CREATE FUNCTION brain_vector_model_check() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF NEW.embedding IS NOT NULL AND NEW.embedding_model IS DISTINCT FROM
-       (SELECT value FROM brain_meta WHERE key = 'embedding_model') THEN
+  IF NEW.embedding IS NOT NULL AND (NEW.embedding_model IS NULL
+       OR NEW.embedding_model IS DISTINCT FROM brain_live_model(NEW.embedding_model)) THEN
     NEW.embedding := NULL;
     NEW.embedding_model := NULL;
   END IF;
@@ -29,7 +43,7 @@ CREATE TRIGGER memories_vector_model BEFORE INSERT OR UPDATE OF embedding, embed
 CREATE FUNCTION brain_vector_model_live(model text) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
   LOCK TABLE memories IN ROW EXCLUSIVE MODE;
-  RETURN coalesce((SELECT value = model FROM brain_meta WHERE key = 'embedding_model'), false);
+  RETURN coalesce(brain_live_model(model) = model, false);
 END $$;
 
 CREATE TABLE reindex_runs (
