@@ -26,6 +26,8 @@ import pytest
 from tests.gateway_fixtures import metric
 from tests.jobs.conftest import Repo
 
+from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
+
 from .conftest import E2ECluster
 from .story import (
     SAMPLES,
@@ -91,6 +93,7 @@ def index_when(cluster: E2ECluster, ns: str, what: str, ok: Any, timeout: float 
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(600)  # eight steps on a shared 2-core machine
 def test_user_story(
     e2e_cluster: E2ECluster, team_ns: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -165,6 +168,9 @@ def test_user_story(
             "BRAIN_EMBEDDER_URL": stack.embedder_url,
             "BRAIN_GATEWAY_URL": stack.url,
             "BRAIN_MASTER_KEY": stack.master,
+            # the local embedder is the bundled offline model, whatever the manifest names: the jobs'
+            # vectors must carry its name, as the local gateway's do (vectors of two names never mix)
+            "BRAIN_EMBEDDING_MODEL": OFFLINE_MODEL,
         }
         ingest = run_cronjob(e2e_cluster, ns, f"team-ingest-{SOURCE}", local, tmp_path / "ingest")
         assert ingest.returncode == 0, ingest.stderr[-3000:]

@@ -314,6 +314,37 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------------- up and keys
 
 
+async def _ingest_manifests(args: argparse.Namespace) -> int:
+    """Run the manifests' MemorySources now, as their CronJobs (and `brainctl up`) run them."""
+    from brain.localjobs import build_jobs, describe, load_sources, run_job
+    from brain.up import load_manifests
+
+    if not args.now:
+        raise BrainError("sources import on their schedule under `brainctl up`; pass --now to import at once")
+    if not args.dsn:
+        raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL (`brainctl up` prints it)")
+    brain, _ = load_manifests(args.file)
+    sources, skipped = load_sources(args.file, brain.metadata.name or "brain")
+    if args.source:
+        sources = [s for s in sources if s.metadata.name in args.source]
+        missing = set(args.source) - {s.metadata.name for s in sources}
+        if missing:
+            raise InvalidInput(
+                f"--source: no MemorySource named {', '.join(sorted(missing))} for this Brain", field="source"
+            )
+    for line in skipped:
+        print(f"brainctl ingest: skipped {line}", file=sys.stderr)
+    state = Path(args.state_dir) if args.state_dir else Path.home() / ".local" / "state" / "brain" / "ingest"
+    jobs = build_jobs(brain, sources, dsn=args.dsn, state=state, gateway_url=None, master_key=None)
+    worst = 0
+    for job in jobs:
+        result = await run_job(job)
+        print(describe(result), file=sys.stderr)
+        _print(result)
+        worst = max(worst, int(result["rc"] or 0))
+    return worst
+
+
 @command("up")
 async def cmd_up(args: argparse.Namespace) -> int:
     from brain.up import up
@@ -385,6 +416,9 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
     """The ingest job, run by a person: same code as the CronJob, with a progress bar."""
     from brain.ingest.source import load_source_file
     from brain.jobs.ingest import run_ingest
+
+    if args.file:
+        return await _ingest_manifests(args)
 
     spec = load_source_file(args.source_file)
     async with _service(args) as svc:
@@ -563,11 +597,24 @@ def build_parser() -> argparse.ArgumentParser:
     pr2.add_argument("id")
     pr2.add_argument("--reason", required=True)
 
-    ing = sub.add_parser("ingest", help="import a MemorySource now (the ingest job, with progress)")
-    ing.add_argument(
-        "--source-file", required=True, help="MemorySource document (JSON), as the operator writes it"
+    ing = sub.add_parser(
+        "ingest",
+        help="import MemorySources now: a source document, or the manifests' sources (-f … --now)",
+        description="--source-file: one source document (JSON, as the operator writes it), in this process. "
+        "-f brain.yaml -f sources.yaml --now: every MemorySource of the Brain, each through "
+        "`python -m brain.jobs.ingest` as its CronJob (and `brainctl up`) runs it.",
     )
+    what = ing.add_mutually_exclusive_group(required=True)
+    what.add_argument("--source-file", help="MemorySource document (JSON), as the operator writes it")
+    what.add_argument("-f", "--file", action="append", help="Brain and MemorySource YAML; repeatable")
+    ing.add_argument(
+        "--now", action="store_true", help="with -f: import now (schedules run under `brainctl up`)"
+    )
+    ing.add_argument("--source", action="append", help="with -f: only this MemorySource; repeatable")
     ing.add_argument("--workdir", help="keep the checkout here between runs")
+    ing.add_argument(
+        "--state-dir", help="with -f: checkouts and job logs (default ~/.local/state/brain/ingest)"
+    )
     dis = sub.add_parser("distill", help="run distillation now: drafts proposals from captured episodes")
     dis.add_argument("--model", help="model name at the gateway (default: BRAIN_DISTILL_MODEL)")
     dg = sub.add_parser("digest", help="build this week's digest (or --show the latest)")
