@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -46,6 +47,7 @@ async def main() -> int:
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     base = LocalEmbedder(threads=args.threads)
     target = load_embedder(f"{base.model}@rp{base.dim}", base=base)
+    print("embedding the corpus (cached after the first run) …", file=sys.stderr, flush=True)
     base_vecs = await embed_corpus(base, [embed_text(m.title, m.body) for m in ds.memories])
     queries = [q.query for q in ds.queries[:100]]
     rng = np.random.default_rng(7)
@@ -71,6 +73,7 @@ async def main() -> int:
             copy += 1
         await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
 
+        print(f"{len(texts)} memories stored; the model alone …", file=sys.stderr, flush=True)
         # the model alone, on the same texts, in the reindex's batch size
         t0 = time.perf_counter()
         for i in range(0, len(texts), reindex.BATCH):
@@ -104,6 +107,7 @@ async def main() -> int:
                 i += 1
                 await asyncio.sleep(0.05)  # a steady client, not a flood: ~20 queries/s at most
 
+        print(f"model alone {model_alone:.1f}s; migrating under traffic …", file=sys.stderr, flush=True)
         task = asyncio.create_task(traffic())
         t0 = time.perf_counter()
         result = await reindex.migrate_model(store.pool, target)
