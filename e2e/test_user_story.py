@@ -8,6 +8,8 @@
 6. Agents' sessions are captured; distill (its CronJob, scripted LLM) proposes; an owner approves over REST;
    the approved memory is served.
 7. With the Brain annotated to read the local gateway's health, status.index and the metrics move.
+8. Retire: an owner retires the approved memory and a file removed upstream is retired by the next
+   import; neither is served any more. A repository emptied by mistake retires nothing (the guard).
 
 Only the LLM provider is fake: the product's own echo upstream, which `brainctl up` starts.
 """
@@ -23,6 +25,8 @@ from typing import Any
 import pytest
 from tests.gateway_fixtures import metric
 from tests.jobs.conftest import Repo
+
+from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
 
 from .conftest import E2ECluster
 from .story import (
@@ -89,6 +93,7 @@ def index_when(cluster: E2ECluster, ns: str, what: str, ok: Any, timeout: float 
 
 
 @pytest.mark.e2e
+@pytest.mark.timeout(600)  # eight steps on a shared 2-core machine
 def test_user_story(
     e2e_cluster: E2ECluster, team_ns: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -163,6 +168,9 @@ def test_user_story(
             "BRAIN_EMBEDDER_URL": stack.embedder_url,
             "BRAIN_GATEWAY_URL": stack.url,
             "BRAIN_MASTER_KEY": stack.master,
+            # the local embedder is the bundled offline model, whatever the manifest names: the jobs'
+            # vectors must carry its name, as the local gateway's do (vectors of two names never mix)
+            "BRAIN_EMBEDDING_MODEL": OFFLINE_MODEL,
         }
         ingest = run_cronjob(e2e_cluster, ns, f"team-ingest-{SOURCE}", local, tmp_path / "ingest")
         assert ingest.returncode == 0, ingest.stderr[-3000:]
@@ -268,4 +276,38 @@ def test_user_story(
         assert metric(gw, "brain_gateway_requests_total", memory="injected") >= 1
         assert metric(gw, "brain_retrieval_queries_total", result="hit") >= 1
         assert metric(gw, "brain_captures_stored_total", kind="experience") >= 2
+
+        # ---- 8. retire: what is no longer true is no longer served -----------------------------------
+        learning_id = approved.json()["memory_id"]
+        ci_query = {"q": "CI tests get connection refused from Postgres"}
+        retired = stack.rest(
+            "POST",
+            f"/memories/{learning_id}/retire",
+            "owner",
+            json={"reason": "CI moved to a managed Postgres"},
+        )
+        assert retired.status_code == 200, retired.text
+        found = stack.rest("GET", "/search", "agent", params=ci_query).json()["hits"]
+        assert learning_id not in {h["id"] for h in found}, found
+        stack.clear_upstream()
+        assert stack.chat(CI_QUESTION).status_code == 200
+        [sent] = [q["body"] for q in stack.upstream_requests() if q["path"] == "/v1/chat/completions"]
+        assert LEARNING["body"] not in json.dumps(sent)  # not injected either
+        # removed upstream: the next import retires it, and search stops serving it
+        repo.delete("memories/conventions/branch-names.md")
+        repo.commit("branch names are in CONTRIBUTING.md now")
+        again = run_cronjob(e2e_cluster, ns, f"team-ingest-{SOURCE}", local, tmp_path / "ingest")
+        assert again.returncode == 0 and again.summary["retired"] == 1, again.summary
+        hits = stack.rest("GET", "/search", "agent", params={"q": "what do our branch names start with?"})
+        assert all(CONVENTION not in h["body"] for h in hits.json()["hits"]), hits.json()
+        # a repository emptied by mistake retires nothing: the import stops and asks for confirmation
+        repo.delete("memories/decisions/01J9ZQ4Y7V0K3M5N8P2R6T1W4X-pgvector.md")
+        repo.commit("oops")
+        stopped = run_cronjob(e2e_cluster, ns, f"team-ingest-{SOURCE}", local, tmp_path / "ingest")
+        assert stopped.returncode == 0 and stopped.summary["retired"] == 0, stopped.summary
+        assert stopped.summary["stopped"]["wouldRetire"] == 1 == stopped.summary["stopped"]["stored"]
+        kept = stack.rest("GET", "/search", "agent", params={"q": "where do we keep embeddings?"}).json()[
+            "hits"
+        ]
+        assert any(DECISION in h["body"] for h in kept), kept
     print(f"user story took {time.monotonic() - started:.0f}s")

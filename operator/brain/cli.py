@@ -22,6 +22,7 @@ from typing import Any
 
 from brain.errors import BrainError, InvalidInput
 
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 COMMANDS: dict[str, Handler] = {}
 
@@ -34,13 +35,17 @@ def command(name: str) -> Callable[[Handler], Handler]:
     return register
 
 
-def _embedder(args: argparse.Namespace) -> Any:
-    from brain.embedder import EmbeddingClient, LocalEmbedder
+def _embedder(args: argparse.Namespace, model: str | None = None) -> Any:
+    """The client's embedder, named by the model it runs (the name every stored vector records)."""
+    from brain.embedder import EmbeddingClient
+    from brain.embedder.variants import load_embedder
 
+    model = model or getattr(args, "embedding_model", None) or DEFAULT_EMBEDDING_MODEL
     url = getattr(args, "embedder_url", None)
     if url:
-        return EmbeddingClient(url, timeout=30.0)
-    return LocalEmbedder()
+        dim = int(os.environ.get("BRAIN_EMBEDDING_DIM", "384"))
+        return EmbeddingClient(url, model=model, dim=dim, timeout=30.0)
+    return load_embedder(model)
 
 
 @asynccontextmanager
@@ -51,7 +56,7 @@ async def _service(args: argparse.Namespace) -> AsyncIterator[Any]:
     if not args.dsn:
         raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL")
     embedder = _embedder(args)
-    store = await Store.open(args.dsn, dim=embedder.dim)
+    store = await Store.open(args.dsn, dim=embedder.dim, embedding_model=embedder.model)
     try:
         yield MemoryService(store, embedder)
     finally:
@@ -247,15 +252,38 @@ async def cmd_promote(args: argparse.Namespace) -> int:
 
 @command("reindex")
 async def cmd_reindex(args: argparse.Namespace) -> int:
-    """Embed every active entry that has no vector (after an embedder outage, or a model change)."""
-    done = 0
-    async with _service(args) as svc:
-        while batch := await svc.store.unembedded(256):
-            vectors = await svc.embedder.embed([text for _, text in batch])
-            for (mid, _), vec in zip(batch, vectors, strict=True):
-                await svc.store.set_embedding(mid, vec)
-            done += len(batch)
-    _print({"embedded": done})
+    """Fill missing vectors with the brain's own model, or (--to-model) migrate the brain to another.
+
+    A client whose model is not the brain's is refused by name: vectors of two models are never
+    mixed. `--to-model` builds the new model's index beside the live one and swaps it in when done
+    (brain/store/reindex.py); serving goes on from the old index meanwhile.
+    """
+    import asyncpg
+
+    from brain.store import Store, reindex
+
+    if not args.dsn:
+        raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL")
+    conn = await asyncpg.connect(args.dsn)
+    try:
+        stored = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_dim'")
+    except asyncpg.UndefinedTableError:
+        stored = None
+    finally:
+        await conn.close()
+    embedder = _embedder(args, args.to_model)
+    store = await Store.open(args.dsn, dim=int(stored or embedder.dim), embedding_model=embedder.model)
+    try:
+        if args.abandon:
+            _print({"abandoned": await reindex.abandon(store.pool)})
+        elif args.to_model:
+            _print(
+                await reindex.migrate_model(store.pool, embedder, progress=lambda _s, d, t: _progress(d, t))
+            )
+        else:
+            _print({"embedded": await reindex.fill_live(store.pool, embedder), "model": embedder.model})
+    finally:
+        await store.close()
     return 0
 
 
@@ -284,6 +312,37 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- up and keys
+
+
+async def _ingest_manifests(args: argparse.Namespace) -> int:
+    """Run the manifests' MemorySources now, as their CronJobs (and `brainctl up`) run them."""
+    from brain.localjobs import build_jobs, describe, load_sources, run_job
+    from brain.up import load_manifests
+
+    if not args.now:
+        raise BrainError("sources import on their schedule under `brainctl up`; pass --now to import at once")
+    if not args.dsn:
+        raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL (`brainctl up` prints it)")
+    brain, _ = load_manifests(args.file)
+    sources, skipped = load_sources(args.file, brain.metadata.name or "brain")
+    if args.source:
+        sources = [s for s in sources if s.metadata.name in args.source]
+        missing = set(args.source) - {s.metadata.name for s in sources}
+        if missing:
+            raise InvalidInput(
+                f"--source: no MemorySource named {', '.join(sorted(missing))} for this Brain", field="source"
+            )
+    for line in skipped:
+        print(f"brainctl ingest: skipped {line}", file=sys.stderr)
+    state = Path(args.state_dir) if args.state_dir else Path.home() / ".local" / "state" / "brain" / "ingest"
+    jobs = build_jobs(brain, sources, dsn=args.dsn, state=state, gateway_url=None, master_key=None)
+    worst = 0
+    for job in jobs:
+        result = await run_job(job)
+        print(describe(result), file=sys.stderr)
+        _print(result)
+        worst = max(worst, int(result["rc"] or 0))
+    return worst
 
 
 @command("up")
@@ -358,6 +417,9 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
     from brain.ingest.source import load_source_file
     from brain.jobs.ingest import run_ingest
 
+    if args.file:
+        return await _ingest_manifests(args)
+
     spec = load_source_file(args.source_file)
     async with _service(args) as svc:
         summary = await run_ingest(
@@ -412,6 +474,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dsn", default=os.environ.get("BRAIN_DATABASE_URL"), help="Postgres DSN of the brain")
     p.add_argument("--embedder-url", default=os.environ.get("BRAIN_EMBEDDER_URL"), help="embedder base URL")
+    p.add_argument(
+        "--embedding-model",
+        default=os.environ.get("BRAIN_EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
+        help="the model this client embeds with (must be the brain's; default: BRAIN_EMBEDDING_MODEL)",
+    )
     p.add_argument(
         "--as",
         dest="as_name",
@@ -480,7 +547,15 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--standing", action="store_true", help="load it at every session start")
     pr.add_argument("--required", action="store_true", help="inject it into every request")
 
-    sub.add_parser("reindex", help="embed entries that have no vector")
+    ri = sub.add_parser(
+        "reindex",
+        help="embed entries that have no vector, or migrate the brain to another embedding model",
+        description="Without options: embed the entries that lack a vector, with the brain's own model "
+        "(a client running another model is refused). --to-model: build that model's index beside the "
+        "live one and swap it in when complete.",
+    )
+    ri.add_argument("--to-model", help="migrate to this model (fastembed name, or <base>@rp<dim>)")
+    ri.add_argument("--abandon", action="store_true", help="drop a running migration's half-built index")
     sub.add_parser("doctor", help="check the database and the index")
 
     u = sub.add_parser(
@@ -522,11 +597,24 @@ def build_parser() -> argparse.ArgumentParser:
     pr2.add_argument("id")
     pr2.add_argument("--reason", required=True)
 
-    ing = sub.add_parser("ingest", help="import a MemorySource now (the ingest job, with progress)")
-    ing.add_argument(
-        "--source-file", required=True, help="MemorySource document (JSON), as the operator writes it"
+    ing = sub.add_parser(
+        "ingest",
+        help="import MemorySources now: a source document, or the manifests' sources (-f … --now)",
+        description="--source-file: one source document (JSON, as the operator writes it), in this process. "
+        "-f brain.yaml -f sources.yaml --now: every MemorySource of the Brain, each through "
+        "`python -m brain.jobs.ingest` as its CronJob (and `brainctl up`) runs it.",
     )
+    what = ing.add_mutually_exclusive_group(required=True)
+    what.add_argument("--source-file", help="MemorySource document (JSON), as the operator writes it")
+    what.add_argument("-f", "--file", action="append", help="Brain and MemorySource YAML; repeatable")
+    ing.add_argument(
+        "--now", action="store_true", help="with -f: import now (schedules run under `brainctl up`)"
+    )
+    ing.add_argument("--source", action="append", help="with -f: only this MemorySource; repeatable")
     ing.add_argument("--workdir", help="keep the checkout here between runs")
+    ing.add_argument(
+        "--state-dir", help="with -f: checkouts and job logs (default ~/.local/state/brain/ingest)"
+    )
     dis = sub.add_parser("distill", help="run distillation now: drafts proposals from captured episodes")
     dis.add_argument("--model", help="model name at the gateway (default: BRAIN_DISTILL_MODEL)")
     dg = sub.add_parser("digest", help="build this week's digest (or --show the latest)")

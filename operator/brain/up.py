@@ -1,11 +1,13 @@
-"""`brainctl up -f brain.yaml`: the whole stack on a laptop from the same manifest a cluster uses.
+"""`brainctl up -f brain.yaml -f sources.yaml`: the whole stack on a laptop from the manifests a cluster uses.
 
 Starts, in order: an embedded Postgres (data kept in the state directory), the built-in echo
 upstream (for models whose apiBase is a loopback address nothing listens on), and the gateway
 (LiteLLM proxy + brain, with the offline embedding model in-process) on 127.0.0.1:4000. On first
 run it creates an owner key and an agent key and keeps them (0600) in the state directory, so the
 banner can show them again. Postgres is supervised: when it exits it is started again (the
-gateway reconnects by itself). Ctrl-C stops everything.
+gateway reconnects by itself). The manifests' MemorySources, distill and digest run on their
+schedules as local processes, through the same job code as the CronJobs (brain/localjobs.py).
+Ctrl-C stops everything.
 
 Provider keys in the environment add real models next to the manifest's: OPENAI_API_KEY → `gpt`,
 ANTHROPIC_API_KEY → `claude`, DEEPSEEK_API_KEY → `deepseek` (and fill the apiKeySecretRef of
@@ -34,6 +36,7 @@ import httpx
 import yaml
 
 from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
+from brain.localjobs import build_jobs, load_sources, run_schedules
 
 PROVIDERS: dict[str, tuple[str, str, str]] = {
     # env var → (provider prefix, model name offered, LiteLLM model)
@@ -388,10 +391,18 @@ async def up(
             await wait_http(f"http://127.0.0.1:{p}/healthz", timeout=30)
         models = [e["model_name"] for e in config["model_list"]]
         print(banner(stack, keys, models, echo_ports, dsn), flush=True)
+        sources, skipped = load_sources(manifests, name)
+        jobs = build_jobs(brain, sources, dsn=dsn, state=state, gateway_url=stack.url, master_key=master)
+        for line in skipped:
+            _say(f"brainctl up: skipped MemorySource {line}")
+        if jobs:
+            _say("jobs: " + "; ".join(f"{j.name} ({'suspended' if j.suspend else j.schedule})" for j in jobs)
+                 + f" — logs in {state / 'jobs'}")  # fmt: skip
         if ready is not None:
             ready.set()
         supervisor = asyncio.create_task(supervise_postgres(stack.pg, stop_event))
         stack.tasks.append(supervisor)
+        stack.tasks.append(asyncio.create_task(run_schedules(jobs, stop_event, say=_say)))
         while not stop_event.is_set():
             if any(p.poll() is not None for p in stack.procs):
                 print("brainctl up: a component exited; see the logs in " + str(state), file=sys.stderr)

@@ -308,8 +308,10 @@ class Embedding(_Model):
         min_length=1,
         max_length=256,
         description=(
-            "fastembed model name. Changing it needs `brainctl reindex`; entries keep working "
-            "through full-text search meanwhile."
+            "fastembed model name. Changing it is a model migration: `brainctl reindex --to-model` builds "
+            "the new model's index beside the live one and swaps it in when complete; the `Reindexing` "
+            "condition shows progress. Until then the live index serves (a gateway already on the new "
+            "model answers from the other legs)."
         ),
     )
     dim: int = Field(
@@ -637,6 +639,17 @@ class Endpoints(_Model):
     mcp: str | None = Field(default=None, description="MCP endpoint URL.")
 
 
+class ReindexProgress(_Model):
+    """A model migration in progress: the new model's index is built beside the live one."""
+
+    from_model: str = Field(default="", description="Model of the live index (served until the swap).")
+    to_model: str = Field(description="Model the new index is built with.")
+    to_dim: int = Field(ge=1, description="Dimension of the new index.")
+    done: int = Field(default=0, ge=0, description="Entries embedded into the new index so far.")
+    total: int = Field(default=0, ge=0, description="Entries the new index must hold.")
+    started_at: str | None = Field(default=None, description="When the migration started (RFC 3339).")
+
+
 class IndexStatus(_Model):
     """Index health as reported by the gateway's `/brain/v1/health`."""
 
@@ -655,6 +668,10 @@ class IndexStatus(_Model):
     last_digest: str | None = Field(default=None, description="Last successful digest (RFC 3339).")
     embedding_model: str | None = Field(default=None, description="Model the stored vectors come from.")
     embedding_dim: int | None = Field(default=None, ge=0, description="Dimension of the stored vectors.")
+    live_model: str | None = Field(
+        default=None, description="Model the live index is built by (what queries are compared with)."
+    )
+    reindex: ReindexProgress | None = Field(default=None, description=ReindexProgress.__doc__)
     last_checked: str | None = Field(
         default=None, description="When the operator last read the health endpoint."
     )
@@ -781,6 +798,39 @@ class InlineSource(_Model):
 _SOURCE_KINDS = "spec.git, spec.skills, spec.personas or spec.inline"
 
 
+class RetireGuard(_Model):
+    """Stops an import that would retire most of what this source imported (a wrong path or ref
+    looks exactly like a mass deletion). The stopped import writes nothing and names a token in
+    `status.retireGuard.confirm`; copy it to `confirm` to let that one removal through."""
+
+    max_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description=(
+            "Largest share of the source's stored entries one import may retire without confirmation "
+            "(0 < maxShare ≤ 1). Retiring every entry always needs confirmation."
+        ),
+    )
+    confirm: str | None = Field(
+        default=None,
+        max_length=64,
+        pattern=r"^[0-9a-f]{12}$",
+        description="The token a stopped import reported in status.retireGuard.confirm.",
+    )
+
+
+class RetireStop(_Model):
+    """The last import stopped at the retire guard: what it would have retired."""
+
+    would_retire: int = Field(ge=0, description="Entries the import would have retired.")
+    stored: int = Field(ge=0, description="Entries the source holds now.")
+    confirm: str = Field(
+        description="Set spec.retireGuard.confirm to this to let exactly this removal through."
+    )
+    message: str = Field(default="", max_length=1000, description="Why the import stopped, in words.")
+
+
 class MemorySourceSpec(_Model):
     """Something to import into a Brain on a schedule. Set exactly one of git, skills, personas, inline."""
 
@@ -818,6 +868,7 @@ class MemorySourceSpec(_Model):
         default=None, description="A repository of agent persona markdown files."
     )
     inline: InlineSource | None = Field(default=None, description=InlineSource.__doc__)
+    retire_guard: RetireGuard = Field(default_factory=RetireGuard, description=RetireGuard.__doc__)
     resources: Resources | None = Field(
         default=None,
         description="Ingest job resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
@@ -875,6 +926,7 @@ class MemorySourceStatus(_Model):
         default=None, description="Hash of the spec the last immediate import ran for."
     )
     counts: IngestCounts | None = Field(default=None, description=IngestCounts.__doc__)
+    retire_guard: RetireStop | None = Field(default=None, description=RetireStop.__doc__)
 
 
 class MemorySource(_Resource):

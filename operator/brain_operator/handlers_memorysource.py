@@ -32,6 +32,6 @@ def register(registry: kopf.OperatorRegistry) -> None:
         if not labels.get(SOURCE_LABEL):
             return
         rt = get_runtime()
-        wrote = await asyncio.to_thread(rt.reconciler.record_ingest, dict(body))
+        wrote = await asyncio.to_thread(rt.reconciler.record_ingest, dict(body), rt.emit)
         if wrote:
             RECONCILE_TOTAL.labels(kind="MemorySource", result="ok").inc()

@@ -45,6 +45,8 @@ def parse_health(doc: dict[str, Any]) -> Health:
             "lastDigest": raw.get("lastDigest"),
             "embeddingModel": raw.get("embeddingModel"),
             "embeddingDim": raw.get("embeddingDim"),
+            "liveModel": raw.get("liveModel"),
+            "reindex": _reindex(raw.get("reindex")),
         }
     )
     return Health(
@@ -53,6 +55,14 @@ def parse_health(doc: dict[str, Any]) -> Health:
         embedder=str(doc.get("embedder", "unknown")),
         index=index,
     )
+
+
+def _reindex(raw: Any) -> dict[str, Any] | None:
+    """The fields of a running model migration that status shows (the gateway sends a few more)."""
+    if not isinstance(raw, dict):
+        return None
+    keys = ("fromModel", "toModel", "toDim", "done", "total", "startedAt")
+    return {k: raw[k] for k in keys if raw.get(k) is not None}
 
 
 async def fetch_health(url: str, timeout: float = 3.0) -> Health:

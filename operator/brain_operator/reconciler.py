@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from brain_operator.diff import first_difference
 from brain_operator.health import Health
 from brain_operator.kube import BRAIN_KINDS, CHILD_KINDS, KINDS, POD, SECRET, Kube, KubeError
 from brain_operator.metrics import BRAIN_READY, forget_brain, set_index
+from brain_operator.reindexing import reindex_check, set_reindex_metrics
 from brain_operator.render import names
 from brain_operator.render.common import (
     BRAIN_LABEL,
@@ -364,7 +366,11 @@ class Reconciler:
             # Not polled yet (operator restart): keep what the last poll said instead of flapping.
             index = Check(previous["status"], previous.get("reason", ""), previous.get("message", ""))
         ready = ready_check(components)
-        checks = {"Ready": ready, **components, "IndexHealthy": index}
+        reindexing = reindex_check(brain.spec.embedding.model, health.index if health is not None else None)
+        was = {c.get("type"): c for c in current.get("conditions") or []}.get("Reindexing")
+        if health is None and was is not None:  # not polled yet: keep the last word, as for IndexHealthy
+            reindexing = Check(was["status"], was.get("reason", ""), was.get("message", ""))
+        checks = {"Ready": ready, **components, "IndexHealthy": index, "Reindexing": reindexing}
         now = now_iso()
         status: dict[str, Any] = {
             "phase": phase_of(components, index, None),
@@ -382,6 +388,7 @@ class Reconciler:
                 health.index.entries_by_namespace or {},
                 health.index,
             )
+            set_reindex_metrics(f"{ns}/{name}", health.index)
         BRAIN_READY.labels(brain=f"{ns}/{name}").set(1 if ready.ok else 0)
         result.phase, result.ready = status["phase"], ready.ok
         if status_differs(current, status):
@@ -492,8 +499,12 @@ class Reconciler:
 
     # -- ingest results ---------------------------------------------------------------------------
 
-    def record_ingest(self, job: dict[str, Any]) -> bool:
-        """Copy a finished ingest Job's summary line into its MemorySource's status. True if written."""
+    def record_ingest(self, job: dict[str, Any], emit: Emit = _no_emit) -> bool:
+        """Copy a finished ingest Job's summary line into its MemorySource's status. True if written.
+
+        An import stopped by the retire guard completes (exit 0) but is not Synced: the status says
+        why and names the confirmation token, and a Warning event tells whoever watches events.
+        """
         meta = job["metadata"]
         source_name = (meta.get("labels") or {}).get("brain.dev/memorysource")
         if not source_name:
@@ -520,19 +531,27 @@ class Reconciler:
         )
         if current.get("lastJob") == meta["name"] and current.get("lastSync") == finished:
             return False
-        fields: dict[str, Any] = {"lastJob": meta["name"], "lastSync": finished}
+        fields: dict[str, Any] = {"lastJob": meta["name"], "lastSync": finished, "retireGuard": None}
+        stopped: dict[str, Any] | None = None
         if outcome == "succeeded":
-            counts = self._job_summary(ns, meta["name"])
-            if counts is not None:
-                fields["counts"] = counts
+            doc = self._job_result(ns, meta["name"])
+            if doc is not None:
+                keys = ("added", "superseded", "skipped", "retired", "rejected")
+                fields["counts"] = {k: int(doc.get(k, 0) or 0) for k in keys}
+                stopped = _retire_stop(doc.get("stopped"))
             check = Check("True", "ImportSucceeded", f"Job {meta['name']} finished")
+            if stopped is not None:
+                fields["retireGuard"] = stopped
+                check = Check("False", "MassRetireStopped", stopped["message"])
         else:
             check = Check("False", "ImportFailed", f"Job {meta['name']} failed; see its pod logs")
         result = Result()
         self._patch_child_status("MemorySource", source, fields, {"Synced": check}, now_iso(), result)
+        if stopped is not None and result.status_written:
+            emit(source, "Warning", "MassRetireStopped", stopped["message"])
         return result.status_written
 
-    def _job_summary(self, namespace: str, job: str) -> dict[str, int] | None:
+    def _job_result(self, namespace: str, job: str) -> dict[str, Any] | None:
         """The JSON summary a job prints as its last stdout line, if its pod logs are readable."""
         pods = self.kube.list(POD, namespace, f"job-name={job}")
         for pod in sorted(pods, key=lambda p: p["metadata"].get("creationTimestamp", ""), reverse=True):
@@ -546,7 +565,25 @@ class Reconciler:
                 except ValueError:
                     continue
                 if isinstance(doc, dict):
-                    keys = ("added", "superseded", "skipped", "retired", "rejected")
-                    return {k: int(doc.get(k, 0) or 0) for k in keys}
+                    return doc
                 break
         return None
+
+
+def _retire_stop(raw: Any) -> dict[str, Any] | None:
+    """The job's `stopped` object as status.retireGuard, or None; the job's log is not trusted blindly."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        would, stored = int(raw.get("wouldRetire", 0)), int(raw.get("stored", 0))
+    except (TypeError, ValueError):
+        return None
+    token = str(raw.get("confirm", ""))
+    if not re.fullmatch(r"[0-9a-f]{12}", token):
+        return None
+    return {
+        "wouldRetire": max(would, 0),
+        "stored": max(stored, 0),
+        "confirm": token,
+        "message": str(raw.get("message", ""))[:1000],
+    }

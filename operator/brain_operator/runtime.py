@@ -92,6 +92,7 @@ class Runtime:
         self.kube = kube
         self.health_state = HealthState()
         self.reconciler = Reconciler(kube, cfg)
+        self.emit = emit
         self.queue = WorkQueue(self.reconciler.reconcile, emit, self.health_state)
         self.http_runner: Any = None
 

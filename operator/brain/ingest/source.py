@@ -20,6 +20,7 @@ from brain.ingest.frontmatter import FrontMatterError
 from brain.ingest.items import Edge, Item, Parsed, Reject
 from brain.ingest.markdown import is_memory_file, parse_memory
 from brain.ingest.personas import is_persona_file, parse_persona
+from brain.ingest.retireguard import RetireGuard
 from brain.ingest.skills import is_skill_file, parse_skill
 from brain.models import MAX_BODY, check_namespace
 
@@ -46,6 +47,7 @@ class SourceSpec:
     inline_dir: str = "/etc/brain/inline"
     brain: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    retire_guard: RetireGuard = field(default_factory=RetireGuard)
 
     @property
     def key_prefix(self) -> str:
@@ -66,12 +68,14 @@ def parse_source(doc: dict[str, Any], *, inline_dir: str | None = None) -> Sourc
     if origin not in ("import", "untrusted"):
         raise ValueError(f"spec.origin is import or untrusted, not {origin!r}")
     namespace = check_namespace(str(spec.get("namespace", "shared")))
+    guard = RetireGuard.from_spec(spec.get("retireGuard"))
     body = spec[kind]
     if kind == "inline":
         return SourceSpec(
             name, kind, namespace, origin, inline_dir=inline_dir or os.environ.get(
                 "BRAIN_INLINE_DIR", "/etc/brain/inline"
             ), brain=doc.get("brain"), extra={"configMapName": body.get("configMapName")},
+            retire_guard=guard,
         )  # fmt: skip
     if not body.get("url"):
         raise ValueError(f"spec.{kind}.url is missing")
@@ -85,6 +89,7 @@ def parse_source(doc: dict[str, Any], *, inline_dir: str | None = None) -> Sourc
         paths=tuple(body.get("paths") or ()),
         format=str(body.get("format") or "markdown") if kind == "git" else kind,
         brain=doc.get("brain"),
+        retire_guard=guard,
     )
 
 

@@ -28,6 +28,8 @@ from brain.embedder.model import Embedder
 from brain.errors import BrainError
 from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, unit
 from brain.ingest.items import Edge, Item, Parsed, Reject
+from brain.ingest.retireguard import ImportStopped, RetireGuard
+from brain.ingest.retireguard import check as retire_check
 from brain.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
 from brain.redact import SecretGate
 from brain.service import screen as service_screen
@@ -237,15 +239,17 @@ def grade(
                 stats.tier2_dropped += 1
                 continue
         threshold = tuned_threshold(cfg, best_sim, best_access)
-        if threshold != cfg.min_score:
-            if threshold > cfg.min_score:
-                stats.tier3_raised += 1
-            else:
-                stats.tier3_lowered += 1
-            if float(item.attrs.get("quality", 1.0)) < threshold:
-                keep[i] = False
-                stats.tier1_dropped += 1
-                continue
+        if threshold > cfg.min_score:
+            stats.tier3_raised += 1
+        elif threshold < cfg.min_score:
+            stats.tier3_lowered += 1
+        # With tuning on, tier 1 let chunks down to min_score - 0.10 through so tier 3 could lower the
+        # bar for them; every one of them must still clear the bar tier 3 settled on (the plain
+        # min_score when no proven neighbour vouches for it).
+        if cfg.tuning and float(item.attrs.get("quality", 1.0)) < threshold:
+            keep[i] = False
+            stats.tier1_dropped += 1
+            continue
         kept_rows.append(v)
     return keep
 
@@ -261,8 +265,13 @@ async def sync(
     grading: GradingConfig | None = None,
     gate: SecretGate | None = None,
     progress: Progress | None = None,
+    guard: RetireGuard | None = None,
 ) -> Summary:
-    """Make the store hold exactly what `parsed` says for this source (see the module docstring)."""
+    """Make the store hold exactly what `parsed` says for this source (see the module docstring).
+
+    Raises ImportStopped, before any write, when the run would retire more of the source than
+    `guard` allows (brain.ingest.retireguard).
+    """
     t0 = time.monotonic()
     cfg = grading or GradingConfig()
     gate = gate or SecretGate("refuse")
@@ -303,6 +312,9 @@ async def sync(
                 lineage[item.key] = old.lineage_id  # the stored version stays, not retired
             continue
         pending.append((item, skey))
+    removed = [k for k in existing if k not in seen]
+    if (stop := retire_check(removed, len(existing), guard or RetireGuard())) is not None:
+        raise ImportStopped(stop)
     vectors = await embed_all(embedder, [_embed_text(i) for i, _ in pending], progress)
     keep = grade(pending, vectors, existing, cfg, summary.grading)
     summary.grading.kept = sum(1 for (item, _), k in zip(pending, keep, strict=True) if item.graded and k)

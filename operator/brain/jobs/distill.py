@@ -355,29 +355,40 @@ def make_clusters(
     return clusters, gaps
 
 
+async def _model_is_live(store: Store) -> bool:
+    """Vectors are compared only within one model: a distill run on another model compares nothing."""
+    return (await store.live.get(store.pool))[0] == store.embedding_model
+
+
 async def related_memories(store: Store, cluster: Cluster, limit: int = 3) -> list[dict[str, Any]]:
+    if not await _model_is_live(store):
+        return []
     rows = await store.pool.fetch(
         """SELECT id, title, body, content_hash, 1 - (embedding <=> $1) AS sim FROM memories
             WHERE status = 'active' AND tier = 'curated' AND namespace = ANY($2::text[]) AND embedding IS NOT NULL
-              AND kind <> ALL('{persona,skill,digest,code,map,summary}'::text[])
+              AND kind <> ALL('{persona,skill,digest,code,map,summary}'::text[]) AND embedding_model = $4
             ORDER BY embedding <=> $1 LIMIT $3""",
         cluster.centroid(),
         list({cluster.namespace, "shared"}),
         limit,
+        store.embedding_model,
     )
     return [dict(r) for r in rows if r["sim"] >= 0.35]
 
 
 async def nearest_similarity(store: Store, vec: np.ndarray, namespace: str, exclude: str | None) -> float:
+    if not await _model_is_live(store):
+        return 0.0
     sim = await store.pool.fetchval(
         """SELECT max(s) FROM (
              SELECT 1 - (embedding <=> $1) AS s FROM memories
               WHERE status = 'active' AND namespace = ANY($2::text[]) AND embedding IS NOT NULL
-                AND id IS DISTINCT FROM $3 AND tier = 'curated'
+                AND id IS DISTINCT FROM $3 AND tier = 'curated' AND embedding_model = $4
               ORDER BY embedding <=> $1 LIMIT 1) t""",
         vec,
         list({namespace, "shared"}),
         exclude,
+        store.embedding_model,
     )
     return float(sim or 0.0)
 

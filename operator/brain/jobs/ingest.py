@@ -1,8 +1,9 @@
 """`python -m brain.jobs.ingest --source-file /etc/brain/source.json`: import one MemorySource.
 
 Fetch (git at a ref, or the inline ConfigMap folder) → parse → grade code → sync with the store.
-Exit status 0 when the import ran (rejected items are listed in the summary, not failures), 1 when
-the source could not be fetched or read, 2 for a usage error.
+Exit status 0 when the import ran (rejected items are listed in the summary, not failures) or
+stopped at the mass-retire guard (the summary's `stopped` says why), 1 when the source could not
+be fetched or read, 2 for a usage error.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from brain.embedder.model import Embedder
 from brain.errors import BrainError
 from brain.ingest.gitsrc import checkout
 from brain.ingest.grading import GradingConfig
+from brain.ingest.retireguard import ImportStopped
 from brain.ingest.source import SourceSpec, load_source_file, parse_tree
 from brain.ingest.sync import sync
 from brain.jobs.common import Progress, emit, finish_run, job_env, setup_logging, start_run
@@ -64,11 +66,20 @@ async def run_ingest(
             source_actor(spec),
             grading=grading or GradingConfig.from_env(),
             progress=progress,
+            guard=spec.retire_guard,
         )
         out = {**summary.as_dict(), "source": spec.name, "kind": spec.kind}
         if commit:
             out["commit"] = commit
         await finish_run(store, run_id, "ok", out)
+        return out
+    except ImportStopped as e:
+        # Not a failure: the job did its work, which was to stop and ask (no retry would help).
+        out = {"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0}
+        out |= {"source": spec.name, "kind": spec.kind, "stopped": e.stop.as_dict()}
+        if commit:
+            out["commit"] = commit
+        await finish_run(store, run_id, "stopped", out)
         return out
     except BrainError as e:
         out = {"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": e.message}

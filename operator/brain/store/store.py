@@ -24,6 +24,8 @@ from ulid import ULID
 from brain.errors import Conflict, Forbidden, InvalidInput, NotFound
 from brain.models import SHARED, Actor, Hit, Memory, MemoryDetail, MemoryIn, MemorySummary, NoteResult
 from brain.store.migrate import migrate
+from brain.store.reindex import LiveModel, is_dimension_error, vector_for_write
+from brain.store.reindex import running as reindex_running
 
 _COLUMNS = (
     "id, lineage_id, version, kind, namespace, tier, origin, author, title, body, tags, attrs, source_key, "
@@ -141,6 +143,7 @@ class Store:
         self.embedding_model = embedding_model
         self.acquire_timeout = acquire_timeout
         self.lexical = LexicalStats()
+        self.live = LiveModel()  # the brain's live embedding model (brain/store/reindex.py)
 
     @classmethod
     async def open(
@@ -244,6 +247,7 @@ class Store:
         required: bool = False,
     ) -> Memory:
         mid = new_id()
+        embedding = await vector_for_write(conn, self.embedding_model, self._check_embedding(embedding))
         row = await conn.fetchrow(
             f"""INSERT INTO memories (id, lineage_id, version, kind, namespace, tier, origin, author, title, body,
                    tags, attrs, source_key, content_hash, valid_from, supersedes, importance, standing, required,
@@ -274,7 +278,7 @@ class Store:
             standing,
             required,
             [k.lower() for k in item.domain_keywords],
-            self._check_embedding(embedding),
+            embedding,
             self.embedding_model if embedding is not None else None,
             actor.name if tier == "curated" else None,
             datetime.now(UTC) if tier == "curated" else None,
@@ -479,17 +483,23 @@ class Store:
             return _record_to_memory(row)
 
     async def set_embedding(self, memory_id: str, embedding: np.ndarray) -> None:
-        await self.pool.execute(
-            "UPDATE memories SET embedding = $2, embedding_model = $3 WHERE id = $1",
-            memory_id,
-            self._check_embedding(embedding),
-            self.embedding_model,
-        )
+        async with self._tx() as conn:
+            vec = await vector_for_write(conn, self.embedding_model, self._check_embedding(embedding))
+            if vec is not None:
+                await conn.execute(
+                    "UPDATE memories SET embedding = $2, embedding_model = $3 WHERE id = $1",
+                    memory_id,
+                    vec,
+                    self.embedding_model,
+                )
 
     async def unembedded(self, limit: int = 256) -> list[tuple[str, str]]:
+        """Active entries without a vector of this store's model (none when its model is not live)."""
         rows = await self.pool.fetch(
-            "SELECT id, title, body FROM memories WHERE embedding IS NULL AND status = 'active' LIMIT $1",
+            "SELECT id, title, body FROM memories WHERE (embedding IS NULL OR embedding_model IS DISTINCT FROM $2)"
+            " AND status = 'active' AND $2 = (SELECT value FROM brain_meta WHERE key = 'embedding_model') LIMIT $1",
             limit,
+            self.embedding_model,
         )
         return [(r["id"], embed_text(r["title"], r["body"])) for r in rows]
 
@@ -541,15 +551,27 @@ class Store:
     # ------------------------------------------------------------------ retrieval legs
 
     async def vector_leg(self, embedding: np.ndarray, scope: Scope, n: int) -> list[tuple[str, float]]:
-        where, args = scope.where(3)
-        rows = await self.pool.fetch(
-            f"""SELECT m.id, 1 - (m.embedding <=> $1) AS sim FROM memories m
-                 WHERE m.embedding IS NOT NULL AND {where}
-                 ORDER BY m.embedding <=> $1 LIMIT $2""",
-            embedding,
-            n,
-            *args,
-        )
+        """Nearest entries by this store's model; none while another model's index is live (a query
+        is only ever compared with vectors of the model that embedded it)."""
+        live, _ = await self.live.get(self.pool)
+        if live != self.embedding_model:
+            return []
+        where, args = scope.where(4)
+        try:
+            rows = await self.pool.fetch(
+                f"""SELECT m.id, 1 - (m.embedding <=> $1) AS sim FROM memories m
+                     WHERE m.embedding IS NOT NULL AND m.embedding_model = $3 AND {where}
+                     ORDER BY m.embedding <=> $1 LIMIT $2""",
+                embedding,
+                n,
+                self.embedding_model,
+                *args,
+            )
+        except asyncpg.PostgresError as e:
+            if not is_dimension_error(e):
+                raise
+            self.live.stale()  # the index was swapped to another model's dimension a moment ago
+            return []
         return [(r["id"], float(r["sim"])) for r in rows]
 
     async def _refresh_lexical(self, max_age: float = 30.0) -> LexicalStats:
@@ -756,6 +778,8 @@ class Store:
             runs = await conn.fetch(
                 "SELECT job, max(finished_at) AS at FROM job_runs WHERE status = 'ok' GROUP BY job"
             )
+            live_model = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_model'")
+            reindexing = await reindex_running(conn)
         by_kind: dict[str, int] = {}
         by_ns: dict[str, int] = {}
         total = embedded = 0
@@ -777,6 +801,8 @@ class Store:
             "lastDigest": last.get("digest"),
             "embeddingModel": self.embedding_model,
             "embeddingDim": self.dim,
+            "liveModel": live_model,
+            "reindex": reindexing,
         }
 
 

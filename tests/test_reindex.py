@@ -1,0 +1,187 @@
+"""Model migrations on real Postgres and the real model: a brain changes its embedding model while
+it serves, and no request fails and no ranking ever compares vectors of two models."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import pytest
+
+from brain.embedder.model import DEFAULT_MODEL
+from brain.embedder.variants import load_embedder
+from brain.errors import SchemaMismatch
+from brain.models import Actor, MemoryIn
+from brain.service import MemoryService
+from brain.store import Store, reindex
+from brain.store.store import Scope
+
+AGENT = Actor(name="claude-mac", role="agent", origin="agent")
+TOPICS = [
+    (
+        "Postgres backups",
+        "We back up Postgres nightly with pg_basebackup and keep WAL for point-in-time recovery.",
+    ),
+    (
+        "Release trains",
+        "Releases leave every second Tuesday; a change that misses the train waits for the next.",
+    ),
+    ("Error messages", "Every error a person sees names the field and what would have been accepted."),
+    (
+        "Flaky tests",
+        "A flaky test is quarantined within a day and its owner gets a ticket with the failing seed.",
+    ),
+    (
+        "Feature flags",
+        "Feature flags live in the config service and are removed two weeks after full rollout.",
+    ),
+]
+
+
+async def seed(service: MemoryService, n: int) -> None:
+    items = []
+    for i in range(n):
+        title, body = TOPICS[i % len(TOPICS)]
+        items.append(
+            MemoryIn(title=f"{title} {i}", body=f"{body} (note {i} of the runbook)", namespace="shared")
+        )
+    vectors = await service.embedder.embed([f"{m.title}\n{m.body}" for m in items])  # type: ignore[union-attr]
+    await service.store.note_many(list(zip(items, vectors, strict=True)), actor=AGENT)
+
+
+async def models_in_index(store: Store) -> set[str | None]:
+    rows = await store.pool.fetch("SELECT DISTINCT embedding_model FROM memories WHERE embedding IS NOT NULL")
+    return {r["embedding_model"] for r in rows}
+
+
+async def test_model_change_under_traffic(dsn: str, store: Store, embedder) -> None:
+    old = MemoryService(store, embedder)
+    await seed(old, 150)
+    new_emb = load_embedder(f"{DEFAULT_MODEL}@rp384", base=embedder)  # same dimension: silent mixing possible
+    probe = "Postgres backups and point-in-time recovery"
+
+    errors: list[BaseException] = []
+    seen_models: list[set[str | None]] = []
+    vector_hits: list[bool] = []
+    stop = asyncio.Event()
+
+    async def traffic() -> None:
+        i = 0
+        while not stop.is_set():
+            try:
+                hits = await old.search(probe, AGENT, limit=5)
+                assert hits and "Postgres backups" in hits[0].title  # served throughout, lexical at least
+                vector_hits.append(any("vector" in h.legs for h in hits))
+                await old.note(MemoryIn(body=f"traffic note {i}: the deploy of build {i} went fine"), AGENT)
+                seen_models.append(await models_in_index(store))
+            except Exception as e:  # a failed request is the failure this test looks for
+                errors.append(e)
+            i += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(traffic())
+    try:
+        result = await reindex.migrate_model(store.pool, new_emb)
+    finally:
+        await asyncio.sleep(0.3)  # traffic from the old-model client goes on after the swap
+        stop.set()
+        await task
+    assert errors == []
+    assert result["to"] == new_emb.model and result["embedded"] > 150
+    # at every point the index held vectors of exactly one model (None: a write stored without a vector)
+    assert all(len(m - {None}) == 1 for m in seen_models)
+    assert {DEFAULT_MODEL} in seen_models and {
+        new_emb.model
+    } in seen_models  # traffic before and after the swap
+    assert await models_in_index(store) == {new_emb.model}
+    assert vector_hits[0] is True  # before the swap the old model's vectors served the old client
+    # after the swap the old client's query vector is compared with nothing (not with rotated vectors)
+    qv = (await embedder.embed([probe]))[0]
+    assert await store.vector_leg(qv, Scope.of(["shared"]), 10) == []
+    # writes the old client made after the swap are stored without a vector, and the new model fills them
+    new_store = await Store.open(dsn, dim=384, embedding_model=new_emb.model)
+    try:
+        new = MemoryService(new_store, new_emb)
+        assert await reindex.fill_live(new_store.pool, new_emb) >= 0
+        hits = await new.search(probe, AGENT, limit=5)
+        assert "Postgres backups" in hits[0].title and "vector" in hits[0].legs
+        n_null = await new_store.pool.fetchval(
+            "SELECT count(*) FROM memories WHERE status = 'active' AND embedding IS NULL"
+        )
+        assert n_null == 0
+    finally:
+        await new_store.close()
+    assert await store.pool.fetchval("SELECT status FROM reindex_runs") == "swapped"
+
+
+async def test_dimension_change_and_refusals(dsn: str, store: Store, embedder) -> None:
+    old = MemoryService(store, embedder)
+    await seed(old, 20)
+    small = load_embedder(f"{DEFAULT_MODEL}@rp256", base=embedder)
+
+    # a client with another model may not fill the live index, and is told both names
+    with pytest.raises(reindex.ModelMismatch) as e:
+        await reindex.fill_live(store.pool, small)
+    assert DEFAULT_MODEL in e.value.message and small.model in e.value.message
+    # nor drive a migration toward a model it does not embed with
+    run = await reindex.start(store.pool, small.model, small.dim)
+    with pytest.raises(reindex.ModelMismatch, match="256 dimensions"):
+        await reindex.fill(store.pool, embedder, run)
+    progress = (await store.index_stats())["reindex"]
+    assert progress["toModel"] == small.model and (progress["done"], progress["total"]) == (0, 20)
+    await reindex.fill(store.pool, small, run)
+    assert (await store.index_stats())["reindex"]["done"] == 20
+    await reindex.build_index(store.pool)
+    swapped = await reindex.swap(store.pool, small, run)
+    assert swapped["dim"] == 256 and (await store.index_stats())["reindex"] is None
+
+    # the old 384-dimensional client keeps working: no vector leg, writes without a vector
+    hits = await old.search("point in time recovery", AGENT)
+    assert hits and all("vector" not in h.legs for h in hits)
+    written = await old.note(MemoryIn(body="a note from a client that still runs the old model"), AGENT)
+    assert not written.memory.embedded
+    # a restart with the old dimension is refused, naming the dimension
+    with pytest.raises(SchemaMismatch, match="256"):
+        await Store.open(dsn, dim=384)
+    s256 = await Store.open(dsn, dim=256, embedding_model=small.model)
+    try:
+        hits = await MemoryService(s256, small).search("point in time recovery", AGENT)
+        assert "Postgres backups" in hits[0].title and "vector" in hits[0].legs
+    finally:
+        await s256.close()
+    with contextlib.suppress(Exception):
+        await reindex.abandon(store.pool)
+
+
+async def test_brainctl_reindex_refuses_another_model_and_migrates_when_asked(
+    dsn: str, store: Store, embedder
+) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    await seed(MemoryService(store, embedder), 10)
+    brainctl = [str(Path(sys.executable).parent / "brainctl"), "--dsn", dsn]
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    other = f"{DEFAULT_MODEL}@rp128"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*brainctl, *args], capture_output=True, text=True, env=env, timeout=300)
+
+    # the runbook's laptop reindex with another model: refused, naming both, nothing written
+    refused = await asyncio.to_thread(run, "--embedding-model", other, "reindex")
+    assert refused.returncode == 2, refused.stderr
+    assert DEFAULT_MODEL in refused.stderr and other in refused.stderr
+    assert await models_in_index(store) == {DEFAULT_MODEL}
+    # the brain's own model fills what is missing
+    await store.pool.execute(
+        "UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE title LIKE '%3'"
+    )
+    filled = await asyncio.to_thread(run, "reindex")
+    assert filled.returncode == 0, filled.stderr
+    assert '"embedded": 1' in filled.stdout
+    # asked explicitly, it migrates
+    migrated = await asyncio.to_thread(run, "reindex", "--to-model", other)
+    assert migrated.returncode == 0, migrated.stderr
+    assert await models_in_index(store) == {other}
