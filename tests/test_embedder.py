@@ -12,8 +12,8 @@ import httpx
 import numpy as np
 import pytest
 
-from brain.devdb import free_port
 from brain.embedder import EmbedderUnavailable, EmbeddingClient, LocalEmbedder, QueryCache
+from brain.local.devdb import free_port
 
 
 @pytest.fixture(scope="module")

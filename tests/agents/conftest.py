@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from brain.keys import KeyStore
+from brain.services.keys import KeyStore
 from tests.gateway_fixtures import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import inspect
 import json
 from datetime import UTC, datetime, timedelta
 
-from brain import proposals
+from brain.core.models import Actor, MemoryIn
 from brain.jobs import digest
 from brain.jobs.digest import (
     IDENTITY_FIELDS,
@@ -17,8 +17,8 @@ from brain.jobs.digest import (
     run_digest,
     signal_fields,
 )
-from brain.models import Actor, MemoryIn
-from brain.service import MemoryService
+from brain.services import proposals
+from brain.services.memory import MemoryService
 from brain.store import Store
 
 SECRET_IDS = ["key-zebra-7731", "namespace-okapi", "model-narwhal-9", "author-quokka"]

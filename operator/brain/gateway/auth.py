@@ -13,11 +13,11 @@ from typing import Any
 
 from fastapi import Request
 
-from brain.errors import Forbidden, Unauthorized
+from brain.core.errors import Forbidden, Unauthorized
+from brain.core.models import Actor
 from brain.gateway import metrics as gm
 from brain.gateway.runtime import get_runtime
-from brain.keys import KeyVerifier, hash_key
-from brain.models import Actor
+from brain.services.keys import KeyVerifier, hash_key
 
 ACTOR_KEY = "brain_actor"
 _fallback: KeyVerifier | None = None

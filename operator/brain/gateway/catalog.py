@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from brain.models import Hit
+from brain.core.models import Hit
 from brain.store.store import Scope, Store
 
 _WORD = re.compile(r"[a-z][a-z0-9+#._-]{1,40}")

@@ -18,17 +18,16 @@ from typing import Any
 
 import asyncpg
 
-from brain import metrics
+from brain.core.errors import BrainError
+from brain.core.models import Actor, Hit, MemoryIn
+from brain.core.redact import SecretGate
 from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
-from brain.errors import BrainError
 from brain.gateway import metrics as gm
 from brain.gateway.capture import CaptureQueue, analyse
 from brain.gateway.catalog import Catalog, keywords
 from brain.gateway.settings import GatewaySettings
-from brain.keys import KeyStore, KeyVerifier
-from brain.models import Actor, Hit, MemoryIn
-from brain.redact import SecretGate
+from brain.retrieval import telemetry as metrics
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
 from brain.retrieval.render import (
     PREAMBLE,
@@ -38,7 +37,8 @@ from brain.retrieval.render import (
     render_persona,
     within_budget,
 )
-from brain.service import MemoryService, gate_fields
+from brain.services.keys import KeyStore, KeyVerifier
+from brain.services.memory import MemoryService, gate_fields
 from brain.store.store import Scope, Store
 
 log = logging.getLogger("brain.gateway")

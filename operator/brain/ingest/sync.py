@@ -24,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from brain.core.errors import BrainError
+from brain.core.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
+from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
-from brain.errors import BrainError
 from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, unit
 from brain.ingest.items import Edge, Item, Parsed, Reject
-from brain.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
-from brain.redact import SecretGate
-from brain.service import screen as service_screen
-from brain.service import tier_for
+from brain.services.memory import screen as service_screen
+from brain.services.memory import tier_for
 from brain.store.store import Store
 
 log = logging.getLogger("brain.ingest")

@@ -12,8 +12,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
-from brain.errors import BrainError
 from brain.store.store import Store
 
 log = logging.getLogger("brain.jobs")

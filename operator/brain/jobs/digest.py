@@ -27,10 +27,10 @@ from typing import Any, Literal
 
 from prometheus_client import Gauge
 
-from brain import lint
+from brain.core import lint
+from brain.core.models import Actor, MemoryIn
+from brain.core.redact import SecretGate
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
-from brain.models import Actor, MemoryIn
-from brain.redact import SecretGate
 from brain.store.store import Store, content_hash
 
 SignalType = Literal["outcome", "retrieval", "no_hit", "proposal", "stale", "created"]
@@ -251,7 +251,7 @@ def set_metrics(stats: dict[str, Any]) -> None:
 
 async def store_digest(store: Store, embedder: Any, stats: DigestStats, markdown: str) -> str:
     """One entry per ISO week; rerunning the same week supersedes it (history kept)."""
-    from brain.service import MemoryService
+    from brain.services.memory import MemoryService
 
     svc = MemoryService(store, embedder)
     key = f"digest:{stats.week}"

@@ -29,15 +29,15 @@ from typing import Any
 import jsonschema
 import numpy as np
 
+from brain.core.errors import BrainError
+from brain.core.models import KINDS, MemoryIn
+from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
-from brain.errors import BrainError
 from brain.ingest.grading import unit
 from brain.ingest.sync import as_vector
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
-from brain.models import KINDS, MemoryIn
-from brain.proposals import create as create_proposal
-from brain.redact import SecretGate
-from brain.service import screen
+from brain.services.memory import screen
+from brain.services.proposals import create as create_proposal
 from brain.store.store import Store
 
 log = logging.getLogger("brain.jobs.distill")

@@ -15,14 +15,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from brain.core.errors import BrainError
+from brain.core.models import Actor
 from brain.embedder.model import Embedder
-from brain.errors import BrainError
 from brain.ingest.gitsrc import checkout
 from brain.ingest.grading import GradingConfig
 from brain.ingest.source import SourceSpec, load_source_file, parse_tree
 from brain.ingest.sync import sync
 from brain.jobs.common import Progress, emit, finish_run, job_env, setup_logging, start_run
-from brain.models import Actor
 from brain.store.store import Store
 
 

@@ -21,8 +21,8 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 from ulid import ULID
 
-from brain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from brain.models import SHARED, Actor, Hit, Memory, MemoryDetail, MemoryIn, MemorySummary, NoteResult
+from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from brain.core.models import SHARED, Actor, Hit, Memory, MemoryDetail, MemoryIn, MemorySummary, NoteResult
 from brain.store.migrate import migrate
 
 _COLUMNS = (

@@ -26,8 +26,8 @@ from typing import Any
 
 import asyncpg
 
-from brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from brain.models import Actor, check_namespace
+from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from brain.core.models import Actor, check_namespace
 
 KEY_PREFIX = "brk_"
 ROLES = ("read", "agent", "owner")

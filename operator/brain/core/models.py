@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from brain.sanitize import clean_text, has_nul, has_surrogate, one_line
+from brain.core.sanitize import clean_text, has_nul, has_surrogate, one_line
 
 Kind = Literal[
     "note",

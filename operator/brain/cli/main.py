@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from brain.errors import BrainError, InvalidInput
+from brain.core.errors import BrainError, InvalidInput
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 COMMANDS: dict[str, Handler] = {}
@@ -45,7 +45,7 @@ def _embedder(args: argparse.Namespace) -> Any:
 
 @asynccontextmanager
 async def _service(args: argparse.Namespace) -> AsyncIterator[Any]:
-    from brain.service import MemoryService
+    from brain.services.memory import MemoryService
     from brain.store import Store
 
     if not args.dsn:
@@ -59,7 +59,7 @@ async def _service(args: argparse.Namespace) -> AsyncIterator[Any]:
 
 
 def _owner(args: argparse.Namespace) -> Any:
-    from brain.models import Actor
+    from brain.core.models import Actor
 
     return Actor(name=args.as_name, role="owner", origin="owner")
 
@@ -111,9 +111,9 @@ def parse_floor(spec: str | None) -> Any:
 
 @command("eval")
 async def cmd_eval(args: argparse.Namespace) -> int:
-    from brain.devdb import EmbeddedPostgres
     from brain.embedder import LocalEmbedder
-    from brain.eval import MODES, evaluate, format_report, load_dataset, load_into
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.eval import MODES, evaluate, format_report, load_dataset, load_into
     from brain.retrieval.pipeline import RetrievalConfig
     from brain.store import Store
 
@@ -159,7 +159,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
 
 @command("note")
 async def cmd_note(args: argparse.Namespace) -> int:
-    from brain.service import parse_memory
+    from brain.services.memory import parse_memory
 
     body = sys.stdin.read() if args.body == "-" else args.body
     item = parse_memory(
@@ -288,7 +288,7 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
 
 @command("up")
 async def cmd_up(args: argparse.Namespace) -> int:
-    from brain.up import up
+    from brain.local.up import up
 
     return await up(args.file, state_dir=args.state_dir, host=args.host, port=args.port)
 
@@ -298,7 +298,7 @@ async def cmd_keys(args: argparse.Namespace) -> int:
     """Per-agent keys: the key's name is the author of what it writes; the value is shown once."""
     from datetime import UTC, timedelta
 
-    from brain.keys import KeyStore
+    from brain.services.keys import KeyStore
     from brain.store import Store
 
     if not args.dsn:
@@ -333,7 +333,7 @@ async def cmd_keys(args: argparse.Namespace) -> int:
 @command("proposals")
 async def cmd_proposals(args: argparse.Namespace) -> int:
     """What distill drafted: list, show (both texts for a supersede), approve or reject (owner)."""
-    from brain import proposals
+    from brain.services import proposals
 
     async with _service(args) as svc:
         if args.proposals_command == "list":

@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from brain import lint, metrics
-from brain.embedder.model import Embedder
-from brain.errors import Forbidden, InvalidInput, NotFound
-from brain.models import (
+from brain.core import lint
+from brain.core.errors import Forbidden, InvalidInput, NotFound
+from brain.core.models import (
     Actor,
     Hit,
     Memory,
@@ -29,12 +28,14 @@ from brain.models import (
     NoteResult,
     check_as_of,
 )
-from brain.redact import SecretGate
+from brain.core.redact import SecretGate
+from brain.embedder.model import Embedder
+from brain.retrieval import telemetry as metrics
 from brain.retrieval.pipeline import Retriever
 from brain.retrieval.render import estimate_tokens
 from brain.store.store import Scope, Store, embed_text
 
-log = logging.getLogger("brain.service")
+log = logging.getLogger("brain.services.memory")
 
 
 def parse_memory(data: dict[str, Any]) -> MemoryIn:

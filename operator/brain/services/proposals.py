@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from brain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from brain.models import Actor, MemoryIn
-from brain.service import MemoryService
+from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from brain.core.models import Actor, MemoryIn
+from brain.services.memory import MemoryService
 from brain.store.store import Store, new_id
 
 STATUSES = ("pending", "approved", "rejected")

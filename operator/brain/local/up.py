@@ -204,7 +204,7 @@ async def ensure_keys(dsn: str, state: Path, dim: int) -> dict[str, str]:
     path = state / "keys.json"
     if path.exists():
         return dict(json.loads(path.read_text()))
-    from brain.keys import KeyStore
+    from brain.services.keys import KeyStore
     from brain.store import Store
 
     store = await Store.open(dsn, dim=dim)
@@ -308,7 +308,7 @@ async def up(
     ready: asyncio.Event | None = None,
     stop_event: asyncio.Event | None = None,
 ) -> int:
-    from brain.devdb import EmbeddedPostgres
+    from brain.local.devdb import EmbeddedPostgres
 
     brain, policies = load_manifests(manifests)
     name = brain.metadata.name or "brain"
@@ -341,7 +341,7 @@ async def up(
                     [
                         sys.executable,
                         "-m",
-                        "brain.fakeupstream",
+                        "brain.local.fakeupstream",
                         "--port",
                         str(p),
                         "--transcript-limit",
