@@ -312,7 +312,7 @@ async def start_pair(
     from brain.store import Store
 
     store = await Store.open(dsn, dim=384)
-    key, _ = await KeyStore(store.pool).create(f"bench-{uuid.uuid4().hex[:6]}", "agent")
+    key, _ = await KeyStore(store).create(f"bench-{uuid.uuid4().hex[:6]}", "agent")
     await store.close()
     master = "sk-bench-" + uuid.uuid4().hex
     fake_port, gw_port, bare_port = free_port(), free_port(), free_port()

@@ -253,7 +253,7 @@ async def gateway(
             print(log.read_text()[-4000:])
             raise
         store = await Store.open(dsn, dim=384)
-        ks = KeyStore(store.pool)
+        ks = KeyStore(store)
         keys = {"master": MASTER}
         for name, role, ns, exp in (
             ("owner", "owner", None, None),

@@ -176,7 +176,7 @@ async def test_key_checks_fall_back_to_recent_verdicts_while_the_database_hangs(
     dsn = await own_pg.create_database("keys")
     store = await Store.open(dsn, dim=384, timeout=2.0, command_timeout=2.0)
     try:
-        ks = KeyStore(store.pool)
+        ks = KeyStore(store)
         known, _ = await ks.create("claude-mac", "agent")
         never, _ = await ks.create("ci", "read")
         verifier = KeyVerifier(ks, ttl=0.2, lookup_timeout=0.5)

@@ -305,7 +305,7 @@ async def cmd_keys(args: argparse.Namespace) -> int:
         raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL")
     store = await Store.open(args.dsn, dim=int(os.environ.get("BRAIN_EMBEDDING_DIM", "384")))
     try:
-        ks = KeyStore(store.pool)
+        ks = KeyStore(store)
         if args.keys_command == "create":
             expires = datetime.now(UTC) + timedelta(days=args.expires_days) if args.expires_days else None
             key, info = await ks.create(
@@ -386,7 +386,8 @@ async def cmd_distill(args: argparse.Namespace) -> int:
 @command("digest")
 async def cmd_digest(args: argparse.Namespace) -> int:
     from brain.jobs.common import finish_run, start_run
-    from brain.jobs.digest import latest_digest, run_digest
+    from brain.jobs.digest import run_digest
+    from brain.services.digests import latest_digest
 
     async with _service(args) as svc:
         if args.show:

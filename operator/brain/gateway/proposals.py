@@ -70,8 +70,8 @@ digest_router = APIRouter(prefix=PREFIX + "/digest", tags=["digest"])
 @digest_router.get("/latest", summary="the newest team digest: Markdown and its aggregate numbers")
 async def latest_digest(actor: OwnerDep) -> dict[str, Any]:
     from brain.core.errors import NotFound
-    from brain.jobs.digest import latest_digest as load
-    from brain.jobs.digest import set_metrics
+    from brain.services.digests import latest_digest as load
+    from brain.services.digests import set_metrics
 
     latest = await load(_service().store)
     if latest is None:

@@ -239,7 +239,7 @@ def _keystore() -> KeyStore:
     rt = get_runtime()
     if rt is None or rt.store is None:
         raise tools.Unavailable("the brain database is not reachable right now; try again shortly")
-    return KeyStore(rt.store.pool)
+    return KeyStore(rt.store)
 
 
 @owner_router.get("/keys", summary="keys (never their values)")

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncpg
+from brain.store import admin
 
 
 def _bin_dir() -> Path:
@@ -300,19 +300,11 @@ class EmbeddedPostgres:
         shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     async def create_database(self, name: str) -> str:
-        conn = await asyncpg.connect(self.dsn)
-        try:
-            await conn.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await conn.close()
+        await admin.create_database(self.dsn, name)
         return self.dsn_for(name)
 
     async def drop_database(self, name: str) -> None:
-        conn = await asyncpg.connect(self.dsn)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
+        await admin.drop_database(self.dsn, name)
 
 
 def main(argv: list[str] | None = None) -> None:

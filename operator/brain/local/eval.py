@@ -208,7 +208,7 @@ async def load_into(
         )
         mapping[m.id] = new.id
     # Planner statistics, as autovacuum would gather them on a live brain; fresh tables plan badly.
-    await store.pool.execute("ANALYZE memories, lexeme_stats")
+    await store.analyze()
     return mapping
 
 

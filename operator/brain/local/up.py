@@ -188,14 +188,9 @@ class Stack:
 
 
 async def ensure_database(pg: Any, name: str = "brain") -> str:
-    import asyncpg
+    from brain.store import admin
 
-    conn = await asyncpg.connect(pg.dsn)
-    try:
-        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
-            await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
+    await admin.create_database(pg.dsn, name, if_missing=True)
     return str(pg.dsn_for(name))
 
 
@@ -209,7 +204,7 @@ async def ensure_keys(dsn: str, state: Path, dim: int) -> dict[str, str]:
 
     store = await Store.open(dsn, dim=dim)
     try:
-        ks = KeyStore(store.pool)
+        ks = KeyStore(store)
         owner, _ = await ks.create("owner", "owner")
         agent, _ = await ks.create("agent", "agent")
     finally:

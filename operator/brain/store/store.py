@@ -220,6 +220,14 @@ class Store:
     async def close(self) -> None:
         await self.pool.close()
 
+    async def ping(self) -> None:
+        """One round trip (`SELECT 1`): whether the server answers at all (the gateway's DatabaseWatch)."""
+        await self.pool.fetchval("SELECT 1")
+
+    async def analyze(self) -> None:
+        """Fresh planner statistics after a bulk load (brainctl eval), so plans match a settled database."""
+        await self.pool.execute("ANALYZE memories, lexeme_stats")
+
     # ------------------------------------------------------------------ writes
 
     def _check_embedding(self, embedding: np.ndarray | None) -> np.ndarray | None:
