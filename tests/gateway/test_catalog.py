@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from brain.core.models import Actor, MemoryIn
-from brain.gateway.catalog import Catalog, keywords
+from brain.retrieval.catalog import Catalog, keywords
 from brain.services.memory import MemoryService
 from brain.store import Scope
 

@@ -23,9 +23,9 @@ from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
 from brain.gateway import metrics as gm
 from brain.gateway.capture import CaptureQueue, analyse
-from brain.gateway.catalog import Catalog, keywords
 from brain.gateway.settings import GatewaySettings
 from brain.retrieval import telemetry as metrics
+from brain.retrieval.catalog import Catalog, keywords
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
 from brain.retrieval.render import (
     PREAMBLE,

@@ -11,9 +11,9 @@ import re
 from collections import Counter
 
 from brain.core.models import MAX_TITLE
-from brain.gateway.catalog import STOP_WORDS, keywords
 from brain.ingest import frontmatter
 from brain.ingest.items import Item
+from brain.retrieval.catalog import STOP_WORDS, keywords
 
 _SECTIONS = {
     "identity": ("identity", "identity & memory", "identity and memory", "who you are", "role"),
