@@ -32,6 +32,7 @@ from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, un
 from brain.ingest.items import Edge, Item, Parsed, Reject
 from brain.services.memory import screen as service_screen
 from brain.services.memory import tier_for
+from brain.store import sources as source_rows
 from brain.store.store import Store
 
 log = logging.getLogger("brain.ingest")
@@ -131,12 +132,7 @@ def as_vector(value: Any) -> np.ndarray | None:
 
 
 async def load_existing(store: Store, prefix: str, *, with_vectors: bool) -> dict[str, Existing]:
-    rows = await store.pool.fetch(
-        f"""SELECT id, lineage_id, content_hash, attrs->>'ingest_hash' AS fp, namespace, kind, access_count,
-                   source_key{", embedding" if with_vectors else ""}
-              FROM memories WHERE status = 'active' AND source_key LIKE $1""",
-        prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",
-    )
+    rows = await source_rows.active_under(store, prefix, with_vectors=with_vectors)
     out = {}
     for r in rows:
         emb = r["embedding"] if with_vectors else None
@@ -366,12 +362,7 @@ async def _set_flags(store: Store, memory_id: str, item: Item, untrusted: bool) 
     """standing/required from front matter; untrusted text is never standing (the core's rule)."""
     if untrusted or not (item.standing or item.required):
         return
-    await store.pool.execute(
-        "UPDATE memories SET standing = $2, required = $3 WHERE id = $1",
-        memory_id,
-        item.standing,
-        item.required,
-    )
+    await source_rows.set_flags(store, memory_id, standing=item.standing, required=item.required)
 
 
 async def write_edges(store: Store, edges: Sequence[Edge], lineage: dict[str, str]) -> int:
@@ -382,17 +373,7 @@ async def write_edges(store: Store, edges: Sequence[Edge], lineage: dict[str, st
         if s and t and s != t:
             rows[(s, t, e.relation)] = e.confidence
     sources = sorted(set(lineage.values()))
-    async with store.pool.acquire() as conn, conn.transaction():
-        await conn.execute(
-            "DELETE FROM edges WHERE source_id = ANY($1::text[]) AND relation = ANY($2::text[])",
-            sources,
-            list(RELATIONS),
-        )
-        await conn.executemany(
-            """INSERT INTO edges (source_id, target_id, relation, confidence) VALUES ($1, $2, $3, $4)
-               ON CONFLICT (source_id, target_id, relation) DO UPDATE SET confidence = excluded.confidence""",
-            [(s, t, r, c) for (s, t, r), c in rows.items()],
-        )
+    await source_rows.replace_edges(store, sources, RELATIONS, rows)
     return len(rows)
 
 
