@@ -262,7 +262,7 @@ class CaptureFilters(_Model):
         description="Skip responses with self-corrections, stack traces or hallucination markers.",
     )
     min_code_lines: int = Field(
-        default=10, ge=0, le=1000, description="Smallest code block (in lines) worth capturing on its own."
+        default=10, ge=1, le=1000, description="Smallest code block (in lines) worth capturing on its own."
     )
 
 
@@ -477,7 +477,8 @@ class Digest(_Model):
         default=None,
         max_length=128,
         description=(
-            "Gateway model (a `spec.gateway.models[].name`) that writes the digest; omit for the first one."
+            "Ignored, kept so manifests that set it stay valid: the digest is computed from the database "
+            "and calls no model."
         ),
     )
     suspend: bool = Field(default=False, description="Pause scheduling; a running job is not stopped.")
