@@ -30,8 +30,8 @@ from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
 from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, unit
 from brain.ingest.items import Edge, Item, Parsed, Reject
+from brain.services.memory import pin, tier_for
 from brain.services.memory import screen as service_screen
-from brain.services.memory import tier_for
 from brain.store import sources as source_rows
 from brain.store.store import Store
 
@@ -303,7 +303,6 @@ async def sync(
     keep = grade(pending, vectors, existing, cfg, summary.grading)
     summary.grading.kept = sum(1 for (item, _), k in zip(pending, keep, strict=True) if item.graded and k)
 
-    untrusted = actor.origin == "untrusted"
     tier = tier_for(actor)
     adds: list[tuple[MemoryIn, np.ndarray | None, Item]] = []
     for (item, skey), vec, k in zip(pending, vectors, keep, strict=True):
@@ -324,7 +323,7 @@ async def sync(
                 continue
             summary.superseded += 1
             lineage[item.key] = new.lineage_id
-            await _set_flags(store, new.id, item, untrusted)
+            await pin(store, new.id, actor, standing=item.standing, required=item.required)
         else:
             mem = _memory_in(item, skey, namespace, extra)
             if vf := _valid_from(item.attrs.get("valid_from")):
@@ -335,7 +334,7 @@ async def sync(
         mems = await store.note_many([(m, v) for m, v, _ in batch], actor=actor, tier=tier)
         for stored, (_, _, item) in zip(mems, batch, strict=True):
             lineage[item.key] = stored.lineage_id
-            await _set_flags(store, stored.id, item, untrusted)
+            await pin(store, stored.id, actor, standing=item.standing, required=item.required)
         summary.added += len(batch)
         if progress:
             progress("writing", min(i + WRITE_BATCH, len(adds)), len(adds))
@@ -356,13 +355,6 @@ async def sync(
     summary.rejected = len(summary.rejects)
     summary.seconds = time.monotonic() - t0
     return summary
-
-
-async def _set_flags(store: Store, memory_id: str, item: Item, untrusted: bool) -> None:
-    """standing/required from front matter; untrusted text is never standing (the core's rule)."""
-    if untrusted or not (item.standing or item.required):
-        return
-    await source_rows.set_flags(store, memory_id, standing=item.standing, required=item.required)
 
 
 async def write_edges(store: Store, edges: Sequence[Edge], lineage: dict[str, str]) -> int:
