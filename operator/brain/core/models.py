@@ -87,7 +87,7 @@ def check_as_of(value: datetime) -> datetime:
 def stored_time(value: Any) -> Any:
     """Read-back path: a row written before validation existed may hold a naive or infinite time.
 
-    Postgres' -infinity/infinity come back from asyncpg as naive datetime.min/max; they are given
+    Postgres' -infinity/infinity come back from the driver as naive datetime.min/max; they are given
     UTC here so comparisons (ranking by age) never mix naive and aware times, whatever is stored.
     """
     if isinstance(value, datetime) and value.tzinfo is None:

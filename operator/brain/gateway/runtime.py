@@ -416,11 +416,8 @@ class Runtime:
         client = self._embedding_client
         if client is None:
             return "ok" if self.embedder is not None else "down"
-        if client.open:
-            return "down"
         try:
-            r = await client._http.get(f"{client.base_url}/readyz", timeout=2.0)
-            return "ok" if r.status_code == 200 else "down"
+            return "ok" if await client.ready(timeout=2.0) else "down"
         except Exception:
             return "down"
 
