@@ -13,7 +13,7 @@ same constraints as pydantic validators so a bad spec is also refused in ``brain
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -446,17 +446,13 @@ def _check_cron(value: str, path: str) -> str:
     return value
 
 
-class Distill(_Model):
-    """The distill CronJob: clusters captured episodes and drafts proposals for an owner to promote."""
+class _ScheduledJob(_Model):
+    """What every CronJob of a Brain has: a schedule, a pause switch, pod resources (and a model)."""
 
-    schedule: str = _schedule_field("0 3 * * *", "spec.distill.schedule", "the distill job")
-    model: str | None = Field(
-        default=None,
-        max_length=128,
-        description=(
-            "Gateway model (a `spec.gateway.models[].name`) that drafts proposals; omit for the first one."
-        ),
-    )
+    job: ClassVar[str]  # the spec field, for messages: spec.<job>.schedule
+
+    schedule: str
+    model: str | None = None
     suspend: bool = Field(default=False, description="Pause scheduling; a running job is not stopped.")
     resources: Resources | None = Field(
         default=None,
@@ -466,12 +462,27 @@ class Distill(_Model):
     @field_validator("schedule")
     @classmethod
     def _cron(cls, v: str) -> str:
-        return _check_cron(v, "spec.distill.schedule")
+        return _check_cron(v, f"spec.{cls.job}.schedule")
 
 
-class Digest(_Model):
+class Distill(_ScheduledJob):
+    """The distill CronJob: clusters captured episodes and drafts proposals for an owner to promote."""
+
+    job = "distill"
+    schedule: str = _schedule_field("0 3 * * *", "spec.distill.schedule", "the distill job")
+    model: str | None = Field(
+        default=None,
+        max_length=128,
+        description=(
+            "Gateway model (a `spec.gateway.models[].name`) that drafts proposals; omit for the first one."
+        ),
+    )
+
+
+class Digest(_ScheduledJob):
     """The digest CronJob: aggregates usage signals into a team digest."""
 
+    job = "digest"
     schedule: str = _schedule_field("0 6 * * 1", "spec.digest.schedule", "the digest job")
     model: str | None = Field(
         default=None,
@@ -481,16 +492,6 @@ class Digest(_Model):
             "and calls no model."
         ),
     )
-    suspend: bool = Field(default=False, description="Pause scheduling; a running job is not stopped.")
-    resources: Resources | None = Field(
-        default=None,
-        description="Job pod resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
-    )
-
-    @field_validator("schedule")
-    @classmethod
-    def _cron(cls, v: str) -> str:
-        return _check_cron(v, "spec.digest.schedule")
 
 
 class Tunnel(_Model):
