@@ -98,13 +98,15 @@ def immutable(field: str, why: str) -> dict[str, Any]:
 
 
 class _Model(BaseModel):
-    """camelCase on the wire, unknown fields refused (the API server prunes them too)."""
+    """camelCase on the wire, unknown fields refused (the API server prunes them too), and frozen:
+    a parsed spec is a value, so a renderer or handler cannot change what the next one reads."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="forbid",
         use_attribute_docstrings=False,
+        frozen=True,
     )
 
     def to_k8s(self) -> dict[str, Any]:
