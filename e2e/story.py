@@ -3,7 +3,7 @@ plane started the way `make up` starts it, and the operator's CronJobs run as lo
 
 Nothing here fakes a part of the product: the helpers start the real CLI, gateway, embedder and jobs,
 and read what the cluster rendered. The LLM provider is the product's own echo upstream
-(`brain.fakeupstream`, started by `brainctl up`), scripted over its loopback control endpoints.
+(`brain.local.fakeupstream`, started by `brainctl up`), scripted over its loopback control endpoints.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import httpx
 import yaml
 from tests.gateway_fixtures import metric
 
-from brain.devdb import free_port
+from brain.local.devdb import free_port
 
 from .conftest import E2ECluster
 

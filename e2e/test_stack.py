@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from brain.devdb import free_port
+from brain.local.devdb import free_port
 
 from .conftest import E2ECluster
 from .story import helm_installed_operator, wait_for

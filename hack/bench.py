@@ -100,9 +100,9 @@ def baseline(
 
 
 async def quality(runs: int) -> str:
-    from brain.devdb import EmbeddedPostgres
     from brain.embedder import LocalEmbedder
-    from brain.eval import MODES, embed_corpus, evaluate, load_dataset, load_into
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.eval import MODES, embed_corpus, evaluate, load_dataset, load_into
     from brain.retrieval import RetrievalConfig
     from brain.store import Store
     from brain.store.store import embed_text
@@ -175,9 +175,9 @@ async def quality(runs: int) -> str:
 
 async def selectivity() -> str:
     """The team set: does the floor keep unrelated questions out and every answer in?"""
-    from brain.devdb import EmbeddedPostgres
     from brain.embedder import LocalEmbedder
-    from brain.eval import MODES, evaluate, load_dataset, load_into
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.eval import MODES, evaluate, load_dataset, load_into
     from brain.retrieval import RetrievalConfig
     from brain.store import Store
 
@@ -222,10 +222,10 @@ async def selectivity() -> str:
 
 
 async def latency(runs: int, sizes: list[int]) -> str:
-    from brain.devdb import EmbeddedPostgres
+    from brain.core.models import Actor, MemoryIn
     from brain.embedder import LocalEmbedder
-    from brain.eval import embed_corpus, load_dataset
-    from brain.models import Actor, MemoryIn
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.eval import embed_corpus, load_dataset
     from brain.retrieval import Retriever, render_block
     from brain.retrieval.render import within_budget
     from brain.store import Scope, Store
@@ -354,10 +354,10 @@ def _tokens(texts: list[str]) -> int:
 async def ingest(runs: int) -> str:
     """Notes end to end (embed + store, batches of 128) next to the model alone on the same texts,
     so the ratio shows what the pipeline adds; for dialogue turns and for short notes."""
-    from brain.devdb import EmbeddedPostgres
+    from brain.core.models import Actor, MemoryIn
     from brain.embedder import LocalEmbedder
-    from brain.eval import load_dataset
-    from brain.models import Actor, MemoryIn
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.eval import load_dataset
     from brain.store import Store
     from brain.store.store import embed_text
 

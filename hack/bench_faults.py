@@ -91,8 +91,8 @@ async def recovery(url: str, key: str, thawed_at: float) -> float:
 
 
 async def main(a: argparse.Namespace) -> None:
-    from brain.devdb import EmbeddedPostgres
-    from brain.up import stop
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.up import stop
 
     state = Path(f"/tmp/bench-faults-{uuid.uuid4().hex[:6]}")
     state.mkdir()

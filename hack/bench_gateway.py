@@ -306,20 +306,24 @@ async def start_pair(
 ) -> Pair:
     """An agent key, then the echo upstream, the brain gateway and the bare proxy (the same LiteLLM
     without the brain) on free ports, appended to `procs` for the caller to stop."""
-    from brain.devdb import free_port
-    from brain.keys import KeyStore
+    from brain.local.devdb import free_port
+    from brain.local.up import gateway_command, spawn, wait_http
+    from brain.services.keys import KeyStore
     from brain.store import Store
-    from brain.up import gateway_command, spawn, wait_http
 
     store = await Store.open(dsn, dim=384)
-    key, _ = await KeyStore(store.pool).create(f"bench-{uuid.uuid4().hex[:6]}", "agent")
+    key, _ = await KeyStore(store).create(f"bench-{uuid.uuid4().hex[:6]}", "agent")
     await store.close()
     master = "sk-bench-" + uuid.uuid4().hex
     fake_port, gw_port, bare_port = free_port(), free_port(), free_port()
     env = {**os.environ, "BRAIN_DATABASE_URL": dsn, "BRAIN_MASTER_KEY": master, "BRAIN_EMBEDDING_DIM": "384"}
     env.pop("BRAIN_EMBEDDER_URL", None)
     procs.append(
-        spawn([sys.executable, "-m", "brain.fakeupstream", "--port", str(fake_port)], env, state / "fake.log")
+        spawn(
+            [sys.executable, "-m", "brain.local.fakeupstream", "--port", str(fake_port)],
+            env,
+            state / "fake.log",
+        )
     )
     fake = f"http://127.0.0.1:{fake_port}"
     brain_cfg, bare_cfg = configs(fake, state, master)
@@ -338,8 +342,8 @@ async def start_pair(
 
 
 async def main(a: argparse.Namespace) -> None:
-    from brain.devdb import EmbeddedPostgres
-    from brain.up import stop
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.up import stop
 
     cache = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
     if os.geteuid() == 0:  # Postgres runs as `nobody`, which cannot enter /root

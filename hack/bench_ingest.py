@@ -25,12 +25,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "operator"))
 
-from brain.devdb import EmbeddedPostgres  # noqa: E402
 from brain.embedder import LocalEmbedder  # noqa: E402
 from brain.ingest.code import language_for  # noqa: E402
 from brain.ingest.source import parse_source, walk_files  # noqa: E402
 from brain.jobs.common import Progress  # noqa: E402
 from brain.jobs.ingest import run_ingest  # noqa: E402
+from brain.local.devdb import EmbeddedPostgres  # noqa: E402
 from brain.store import Store  # noqa: E402
 
 

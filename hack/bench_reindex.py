@@ -35,11 +35,11 @@ async def main() -> int:
     p.add_argument("--threads", type=int, default=None)
     args = p.parse_args()
 
-    from brain.devdb import EmbeddedPostgres
+    from brain.core.models import Actor, MemoryIn
     from brain.embedder import LocalEmbedder
     from brain.embedder.variants import load_embedder
-    from brain.eval import embed_corpus, load_dataset
-    from brain.models import Actor, MemoryIn
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.eval import embed_corpus, load_dataset
     from brain.retrieval import Retriever
     from brain.store import Scope, Store, reindex
     from brain.store.store import embed_text

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || make install >&2
-exec .venv/bin/python -m brain.devdb "$@"
+exec .venv/bin/python -m brain.local.devdb "$@"

@@ -8,10 +8,10 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 import pytest_asyncio
 
-from brain.devdb import EmbeddedPostgres
+from brain.core.models import Actor
 from brain.embedder import LocalEmbedder
-from brain.models import Actor
-from brain.service import MemoryService
+from brain.local.devdb import EmbeddedPostgres
+from brain.services.memory import MemoryService
 from brain.store import Store
 
 pytest_plugins = ["tests.kube_fixtures", "tests.gateway_fixtures"]

@@ -28,14 +28,14 @@ import pytest_asyncio
 import uvicorn
 import yaml
 
-from brain.devdb import EmbeddedPostgres, free_port
 from brain.embedder import LocalEmbedder
 from brain.embedder.server import create_app as embedder_app
-from brain.fakeupstream import Behaviour, FakeState
-from brain.fakeupstream import create_app as fake_app
-from brain.keys import KeyStore
+from brain.local.devdb import EmbeddedPostgres, free_port
+from brain.local.fakeupstream import Behaviour, FakeState
+from brain.local.fakeupstream import create_app as fake_app
+from brain.local.up import gateway_command, spawn, stop, wait_http
+from brain.services.keys import KeyStore
 from brain.store import Store
-from brain.up import gateway_command, spawn, stop, wait_http
 from brain_operator.api import BrainSpec, RoutingPolicySpec
 from brain_operator.render.litellm_config import render_litellm_config
 
@@ -254,7 +254,7 @@ async def gateway(
             print(log.read_text()[-4000:])
             raise
         store = await Store.open(dsn, dim=384)
-        ks = KeyStore(store.pool)
+        ks = KeyStore(store)
         keys = {"master": MASTER}
         for name, role, ns, exp in (
             ("owner", "owner", None, None),

@@ -302,7 +302,7 @@ ROUND3_NEGATIVES: list[tuple[str, str, str]] = [
 
 def lint_report() -> dict[str, tuple[int, int, int]]:
     """class → (true positives, positives, false positives against the negatives)."""
-    from brain.lint import CLASSES, findings
+    from brain.core.lint import CLASSES, findings
 
     out: dict[str, tuple[int, int, int]] = {}
     for cls in CLASSES:
@@ -320,7 +320,7 @@ def held_out_report(
     positives: list[tuple[str, str, str]], negatives: list[tuple[str, str, str]]
 ) -> tuple[int, int, int, int, list[str]]:
     """(found, positives, flagged, negatives, misses) on a held-out set."""
-    from brain.lint import findings
+    from brain.core.lint import findings
 
     misses = [t for c, k, t in positives if c not in findings(t, kind=k)]
     flagged = [t for _, k, t in negatives if findings(t, kind=k)]
@@ -335,7 +335,7 @@ def held_out_report(
 
 def gate_report() -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
     """(detector → (found, positives)), (negative group → (flagged, texts))."""
-    from brain.redact import scan_all
+    from brain.core.redact import scan_all
     from tests.secret_corpus import NEGATIVE_CASES
     from tests.secret_corpus import POSITIVES as SECRETS
 
@@ -359,7 +359,7 @@ def bare_base64_report(samples: int = 300) -> list[tuple[int, int]]:
     """(bytes, flagged of `samples`) for bare, unnamed, unpadded base64 of random bytes: the known gray zone."""
     import random
 
-    from brain.redact import scan_all
+    from brain.core.redact import scan_all
 
     rng = random.Random(5)
     return [

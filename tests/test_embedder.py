@@ -12,8 +12,8 @@ import httpx
 import numpy as np
 import pytest
 
-from brain.devdb import free_port
 from brain.embedder import EmbedderUnavailable, EmbeddingClient, LocalEmbedder, QueryCache
+from brain.local.devdb import free_port
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +103,23 @@ async def test_client_batches_caches_and_trips_its_breaker(server: str) -> None:
     with pytest.raises(EmbedderUnavailable, match="circuit open"):  # answered without a connection attempt
         await dead.embed(["x"])
     await dead.aclose()
+
+
+async def test_client_readiness_through_its_public_interface() -> None:
+    """The gateway's health check asks `ready()`; the transport is injectable (httpx.MockTransport)."""
+    calls: list[str] = []
+    status = {"code": 200}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        return httpx.Response(status["code"], json={"status": "ok", "dim": 384})
+
+    client = EmbeddingClient("http://embedder", failure_threshold=1, transport=httpx.MockTransport(answer))
+    assert await client.ready() is True
+    status["code"] = 503
+    assert await client.ready() is False
+    assert calls == ["/readyz", "/readyz"]
+    client._fail()  # the breaker opens: readiness is answered without a request
+    assert await client.ready() is False
+    assert calls == ["/readyz", "/readyz"]
+    await client.aclose()

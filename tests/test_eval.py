@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from brain.cli import main
-from brain.errors import InvalidInput
-from brain.eval import evaluate, load_dataset, load_into
+from brain.core.errors import InvalidInput
+from brain.local.eval import evaluate, load_dataset, load_into
 from brain.retrieval.pipeline import Floor, RetrievalConfig
 from brain.store import Store
 

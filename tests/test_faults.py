@@ -1,6 +1,6 @@
 """Database faults below the gateway: a server that hangs, one that crashes, and who may connect.
 
-Each test runs its own real Postgres (brain.devdb), because it freezes, kills or reconfigures it.
+Each test runs its own real Postgres (brain.local.devdb), because it freezes, kills or reconfigures it.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import asyncpg
 import pytest
 import pytest_asyncio
 
-from brain.devdb import EmbeddedPostgres
-from brain.models import Actor, MemoryIn
+from brain.core.models import Actor, MemoryIn
+from brain.local.devdb import EmbeddedPostgres
+from brain.local.up import supervise_postgres
 from brain.store import Scope, Store
-from brain.up import supervise_postgres
 
 AGENT = Actor(name="claude-mac", role="agent", origin="agent")
 
@@ -170,13 +170,13 @@ def test_password_file_is_private_to_whoever_started_postgres(own_pg: EmbeddedPo
 async def test_key_checks_fall_back_to_recent_verdicts_while_the_database_hangs(
     own_pg: EmbeddedPostgres,
 ) -> None:
-    from brain.errors import Unauthorized
-    from brain.keys import KeyStore, KeyVerifier
+    from brain.core.errors import Unauthorized
+    from brain.services.keys import KeyStore, KeyVerifier
 
     dsn = await own_pg.create_database("keys")
     store = await Store.open(dsn, dim=384, timeout=2.0, command_timeout=2.0)
     try:
-        ks = KeyStore(store.pool)
+        ks = KeyStore(store)
         known, _ = await ks.create("claude-mac", "agent")
         never, _ = await ks.create("ci", "read")
         verifier = KeyVerifier(ks, ttl=0.2, lookup_timeout=0.5)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brain.errors import InstructionRejected
-from brain.lint import CLASSES, check, findings
+from brain.core.errors import InstructionRejected
+from brain.core.lint import CLASSES, check, findings
 from tests.lint_corpus import (
     FRESH_NEGATIVES,
     FRESH_POSITIVES,

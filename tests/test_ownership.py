@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from brain.errors import Conflict, Forbidden
-from brain.models import Actor, MemoryIn
-from brain.service import MemoryService
+from brain.core.errors import Conflict, Forbidden
+from brain.core.models import Actor, MemoryIn
+from brain.services.memory import MemoryService
 from brain.store import Store
 
 ALICE = Actor(name="alice-laptop", role="agent", origin="agent")

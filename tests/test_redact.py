@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from brain.errors import SecretRejected
-from brain.redact import SecretGate, redact, scan, scan_all
+from brain.core.errors import SecretRejected
+from brain.core.redact import SecretGate, redact, scan, scan_all
 from tests.secret_corpus import FRESH_CLEAN, FRESH_SECRETS, NEGATIVES, POSITIVES
 
 
@@ -24,7 +24,7 @@ def test_tricky_negatives_pass_untouched(text: str) -> None:
 
 
 def test_every_detector_has_a_positive() -> None:
-    from brain.redact import _DETECTORS
+    from brain.core.redact import _DETECTORS
 
     covered = {k for k, _ in POSITIVES}
     assert {name for name, _, _ in _DETECTORS} | {"generic_secret", "high_entropy_string"} <= covered

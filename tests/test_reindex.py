@@ -8,11 +8,11 @@ import contextlib
 
 import pytest
 
+from brain.core.errors import SchemaMismatch
+from brain.core.models import Actor, MemoryIn
 from brain.embedder.model import DEFAULT_MODEL
 from brain.embedder.variants import load_embedder
-from brain.errors import SchemaMismatch
-from brain.models import Actor, MemoryIn
-from brain.service import MemoryService
+from brain.services.memory import MemoryService
 from brain.store import Store, reindex
 from brain.store.store import Scope
 

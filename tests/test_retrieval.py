@@ -8,14 +8,14 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brain import metrics
+from brain.core.models import Actor, Hit, MemoryIn
 from brain.embedder import EmbedderUnavailable
-from brain.models import Actor, Hit, MemoryIn
 from brain.retrieval import RetrievalConfig, Retriever
+from brain.retrieval import telemetry as metrics
 from brain.retrieval.fusion import above_floor, diversify, episode_context, evidence, rrf, zscore_fusion
 from brain.retrieval.query import identifier_tokens, shape_query
 from brain.retrieval.render import estimate_tokens, fence_for, render_block, render_hit, within_budget
-from brain.service import MemoryService
+from brain.services.memory import MemoryService
 from brain.store import Scope
 
 FACTS = [

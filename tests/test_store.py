@@ -7,8 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from brain.devdb import EmbeddedPostgres
-from brain.errors import (
+from brain.core.errors import (
     Conflict,
     Forbidden,
     InstructionRejected,
@@ -17,8 +16,9 @@ from brain.errors import (
     SchemaMismatch,
     SecretRejected,
 )
-from brain.models import MAX_BODY, Actor, MemoryIn
-from brain.service import MemoryService, parse_memory
+from brain.core.models import MAX_BODY, Actor, MemoryIn
+from brain.local.devdb import EmbeddedPostgres
+from brain.services.memory import MemoryService, parse_memory
 from brain.store import Scope, Store
 from brain.store import migrate as mig
 from tests.secret_corpus import POSITIVES

@@ -13,7 +13,7 @@ same constraints as pydantic validators so a bad spec is also refused in ``brain
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -98,13 +98,15 @@ def immutable(field: str, why: str) -> dict[str, Any]:
 
 
 class _Model(BaseModel):
-    """camelCase on the wire, unknown fields refused (the API server prunes them too)."""
+    """camelCase on the wire, unknown fields refused (the API server prunes them too), and frozen:
+    a parsed spec is a value, so a renderer or handler cannot change what the next one reads."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="forbid",
         use_attribute_docstrings=False,
+        frozen=True,
     )
 
     def to_k8s(self) -> dict[str, Any]:
@@ -262,7 +264,7 @@ class CaptureFilters(_Model):
         description="Skip responses with self-corrections, stack traces or hallucination markers.",
     )
     min_code_lines: int = Field(
-        default=10, ge=0, le=1000, description="Smallest code block (in lines) worth capturing on its own."
+        default=10, ge=1, le=1000, description="Smallest code block (in lines) worth capturing on its own."
     )
 
 
@@ -448,9 +450,29 @@ def _check_cron(value: str, path: str) -> str:
     return value
 
 
-class Distill(_Model):
+class _ScheduledJob(_Model):
+    """What every CronJob of a Brain has: a schedule, a pause switch, pod resources (and a model)."""
+
+    job: ClassVar[str]  # the spec field, for messages: spec.<job>.schedule
+
+    schedule: str
+    model: str | None = None
+    suspend: bool = Field(default=False, description="Pause scheduling; a running job is not stopped.")
+    resources: Resources | None = Field(
+        default=None,
+        description="Job pod resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        return _check_cron(v, f"spec.{cls.job}.schedule")
+
+
+class Distill(_ScheduledJob):
     """The distill CronJob: clusters captured episodes and drafts proposals for an owner to promote."""
 
+    job = "distill"
     schedule: str = _schedule_field("0 3 * * *", "spec.distill.schedule", "the distill job")
     model: str | None = Field(
         default=None,
@@ -459,39 +481,21 @@ class Distill(_Model):
             "Gateway model (a `spec.gateway.models[].name`) that drafts proposals; omit for the first one."
         ),
     )
-    suspend: bool = Field(default=False, description="Pause scheduling; a running job is not stopped.")
-    resources: Resources | None = Field(
-        default=None,
-        description="Job pod resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
-    )
-
-    @field_validator("schedule")
-    @classmethod
-    def _cron(cls, v: str) -> str:
-        return _check_cron(v, "spec.distill.schedule")
 
 
-class Digest(_Model):
+class Digest(_ScheduledJob):
     """The digest CronJob: aggregates usage signals into a team digest."""
 
+    job = "digest"
     schedule: str = _schedule_field("0 6 * * 1", "spec.digest.schedule", "the digest job")
     model: str | None = Field(
         default=None,
         max_length=128,
         description=(
-            "Gateway model (a `spec.gateway.models[].name`) that writes the digest; omit for the first one."
+            "Ignored, kept so manifests that set it stay valid: the digest is computed from the database "
+            "and calls no model."
         ),
     )
-    suspend: bool = Field(default=False, description="Pause scheduling; a running job is not stopped.")
-    resources: Resources | None = Field(
-        default=None,
-        description="Job pod resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
-    )
-
-    @field_validator("schedule")
-    @classmethod
-    def _cron(cls, v: str) -> str:
-        return _check_cron(v, "spec.digest.schedule")
 
 
 class Tunnel(_Model):

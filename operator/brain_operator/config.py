@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from brain_operator.render import names
 from brain_operator.render.common import DEFAULT_IMAGES, Images
 
-DEFAULT_HEALTH_URL = "http://{name}-gateway.{namespace}.svc:4000/brain/v1/health"
+# {gateway} is the gateway Service (render/names.py: hashed when the Brain's name is long); {name} is
+# the Brain's own name, for templates that point elsewhere.
+DEFAULT_HEALTH_URL = "http://{gateway}.{namespace}.svc:4000/brain/v1/health"
 HEALTH_URL_ANNOTATION = "brain.dev/health-url"
 
 
@@ -42,4 +45,4 @@ class OperatorConfig:
         """Where to read a Brain's health: its annotation (tests, unusual networks) or the template."""
         if annotations and annotations.get(HEALTH_URL_ANNOTATION):
             return annotations[HEALTH_URL_ANNOTATION]
-        return self.health_url_template.format(name=name, namespace=namespace)
+        return self.health_url_template.format(name=name, namespace=namespace, gateway=names.gateway(name))

@@ -9,6 +9,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
 
+from brain_operator.render.names import brain_label
+
 RECONCILE_TOTAL = Counter(
     "brain_operator_reconcile_total",
     "Reconciles by resource kind and result (ok, noop, error).",
@@ -38,11 +40,6 @@ INDEX_STALE = Gauge("brain_index_stale_entries", "Entries past their review date
 INDEX_EMBEDDED_RATIO = Gauge("brain_index_embedded_ratio", "Share of entries with an embedding.", ["brain"])
 INDEX_PENDING = Gauge("brain_index_pending_proposals", "Proposals awaiting an owner.", ["brain"])
 BRAIN_READY = Gauge("brain_ready", "1 when the Brain's Ready condition is True.", ["brain"])
-
-
-def brain_label(namespace: str, name: str) -> str:
-    """Brains are namespaced; the metric label is ``<namespace>/<name>`` so two teams never collide."""
-    return f"{namespace}/{name}"
 
 
 def forget_brain(namespace: str, name: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from brain_operator.api import BrainPhase, BrainSpec, Condition, Endpoints
 from brain_operator.health import Health
+from brain_operator.render import names
 from brain_operator.render.common import GATEWAY_PORT
 
 Status = Literal["True", "False", "Unknown"]
@@ -128,7 +129,7 @@ def endpoints(spec: BrainSpec, name: str, namespace: str) -> Endpoints:
     if spec.tunnel is not None and spec.tunnel.hostname:
         base = f"https://{spec.tunnel.hostname}"
     else:
-        base = f"http://{name}-gateway.{namespace}.svc:{GATEWAY_PORT}"
+        base = f"http://{names.gateway(name)}.{namespace}.svc:{GATEWAY_PORT}"
     return Endpoints(gateway=base, mcp=f"{base}/mcp")
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from brain.keys import KeyStore
+from brain.services.keys import KeyStore
 from tests.gateway_fixtures import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ async def team(gateway: Gateway) -> Team:
         )
         assert r.status_code == 201, r.text
         ids[fact] = str(r.json()["id"])
-    key, _ = await KeyStore(gateway.store.pool).create(f"agent-{ns}", "agent", namespaces=[ns])
+    key, _ = await KeyStore(gateway.store).create(f"agent-{ns}", "agent", namespaces=[ns])
     return Team(ns=ns, key=key, ids=ids)
 
 
@@ -236,7 +236,7 @@ async def captured_rows(
 ) -> list[Any]:
     """Run one CLI question under a key confined to a fresh namespace; what capture stored there."""
     ns = f"agents-capture:{tmp_path.name[-8:]}"
-    key, _ = await KeyStore(gw.store.pool).create(f"capture-{ns}", "agent", namespaces=[ns])
+    key, _ = await KeyStore(gw.store).create(f"capture-{ns}", "agent", namespaces=[ns])
     gw.script({"match": QUESTION, "content": CAPTURED_ANSWER})
     await run_cli(argv, make_env(tmp_path / "home", agents_bin, gw.url, key), cwd)
     await gw.settle(ns)

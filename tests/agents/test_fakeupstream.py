@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from brain.fakeupstream import Behaviour, FakeState, ToolCall, create_app, main
+from brain.local.fakeupstream import Behaviour, FakeState, ToolCall, create_app, main
 
 
 def _client(state: FakeState) -> httpx.AsyncClient:

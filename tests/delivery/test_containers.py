@@ -274,8 +274,8 @@ def gateway(refs: dict[str, str], lab: Lab, database: Box, embedder: Box, tmp_pa
     from brain_operator.api import BrainSpec
     from brain_operator.render.litellm_config import render_litellm_config
 
-    # The echo upstream: brain.fakeupstream, shipped in the gateway image, as its own container.
-    fake = lab.start(refs["gateway"], "-m", "brain.fakeupstream", "--host", "0.0.0.0", "--port", "4001",
+    # The echo upstream: brain.local.fakeupstream, shipped in the gateway image, as its own container.
+    fake = lab.start(refs["gateway"], "-m", "brain.local.fakeupstream", "--host", "0.0.0.0", "--port", "4001",
                      flags=("--entrypoint", "python"))  # fmt: skip
     wait_for("echo upstream", http_ok(f"http://{fake.ip}:4001/healthz"), fake, timeout=60)
     spec = BrainSpec.model_validate(

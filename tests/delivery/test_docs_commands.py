@@ -51,7 +51,7 @@ import httpx
 import pytest
 import yaml
 
-from brain.devdb import free_port
+from brain.local.devdb import free_port
 from tests.kube_fixtures import KubeCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -778,7 +778,7 @@ class Stack(Box):
             self.banner = log.read_text()
         keys = json.loads((self.state / "keys.json").read_text())
         self.agent_key, self.owner_key = keys["agent"], keys["owner"]
-        # the banner's DSN carries the generated Postgres password (brain.devdb: scram, not trust)
+        # the banner's DSN carries the generated Postgres password (brain.local.devdb: scram, not trust)
         self.dsn = re.search(r"^  database +(\S+)", self.banner, re.M).group(1)  # type: ignore[union-attr]
         self.master_key = (self.state / "master.key").read_text().strip()
         self.done[(README, "make up")] = Result(
@@ -1174,7 +1174,7 @@ def _entrypoints() -> list[list[str]]:
             modules.add(".".join(rel.parts[:-1]))
         elif 'if __name__ == "__main__"' in path.read_text():
             modules.add(".".join(rel.parts))
-    modules.discard("brain.cli")  # that is brainctl
+    modules.discard("brain.cli.main")  # that is brainctl
     return found + [["python", "-m", m] for m in sorted(modules)]
 
 

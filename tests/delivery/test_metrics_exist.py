@@ -114,8 +114,8 @@ def test_the_per_brain_dashboard_selects_the_labels_its_series_carry() -> None:
     """The operator labels a Brain's series `brain="<namespace>/<name>"` (`brain_label`); the gateway's
     carry the scrape's `namespace` and `job` (the gateway Service). A bare `brain="<name>"` matched
     nothing, and every panel of the dashboard stayed empty."""
-    from brain_operator.metrics import brain_label
     from brain_operator.render import names
+    from brain_operator.render.names import brain_label
 
     exprs = brain_dashboard_exprs("team-a", "team")
     assert len(exprs) >= 8

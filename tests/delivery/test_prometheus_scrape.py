@@ -45,8 +45,8 @@ import httpx
 import pytest
 import yaml
 
-from brain.devdb import free_port
 from brain.embedder import LocalEmbedder
+from brain.local.devdb import free_port
 from tests.gateway_fixtures import Gateway
 from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc, operator, wait_until
 from tests.operator.helpers import sample

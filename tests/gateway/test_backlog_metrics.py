@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from brain import proposals
 from brain.embedder import LocalEmbedder
 from brain.gateway.backlog import Backlog, BacklogCollector, refresh_interval
 from brain.jobs.digest import run_digest
+from brain.services import proposals
 
 from .conftest import Gateway, metric
 

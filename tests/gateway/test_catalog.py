@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from brain.gateway.catalog import Catalog, keywords
-from brain.models import Actor, MemoryIn
-from brain.service import MemoryService
+from brain.core.models import Actor, MemoryIn
+from brain.retrieval.catalog import Catalog, keywords
+from brain.services.memory import MemoryService
 from brain.store import Scope
 
 

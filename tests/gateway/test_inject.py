@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from brain.fakeupstream import transcript
+from brain.local.fakeupstream import transcript
 
 from .conftest import Gateway, metric
 

@@ -3,7 +3,7 @@ approves (the memory becomes curated and searchable) or rejects with a reason; n
 
 from __future__ import annotations
 
-from brain import proposals
+from brain.services import proposals
 
 from .conftest import Gateway
 

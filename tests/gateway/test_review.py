@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from brain import proposals
 from brain.gateway.review import ASSETS, CSP, PAGE, word_diff
+from brain.services import proposals
 
 from .conftest import Gateway
 

@@ -25,9 +25,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from brain import proposals
 from brain.embedder import LocalEmbedder
 from brain.jobs.digest import run_digest
+from brain.services import proposals
 
 from .conftest import Gateway
 

@@ -12,9 +12,9 @@ import pytest
 import pytest_asyncio
 import uvicorn
 
-from brain.devdb import free_port
-from brain.fakeupstream import Behaviour, FakeState
-from brain.fakeupstream import create_app as fake_app
+from brain.local.devdb import free_port
+from brain.local.fakeupstream import Behaviour, FakeState
+from brain.local.fakeupstream import create_app as fake_app
 
 
 class Repo:

@@ -6,19 +6,18 @@ import inspect
 import json
 from datetime import UTC, datetime, timedelta
 
-from brain import proposals
-from brain.jobs import digest
+from brain.core.models import Actor, MemoryIn
 from brain.jobs.digest import (
     IDENTITY_FIELDS,
     Signal,
     aggregate,
-    latest_digest,
     render,
     run_digest,
     signal_fields,
 )
-from brain.models import Actor, MemoryIn
-from brain.service import MemoryService
+from brain.services import digests, proposals
+from brain.services.digests import latest_digest
+from brain.services.memory import MemoryService
 from brain.store import Store
 
 SECRET_IDS = ["key-zebra-7731", "namespace-okapi", "model-narwhal-9", "author-quokka"]
@@ -104,7 +103,7 @@ async def test_digest_from_authored_fixtures_leaks_no_identity(
     await run_digest(store, service.embedder, now=datetime.now(UTC) + timedelta(seconds=2))
     n = await store.pool.fetchval("SELECT count(*) FROM memories WHERE kind = 'digest' AND status = 'active'")
     assert n == 1
-    assert digest.hit_rate_gauge._value.get() == 0.25  # type: ignore[attr-defined]
+    assert digests.hit_rate_gauge._value.get() == 0.25  # type: ignore[attr-defined]
 
 
 async def test_a_hostile_query_cannot_stop_the_weeks_digest(service: MemoryService, store: Store) -> None:

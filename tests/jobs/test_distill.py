@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from brain import proposals
-from brain.errors import Conflict, Forbidden
+from brain.core.errors import Conflict, Forbidden
+from brain.core.models import Actor, MemoryIn
 from brain.jobs.distill import (
     DistillConfig,
     InvalidOutput,
@@ -17,8 +17,8 @@ from brain.jobs.distill import (
     parse_draft,
     run_distill,
 )
-from brain.models import Actor, MemoryIn
-from brain.service import MemoryService
+from brain.services import proposals
+from brain.services.memory import MemoryService
 from brain.store import Store
 from tests.jobs.conftest import FakeLLM
 

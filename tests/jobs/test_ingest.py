@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from brain.core.models import Actor
 from brain.ingest.source import SourceSpec, parse_source
 from brain.jobs.common import Progress
 from brain.jobs.ingest import run_ingest
-from brain.models import Actor
-from brain.service import MemoryService
+from brain.services.memory import MemoryService
 from brain.store import Store
 from tests.jobs.conftest import Repo
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brain.localjobs import LocalJob, build_jobs, cron_matches, load_sources, run_schedules
+from brain.local.jobs import LocalJob, build_jobs, cron_matches, load_sources, run_schedules
 from brain.store import Store
 from tests.jobs.conftest import Repo
 
@@ -90,7 +90,7 @@ async def test_brainctl_ingest_now_runs_the_manifests_sources(
 
 
 async def test_schedules_run_sources_at_start_then_each_job_in_its_minute(tmp_path: Path, repo: Repo) -> None:
-    from brain.up import load_manifests
+    from brain.local.up import load_manifests
 
     files = _manifests(tmp_path, repo, schedule="*/5 * * * *")
     brain, _ = load_manifests(files)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from brain.models import KINDS
+from brain.core.models import KINDS
 from brain.retrieval.render import PERSONA_NOTE, PREAMBLE
 
 _OPEN = re.compile(r"^ {0,3}(`{3,})[^`]*$")

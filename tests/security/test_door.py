@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from brain.errors import InstructionRejected, InvalidInput, SecretRejected
-from brain.models import Actor, MemoryIn
-from brain.redact import SecretGate
-from brain.service import MemoryService, gate_fields, parse_memory
+from brain.core.errors import InstructionRejected, InvalidInput, SecretRejected
+from brain.core.models import Actor, MemoryIn
+from brain.core.redact import SecretGate
+from brain.services.memory import MemoryService, gate_fields, parse_memory
 from tests.secret_corpus import POSITIVES
 
 SECRET = POSITIVES[8][1].split()[1]  # a GitHub token

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from brain.models import Hit, MemoryIn
+from brain.core.models import Hit, MemoryIn
+from brain.core.sanitize import clean_text, one_line
 from brain.retrieval.render import PREAMBLE, render_block, render_persona
-from brain.sanitize import clean_text, one_line
 from tests.gateway_fixtures import Gateway
 
 from .fence import expected_inner, parse

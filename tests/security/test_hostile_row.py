@@ -14,10 +14,10 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from brain.errors import InvalidInput
-from brain.models import Actor, MemoryIn
+from brain.core.errors import InvalidInput
+from brain.core.models import Actor, MemoryIn
 from brain.retrieval.render import PREAMBLE
-from brain.service import MemoryService, parse_memory
+from brain.services.memory import MemoryService, parse_memory
 from tests.gateway_fixtures import Gateway
 
 HOSTILE_TIMES = [

@@ -224,7 +224,7 @@ def hostile_notes(n: int) -> list[dict[str, Any]]:
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    from brain.models import KINDS
+    from brain.core.models import KINDS
 
     text = st.text(st.characters(exclude_categories=()), max_size=40)
     leaf = (

@@ -7,6 +7,7 @@ import os
 
 import uvicorn
 
+from brain.core.contract import Env
 from brain.embedder.model import DEFAULT_MODEL, LocalEmbedder
 from brain.embedder.server import Limits, create_app
 
@@ -37,7 +38,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--port", type=int, default=int(os.environ.get("BRAIN_EMBEDDER_PORT", "8080")))
     p.add_argument(
         "--model",
-        default=os.environ.get("BRAIN_EMBEDDING_MODEL", DEFAULT_MODEL),
+        default=os.environ.get(Env.EMBEDDING_MODEL, DEFAULT_MODEL),
         help="fastembed model name (default %(default)s)",
     )
     p.add_argument(

@@ -28,7 +28,9 @@ class EmbeddingClient:
         failure_threshold: int = 3,
         cooldown: float = 10.0,
         batch: int = 128,
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        """`transport` replaces the network (httpx.MockTransport in tests, as httpx itself advises)."""
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.dim = dim
@@ -37,7 +39,7 @@ class EmbeddingClient:
         self.cooldown = cooldown
         self._failures = 0
         self._open_until = 0.0
-        self._http = httpx.AsyncClient(timeout=timeout)
+        self._http = httpx.AsyncClient(timeout=timeout, transport=transport)
 
     @property
     def open(self) -> bool:
@@ -76,6 +78,19 @@ class EmbeddingClient:
             raise ValueError(r.json().get("error", {}).get("message", r.text))
         data = sorted(r.json()["data"], key=lambda d: d["index"])
         return np.stack([np.frombuffer(base64.b64decode(d["embedding"]), dtype=np.float32) for d in data])
+
+    async def ready(self, timeout: float = 2.0) -> bool:
+        """Whether the embedder answers its readiness probe (`GET /readyz` → 200) within `timeout`.
+
+        An open breaker answers False at once: the gateway's health check then costs nothing while
+        the embedder is known to be down."""
+        if self.open:
+            return False
+        try:
+            r = await self._http.get(f"{self.base_url}/readyz", timeout=timeout)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200
 
     async def aclose(self) -> None:
         await self._http.aclose()

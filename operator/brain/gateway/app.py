@@ -30,8 +30,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp
 
+from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
-from brain.errors import BrainError
 from brain.gateway import backlog, proposals, rest, review
 from brain.gateway.auth import authenticate, key_from_headers
 from brain.gateway.boundary import BodyLimit, ErrorShield, LiteLLMGate, NoStandaloneStream

@@ -13,11 +13,12 @@ from typing import Any
 
 from fastapi import Request
 
-from brain.errors import Forbidden, Unauthorized
+from brain.core.contract import Env
+from brain.core.errors import Forbidden, Unauthorized
+from brain.core.models import Actor
 from brain.gateway import metrics as gm
 from brain.gateway.runtime import get_runtime
-from brain.keys import KeyVerifier, hash_key
-from brain.models import Actor
+from brain.services.keys import KeyVerifier, hash_key
 
 ACTOR_KEY = "brain_actor"
 _fallback: KeyVerifier | None = None
@@ -29,7 +30,7 @@ def verifier() -> KeyVerifier:
         return rt.keys
     global _fallback
     if _fallback is None:  # LiteLLM loaded us without the brain runtime: only the master key works
-        _fallback = KeyVerifier(None, master_key=os.environ.get("BRAIN_MASTER_KEY"))
+        _fallback = KeyVerifier(None, master_key=os.environ.get(Env.MASTER_KEY))
     return _fallback
 
 

@@ -8,7 +8,7 @@ scrape costs no query and a slow database cannot stall it:
 - `brain_proposals_pending`: proposals waiting for an owner;
 - `brain_proposals_oldest_pending_age_seconds`: how long the oldest of them has waited, computed at
   scrape time from the stored creation time, so it keeps growing between refreshes (0 when none wait);
-- `brain_digest_*` (defined in `brain.jobs.digest`): the newest stored digest's figures.
+- `brain_digest_*` (defined in `brain.services.digests`): the newest stored digest's figures.
 
 No labels: per memory namespace would name teams on the public `/metrics` (docs/security.md). The
 scrape adds `namespace` and `job`, which say which Brain.
@@ -29,7 +29,8 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from brain.jobs import digest
+from brain.services import digests as digest
+from brain.store import proposals as proposal_rows
 
 log = logging.getLogger("brain.gateway.backlog")
 DEFAULT_REFRESH_S = 30.0
@@ -42,12 +43,8 @@ class Backlog:
 
 
 async def read_backlog(store: Any) -> Backlog:
-    row = await store.pool.fetchrow(
-        "SELECT count(*) AS n, extract(epoch FROM min(created_at)) AS oldest FROM proposals "
-        "WHERE status = 'pending'"
-    )
-    oldest = row["oldest"]
-    return Backlog(pending=int(row["n"]), oldest_created=None if oldest is None else float(oldest))
+    pending, oldest = await proposal_rows.backlog(store)
+    return Backlog(pending=pending, oldest_created=oldest)
 
 
 def oldest_age(backlog: Backlog | None, now: float) -> float:

@@ -22,13 +22,13 @@ from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
-from brain import metrics
+from brain.core.models import SHARED, Actor
 from brain.gateway import metrics as gm
 from brain.gateway.auth import actor_of
 from brain.gateway.inject import api_of, inject, query_of, response_texts
 from brain.gateway.routing import pick_override, routing_decision
 from brain.gateway.runtime import DB_ERRORS, CallContext, Injection, Runtime, get_runtime
-from brain.models import SHARED, Actor
+from brain.retrieval import telemetry as metrics
 
 log = logging.getLogger("brain.gateway.hooks")
 

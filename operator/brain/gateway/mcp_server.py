@@ -17,12 +17,12 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
-from brain.errors import BrainError, Forbidden, InvalidInput, Unauthorized
+from brain.core.errors import BrainError, Forbidden, InvalidInput, Unauthorized
+from brain.core.models import KINDS, Actor
 from brain.gateway import tools
 from brain.gateway.auth import authenticate, key_from_headers
 from brain.gateway.boundary import error_body
 from brain.gateway.runtime import DB_ERRORS
-from brain.models import KINDS, Actor
 
 ACTOR_SCOPE_KEY = "brain.actor"
 log = logging.getLogger("brain.gateway.mcp")

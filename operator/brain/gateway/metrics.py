@@ -1,7 +1,7 @@
-"""Gateway metrics (default registry, next to the retrieval metrics of `brain.metrics`).
+"""Gateway metrics (default registry, next to the retrieval metrics of `brain.retrieval.telemetry`).
 
 Retrieval latency by stage, hits / no-hits, injected tokens and degradations live in
-`brain.metrics`; these add what only the gateway sees: requests by memory outcome, the hook's own
+`brain.retrieval.telemetry`; these add what only the gateway sees: requests by memory outcome, the hook's own
 time, captures, the queue, routing decisions, auth failures, heartbeats and the index gauges.
 """
 

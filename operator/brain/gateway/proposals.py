@@ -1,7 +1,7 @@
 """Proposals endpoints (owner): what distill drafted, awaiting a decision.
 
 List, show, approve and reject live on `router`; the logic (how a proposal becomes a memory)
-is `brain.proposals`. `digest_router` serves the latest digest; both are included under `/brain/v1`.
+is `brain.services.proposals`. `digest_router` serves the latest digest; both are included under `/brain/v1`.
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends
 
+from brain.core.models import Actor
 from brain.gateway.rest import PREFIX, Strict, owner_actor
 from brain.gateway.runtime import get_runtime
 from brain.gateway.tools import Unavailable, check_inputs
-from brain.models import Actor
 
 router = APIRouter(prefix=PREFIX + "/proposals", tags=["proposals"])
 OwnerDep = Annotated[Actor, Depends(owner_actor)]
@@ -21,7 +21,7 @@ OwnerDep = Annotated[Actor, Depends(owner_actor)]
 
 @router.get("", summary="proposals by status (default pending), best first")
 async def list_proposals(actor: OwnerDep, status: str = "pending", limit: int = 50) -> dict[str, Any]:
-    from brain import proposals as logic
+    from brain.services import proposals as logic
 
     return {"proposals": await logic.list_proposals(_service().store, status, limit)}
 
@@ -39,7 +39,7 @@ def _service() -> Any:
 
 @router.get("/{proposal_id}", summary="one proposal with its evidence, and the text it would supersede")
 async def show_proposal(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
-    from brain import proposals as logic
+    from brain.services import proposals as logic
 
     check_inputs(id=proposal_id)
     return await logic.show(_service().store, proposal_id)
@@ -47,7 +47,7 @@ async def show_proposal(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
 
 @router.post("/{proposal_id}/approve", summary="write the proposed memory as this owner (curated)")
 async def approve_proposal(proposal_id: str, actor: OwnerDep, body: Decision | None = None) -> dict[str, Any]:
-    from brain import proposals as logic
+    from brain.services import proposals as logic
 
     check_inputs(id=proposal_id, reason=body.reason if body else None)
     rt = _service()
@@ -58,7 +58,7 @@ async def approve_proposal(proposal_id: str, actor: OwnerDep, body: Decision | N
 
 @router.post("/{proposal_id}/reject", summary="reject a proposal, with a reason")
 async def reject_proposal(proposal_id: str, actor: OwnerDep, body: Decision) -> dict[str, Any]:
-    from brain import proposals as logic
+    from brain.services import proposals as logic
 
     check_inputs(id=proposal_id, reason=body.reason)
     return await logic.reject(_service().store, proposal_id, actor, body.reason or "")
@@ -69,9 +69,9 @@ digest_router = APIRouter(prefix=PREFIX + "/digest", tags=["digest"])
 
 @digest_router.get("/latest", summary="the newest team digest: Markdown and its aggregate numbers")
 async def latest_digest(actor: OwnerDep) -> dict[str, Any]:
-    from brain.errors import NotFound
-    from brain.jobs.digest import latest_digest as load
-    from brain.jobs.digest import set_metrics
+    from brain.core.errors import NotFound
+    from brain.services.digests import latest_digest as load
+    from brain.services.digests import set_metrics
 
     latest = await load(_service().store)
     if latest is None:

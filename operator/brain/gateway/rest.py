@@ -19,13 +19,13 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from brain.errors import BrainError, InvalidInput
+from brain.core.errors import BrainError, InvalidInput
+from brain.core.models import Actor
 from brain.gateway import tools
 from brain.gateway.auth import authenticate, key_from_headers
 from brain.gateway.boundary import INTERNAL, error_body
 from brain.gateway.runtime import get_runtime
-from brain.keys import KeyStore, require_role
-from brain.models import Actor
+from brain.services.keys import KeyStore, require_role
 
 PREFIX = "/brain/v1"
 log = logging.getLogger("brain.gateway.rest")
@@ -239,7 +239,7 @@ def _keystore() -> KeyStore:
     rt = get_runtime()
     if rt is None or rt.store is None:
         raise tools.Unavailable("the brain database is not reachable right now; try again shortly")
-    return KeyStore(rt.store.pool)
+    return KeyStore(rt.store)
 
 
 @owner_router.get("/keys", summary="keys (never their values)")

@@ -30,11 +30,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
-from brain.errors import Forbidden, InvalidInput, NotFound
+from brain.core.errors import Forbidden, InvalidInput, NotFound
+from brain.core.models import Actor
 from brain.gateway.rest import PREFIX, current_actor
 from brain.gateway.runtime import get_runtime
 from brain.gateway.tools import Unavailable, check_inputs
-from brain.models import Actor
+from brain.store import browse
 
 #: The files of the page, by URL name: (package file, content type). Nothing else is served.
 ASSETS: dict[str, tuple[str, str]] = {
@@ -147,14 +148,11 @@ def word_diff(old: str, new: str) -> list[dict[str, str]]:
     return out
 
 
-_RECORD_COLS = "id, kind, namespace, author, origin, title, body, status, episode, created_at"
-
-
 @api.get("/proposals/{proposal_id}", summary="a proposal, its evidence records and its diff")
 async def proposal_detail(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
     """`GET /proposals/{id}` plus what a reviewer reads beside it: the session records the evidence
     cites (body and author, not just ids), and the word diff against the memory it would supersede."""
-    from brain import proposals as logic
+    from brain.services import proposals as logic
 
     check_inputs(id=proposal_id)
     store = _store()
@@ -162,8 +160,7 @@ async def proposal_detail(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
     if not _visible(actor, out["namespace"]):
         raise Forbidden(f"key {actor.name!r} may not read namespace {out['namespace']!r}")
     ids = [str(e["memory_id"]) for e in out["evidence"] if isinstance(e, dict) and e.get("memory_id")][:100]
-    rows = await store.pool.fetch(f"SELECT {_RECORD_COLS} FROM memories WHERE id = ANY($1::text[])", ids)
-    by_id = {r["id"]: dict(r) for r in rows if _visible(actor, r["namespace"])}
+    by_id = {r["id"]: r for r in await browse.records(store, ids) if _visible(actor, r["namespace"])}
     out["records"] = [by_id[i] for i in ids if i in by_id]
     current = out.get("current")
     out["diff"] = word_diff(current["body"], out["body"]) if current else None
@@ -172,15 +169,8 @@ async def proposal_detail(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
 
 @api.get("/namespaces", summary="memory namespaces this key may read, with their active entries")
 async def namespaces(actor: OwnerDep) -> dict[str, Any]:
-    rows = await _store().pool.fetch(
-        "SELECT namespace, count(*) AS n FROM memories WHERE status = 'active' GROUP BY namespace "
-        "ORDER BY namespace"
-    )
-    return {
-        "namespaces": [
-            {"name": r["namespace"], "entries": r["n"]} for r in rows if _visible(actor, r["namespace"])
-        ]
-    }
+    sizes = await browse.namespace_sizes(_store())
+    return {"namespaces": [{"name": ns, "entries": n} for ns, n in sizes if _visible(actor, ns)]}
 
 
 @api.get("/memories", summary="entries newest first, by namespace, author, kind and status: who wrote what")
@@ -198,29 +188,15 @@ async def memories(
     for ns in namespace or []:
         if not _visible(actor, ns):
             raise Forbidden(f"key {actor.name!r} may not read namespace {ns!r}", field="namespace")
-    rows = await _store().pool.fetch(
-        """SELECT id, lineage_id, version, kind, namespace, tier, origin, author, title, status, promoted_by,
-                  created_at, left(body, 120) AS excerpt
-             FROM memories
-            WHERE ($1::text[] IS NULL OR namespace = ANY($1::text[]))
-              AND ($2::text[] IS NULL OR namespace = ANY($2::text[]))
-              AND ($3::text IS NULL OR author = $3) AND ($4::text IS NULL OR kind = $4)
-              AND ($5 = 'any' OR status = $5)
-            ORDER BY created_at DESC, id DESC LIMIT $6""",
-        namespace or None,
-        None if actor.namespaces is None else [*actor.namespaces, "shared"],
-        author or None,
-        kind or None,
-        status,
-        max(1, min(limit, 500)),
+    visible = None if actor.namespaces is None else [*actor.namespaces, "shared"]
+    rows = await browse.entries(
+        _store(),
+        namespaces=namespace or None,
+        visible=visible,
+        author=author or None,
+        kind=kind or None,
+        status=status,
+        limit=max(1, min(limit, 500)),
     )
-    authors = await _store().pool.fetch(
-        """SELECT author, count(*) AS n FROM memories
-            WHERE ($1::text[] IS NULL OR namespace = ANY($1::text[])) AND status = 'active'
-            GROUP BY author ORDER BY n DESC, author LIMIT 100""",
-        None if actor.namespaces is None else [*actor.namespaces, "shared"],
-    )
-    return {
-        "entries": [dict(r) for r in rows],
-        "authors": [{"author": r["author"], "entries": r["n"]} for r in authors],
-    }
+    writers = await browse.authors(_store(), visible)
+    return {"entries": rows, "authors": [{"author": a, "entries": n} for a, n in writers]}

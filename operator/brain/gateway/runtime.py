@@ -16,19 +16,16 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
-
-from brain import metrics
+from brain.core.errors import BrainError
+from brain.core.models import Actor, Hit, MemoryIn
+from brain.core.redact import SecretGate
 from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
-from brain.errors import BrainError
 from brain.gateway import metrics as gm
 from brain.gateway.capture import CaptureQueue, analyse
-from brain.gateway.catalog import Catalog, keywords
 from brain.gateway.settings import GatewaySettings
-from brain.keys import KeyStore, KeyVerifier
-from brain.models import Actor, Hit, MemoryIn
-from brain.redact import SecretGate
+from brain.retrieval import telemetry as metrics
+from brain.retrieval.catalog import Catalog, keywords
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
 from brain.retrieval.render import (
     PREAMBLE,
@@ -38,19 +35,15 @@ from brain.retrieval.render import (
     render_persona,
     within_budget,
 )
-from brain.service import MemoryService, gate_fields
+from brain.services.keys import KeyStore, KeyVerifier
+from brain.services.memory import MemoryService, gate_fields
+from brain.store import outage
 from brain.store.store import Scope, Store
 
 log = logging.getLogger("brain.gateway")
 
 PERSONA_TOKENS = 600
-DB_ERRORS = (
-    OSError,  # TimeoutError too: the client gave up on a server that did not answer
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.QueryCanceledError,  # the server's statement_timeout
-)
+DB_ERRORS = outage.UNAVAILABLE
 # A database that hangs must not hold the gateway: the server stops a slow statement at
 # DB_STATEMENT_TIMEOUT_MS, the client abandons a connection whose server has not answered within
 # DB_COMMAND_TIMEOUT_S (a little later, so a merely slow statement is the server's to stop), and a
@@ -101,7 +94,7 @@ class DatabaseWatch:
     async def _watch(self, store: Store) -> None:
         while True:
             try:
-                await asyncio.wait_for(store.pool.fetchval("SELECT 1"), self.probe_timeout)
+                await asyncio.wait_for(store.ping(), self.probe_timeout)
             except Exception:
                 if not self.hung:
                     log.warning("the database does not answer; retrieval is skipped until it does")
@@ -219,7 +212,7 @@ class Runtime:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
         self._build_service(self.store)
-        self.keys.keys = KeyStore(self.store.pool)
+        self.keys.keys = KeyStore(self.store)
         while True:
             for what, coro in (
                 ("catalog", self.catalog.refresh(self.store)),
@@ -423,11 +416,8 @@ class Runtime:
         client = self._embedding_client
         if client is None:
             return "ok" if self.embedder is not None else "down"
-        if client.open:
-            return "down"
         try:
-            r = await client._http.get(f"{client.base_url}/readyz", timeout=2.0)
-            return "ok" if r.status_code == 200 else "down"
+            return "ok" if await client.ready(timeout=2.0) else "down"
         except Exception:
             return "down"
 

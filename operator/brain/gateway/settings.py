@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field
 
+from brain.core.contract import CaptureFilters, EmbeddingSection, Env
 from brain.gateway.boundary import LimitSettings
 from brain.retrieval.pipeline import Floor
 
@@ -29,22 +30,11 @@ class RetrievalSettings(BaseModel):
     cache_ttl_s: float = 30.0  # agent loops resend the same question with every tool call
 
 
-class CaptureFilters(BaseModel):
-    venting: bool = True
-    noise: bool = True
-    min_code_lines: int = Field(default=10, ge=1)
-
-
 class CaptureSettings(BaseModel):
     enabled: bool = True
     filters: CaptureFilters = Field(default_factory=CaptureFilters)
     queue_size: int = Field(default=1000, ge=1)
     workers: int = Field(default=2, ge=1, le=32)
-
-
-class EmbeddingSettings(BaseModel):
-    model: str = "sentence-transformers/all-MiniLM-L6-v2"
-    dim: int = 384
 
 
 class Override(BaseModel):
@@ -61,7 +51,7 @@ class RoutingSettings(BaseModel):
 class GatewaySettings(BaseModel):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     capture: CaptureSettings = Field(default_factory=CaptureSettings)
-    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    embedding: EmbeddingSection = Field(default_factory=EmbeddingSection)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     heartbeat_s: float = Field(default=20.0, gt=0)
@@ -81,15 +71,15 @@ def load_settings(
         config = yaml.safe_load(Path(config).read_text()) or {}
     section = dict((config or {}).get("brain") or {})
     settings = GatewaySettings.model_validate(section)
-    if env.get("BRAIN_EMBEDDING_DIM"):
-        settings.embedding.dim = int(env["BRAIN_EMBEDDING_DIM"])
-    if env.get("BRAIN_EMBEDDING_MODEL"):
-        settings.embedding.model = env["BRAIN_EMBEDDING_MODEL"]
+    if env.get(Env.EMBEDDING_DIM):
+        settings.embedding.dim = int(env[Env.EMBEDDING_DIM])
+    if env.get(Env.EMBEDDING_MODEL):
+        settings.embedding.model = env[Env.EMBEDDING_MODEL]
     if env.get("BRAIN_SSE_HEARTBEAT_S"):
         settings.heartbeat_s = float(env["BRAIN_SSE_HEARTBEAT_S"])
     if env.get("BRAIN_CORS_ORIGINS"):
         settings.limits.cors_origins = [o.strip() for o in env["BRAIN_CORS_ORIGINS"].split(",") if o.strip()]
-    settings.database_url = env.get("BRAIN_DATABASE_URL") or settings.database_url
-    settings.embedder_url = env.get("BRAIN_EMBEDDER_URL") or settings.embedder_url
-    settings.master_key = env.get("BRAIN_MASTER_KEY") or settings.master_key
+    settings.database_url = env.get(Env.DATABASE_URL) or settings.database_url
+    settings.embedder_url = env.get(Env.EMBEDDER_URL) or settings.embedder_url
+    settings.master_key = env.get(Env.MASTER_KEY) or settings.master_key
     return settings

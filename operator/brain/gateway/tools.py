@@ -9,11 +9,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from brain.errors import BrainError, InvalidInput
+from brain.core.errors import BrainError, InvalidInput
+from brain.core.models import Actor, Hit, Memory
 from brain.gateway.boundary import LimitSettings, input_problem, problem_field
 from brain.gateway.runtime import Runtime, get_runtime
-from brain.models import Actor, Hit, Memory
-from brain.service import MemoryService, parse_memory
+from brain.services.memory import MemoryService, parse_memory
 
 WRITE_FIELDS = (
     "body",

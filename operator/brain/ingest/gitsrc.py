@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from brain.errors import BrainError
+from brain.core.errors import BrainError
 
 
 class GitError(BrainError):

@@ -11,9 +11,9 @@ import re
 from datetime import date, datetime
 from typing import Any
 
+from brain.core.models import KINDS, MAX_TITLE
 from brain.ingest import frontmatter
 from brain.ingest.items import Item
-from brain.models import KINDS, MAX_TITLE
 
 FOLDER_KINDS = {"decisions": "decision", "conventions": "convention", "map": "map", "learnings": "learning"}
 _ULID_SLUG = re.compile(r"^(?P<ulid>[0-9A-HJKMNP-TV-Za-hjkmnp-tv-z]{26})-(?P<slug>.+)$")

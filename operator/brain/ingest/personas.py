@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from brain.gateway.catalog import STOP_WORDS, keywords
+from brain.core.models import MAX_TITLE
 from brain.ingest import frontmatter
 from brain.ingest.items import Item
-from brain.models import MAX_TITLE
+from brain.retrieval.catalog import STOP_WORDS, keywords
 
 _SECTIONS = {
     "identity": ("identity", "identity & memory", "identity and memory", "who you are", "role"),

@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from brain.errors import BrainError
+from brain.core.errors import BrainError
 
 DEFAULT_MAX_SHARE = 0.5
 

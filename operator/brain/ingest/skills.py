@@ -6,9 +6,9 @@ matched against); the body is what gets injected into a skill slot.
 
 from __future__ import annotations
 
+from brain.core.models import MAX_TITLE
 from brain.ingest import frontmatter
 from brain.ingest.items import Item
-from brain.models import MAX_TITLE
 
 
 def is_skill_file(path: str) -> bool:

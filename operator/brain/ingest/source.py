@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brain.core.models import MAX_BODY, check_namespace
 from brain.ingest import code as codemod
 from brain.ingest.frontmatter import FrontMatterError
 from brain.ingest.items import Edge, Item, Parsed, Reject
@@ -22,7 +23,6 @@ from brain.ingest.markdown import is_memory_file, parse_memory
 from brain.ingest.personas import is_persona_file, parse_persona
 from brain.ingest.retireguard import RetireGuard
 from brain.ingest.skills import is_skill_file, parse_skill
-from brain.models import MAX_BODY, check_namespace
 
 SKIP_DIRS = frozenset(
     {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".ruff_cache", "dist",

@@ -24,16 +24,17 @@ from typing import Any
 
 import numpy as np
 
+from brain.core.errors import BrainError
+from brain.core.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
+from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
-from brain.errors import BrainError
 from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, unit
 from brain.ingest.items import Edge, Item, Parsed, Reject
 from brain.ingest.retireguard import ImportStopped, RetireGuard
 from brain.ingest.retireguard import check as retire_check
-from brain.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
-from brain.redact import SecretGate
-from brain.service import screen as service_screen
-from brain.service import tier_for
+from brain.services.memory import pin, tier_for
+from brain.services.memory import screen as service_screen
+from brain.store import sources as source_rows
 from brain.store.store import Store
 
 log = logging.getLogger("brain.ingest")
@@ -133,12 +134,7 @@ def as_vector(value: Any) -> np.ndarray | None:
 
 
 async def load_existing(store: Store, prefix: str, *, with_vectors: bool) -> dict[str, Existing]:
-    rows = await store.pool.fetch(
-        f"""SELECT id, lineage_id, content_hash, attrs->>'ingest_hash' AS fp, namespace, kind, access_count,
-                   source_key{", embedding" if with_vectors else ""}
-              FROM memories WHERE status = 'active' AND source_key LIKE $1""",
-        prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",
-    )
+    rows = await source_rows.active_under(store, prefix, with_vectors=with_vectors)
     out = {}
     for r in rows:
         emb = r["embedding"] if with_vectors else None
@@ -319,7 +315,6 @@ async def sync(
     keep = grade(pending, vectors, existing, cfg, summary.grading)
     summary.grading.kept = sum(1 for (item, _), k in zip(pending, keep, strict=True) if item.graded and k)
 
-    untrusted = actor.origin == "untrusted"
     tier = tier_for(actor)
     adds: list[tuple[MemoryIn, np.ndarray | None, Item]] = []
     for (item, skey), vec, k in zip(pending, vectors, keep, strict=True):
@@ -340,7 +335,7 @@ async def sync(
                 continue
             summary.superseded += 1
             lineage[item.key] = new.lineage_id
-            await _set_flags(store, new.id, item, untrusted)
+            await pin(store, new.id, actor, standing=item.standing, required=item.required)
         else:
             mem = _memory_in(item, skey, namespace, extra)
             if vf := _valid_from(item.attrs.get("valid_from")):
@@ -351,7 +346,7 @@ async def sync(
         mems = await store.note_many([(m, v) for m, v, _ in batch], actor=actor, tier=tier)
         for stored, (_, _, item) in zip(mems, batch, strict=True):
             lineage[item.key] = stored.lineage_id
-            await _set_flags(store, stored.id, item, untrusted)
+            await pin(store, stored.id, actor, standing=item.standing, required=item.required)
         summary.added += len(batch)
         if progress:
             progress("writing", min(i + WRITE_BATCH, len(adds)), len(adds))
@@ -374,18 +369,6 @@ async def sync(
     return summary
 
 
-async def _set_flags(store: Store, memory_id: str, item: Item, untrusted: bool) -> None:
-    """standing/required from front matter; untrusted text is never standing (the core's rule)."""
-    if untrusted or not (item.standing or item.required):
-        return
-    await store.pool.execute(
-        "UPDATE memories SET standing = $2, required = $3 WHERE id = $1",
-        memory_id,
-        item.standing,
-        item.required,
-    )
-
-
 async def write_edges(store: Store, edges: Sequence[Edge], lineage: dict[str, str]) -> int:
     """Replace this source's derived edges with the current set (edges join lineages)."""
     rows = {}
@@ -394,17 +377,7 @@ async def write_edges(store: Store, edges: Sequence[Edge], lineage: dict[str, st
         if s and t and s != t:
             rows[(s, t, e.relation)] = e.confidence
     sources = sorted(set(lineage.values()))
-    async with store.pool.acquire() as conn, conn.transaction():
-        await conn.execute(
-            "DELETE FROM edges WHERE source_id = ANY($1::text[]) AND relation = ANY($2::text[])",
-            sources,
-            list(RELATIONS),
-        )
-        await conn.executemany(
-            """INSERT INTO edges (source_id, target_id, relation, confidence) VALUES ($1, $2, $3, $4)
-               ON CONFLICT (source_id, target_id, relation) DO UPDATE SET confidence = excluded.confidence""",
-            [(s, t, r, c) for (s, t, r), c in rows.items()],
-        )
+    await source_rows.replace_edges(store, sources, RELATIONS, rows)
     return len(rows)
 
 

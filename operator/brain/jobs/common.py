@@ -12,8 +12,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from brain.core.contract import Env
+from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
-from brain.errors import BrainError
+from brain.store import jobruns
 from brain.store.store import Store
 
 log = logging.getLogger("brain.jobs")
@@ -29,21 +31,21 @@ def make_embedder() -> Embedder:
     """The brain's embedder service when BRAIN_EMBEDDER_URL is set; else the offline model in-process."""
     from brain.embedder import EmbeddingClient, LocalEmbedder
 
-    url = os.environ.get("BRAIN_EMBEDDER_URL")
+    url = os.environ.get(Env.EMBEDDER_URL)
     if url:
-        dim = int(os.environ.get("BRAIN_EMBEDDING_DIM", "384"))
+        dim = int(os.environ.get(Env.EMBEDDING_DIM, "384"))
         return EmbeddingClient(url, dim=dim, timeout=60.0, failure_threshold=5)
     return LocalEmbedder()
 
 
 @asynccontextmanager
 async def job_env(dsn: str | None = None, embedder: Embedder | None = None) -> AsyncIterator[JobEnv]:
-    dsn = dsn or os.environ.get("BRAIN_DATABASE_URL")
+    dsn = dsn or os.environ.get(Env.DATABASE_URL)
     if not dsn:
         raise BrainError("no database: set BRAIN_DATABASE_URL (or pass --dsn)")
     emb = embedder or make_embedder()
     dim = int(getattr(emb, "dim", 384))
-    model = os.environ.get("BRAIN_EMBEDDING_MODEL") or "sentence-transformers/all-MiniLM-L6-v2"
+    model = os.environ.get(Env.EMBEDDING_MODEL) or "sentence-transformers/all-MiniLM-L6-v2"
     store = await Store.open(dsn, dim=dim, embedding_model=model, max_size=4)
     try:
         yield JobEnv(store, emb)
@@ -55,21 +57,12 @@ async def job_env(dsn: str | None = None, embedder: Embedder | None = None) -> A
 
 
 async def start_run(store: Store, job: str, source: str | None = None) -> int:
-    return int(
-        await store.pool.fetchval(
-            "INSERT INTO job_runs (job, source) VALUES ($1, $2) RETURNING id", job, source
-        )
-    )
+    return await jobruns.start(store, job, source)
 
 
 async def finish_run(store: Store, run_id: int, status: str, summary: dict[str, Any]) -> None:
     """status: ok | deferred | failed. Only `ok` runs count as the last ingest/distill/digest."""
-    await store.pool.execute(
-        "UPDATE job_runs SET finished_at = now(), status = $2, summary = $3::jsonb WHERE id = $1",
-        run_id,
-        status,
-        json.dumps(summary, default=str),
-    )
+    await jobruns.finish(store, run_id, status, summary)
 
 
 def progress_enabled() -> bool:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 from collections import Counter
@@ -26,26 +25,17 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from prometheus_client import Gauge
-
-from brain import lint
+from brain.core import lint
+from brain.core.models import Actor, MemoryIn
+from brain.core.redact import SecretGate
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
-from brain.models import Actor, MemoryIn
-from brain.redact import SecretGate
+from brain.services.digests import set_metrics
+from brain.store import digests as digest_rows
 from brain.store.store import Store, content_hash
 
 SignalType = Literal["outcome", "retrieval", "no_hit", "proposal", "pending", "stale", "created"]
 DIGEST_ACTOR = Actor(name="digest", role="agent", origin="import")
 IDENTITY_FIELDS = frozenset({"key", "key_name", "author", "namespace", "model", "actor", "session", "repo"})
-
-hit_rate_gauge = Gauge(
-    "brain_digest_retrieval_hit_rate", "Share of retrievals that found memory (last digest)."
-)
-acceptance_gauge = Gauge(
-    "brain_digest_proposal_acceptance_rate", "Approved / decided proposals (last digest)."
-)
-stale_gauge = Gauge("brain_digest_stale_memories", "Active memories never retrieved in the stale window.")
-no_hit_gauge = Gauge("brain_digest_no_hit_queries", "Retrievals that found nothing (last digest week).")
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,10 +193,6 @@ def render(st: DigestStats, stale_days: int) -> str:
 # ---------------------------------------------------------------------- projections (the only row readers)
 
 
-def _payload(raw: Any) -> dict[str, Any]:
-    return json.loads(raw) if isinstance(raw, str) else dict(raw or {})
-
-
 WITHHELD = "«withheld: the question reads like instructions to an agent»"
 
 
@@ -221,47 +207,26 @@ async def project_signals(store: Store, start: datetime, end: datetime, stale_da
     """Rows → anonymous signals. Identity columns are never selected."""
     gate = SecretGate("redact")
     out: list[Signal] = []
-    for r in await store.pool.fetch(
-        "SELECT type, payload, created_at FROM events WHERE type IN ('capture', 'query_no_hit') "
-        "AND created_at >= $1 AND created_at < $2",
-        start,
-        end,
-    ):
-        p = _payload(r["payload"])
+    for r in await digest_rows.events(store, start, end):
+        p = r["payload"]
         if r["type"] == "query_no_hit":
             out.append(
                 Signal("no_hit", r["created_at"], _listable(gate.check("query", str(p.get("query") or ""))))
             )
         elif p.get("injected"):
             out.append(Signal("retrieval", r["created_at"], value=1.0))
-    for r in await store.pool.fetch(
-        "SELECT kind, attrs->>'outcome' AS outcome, created_at FROM memories WHERE created_at >= $1 "
-        "AND created_at < $2 AND version = 1",
-        start,
-        end,
-    ):
+    for r in await digest_rows.created(store, start, end):
         out.append(Signal("created", r["created_at"], r["kind"]))
         if r["kind"] == "experience" and r["outcome"]:
             out.append(Signal("outcome", r["created_at"], r["outcome"]))
-    for r in await store.pool.fetch(
-        "SELECT status, created_at, decided_at FROM proposals WHERE decided_at >= $1 AND decided_at < $2",
-        start,
-        end,
-    ):
+    for r in await digest_rows.decided(store, start, end):
         hrs = (r["decided_at"] - r["created_at"]).total_seconds() / 3600
         out.append(Signal("proposal", r["decided_at"], r["status"], round(hrs, 2)))
-    for r in await store.pool.fetch(
-        "SELECT title, created_at FROM proposals WHERE status = 'pending' AND created_at < $1", end
-    ):
+    for r in await digest_rows.pending(store, end):
         hrs = (end - r["created_at"]).total_seconds() / 3600
         title = _listable(gate.check("title", str(r["title"] or "untitled"))[:120])
         out.append(Signal("pending", r["created_at"], title, round(hrs, 2)))
-    for r in await store.pool.fetch(
-        "SELECT kind FROM memories WHERE status = 'active' AND kind <> 'digest' "
-        "AND created_at < now() - make_interval(days => $1) "
-        "AND (last_accessed_at IS NULL OR last_accessed_at < now() - make_interval(days => $1))",
-        stale_days,
-    ):
+    for r in await digest_rows.stale(store, stale_days):
         out.append(Signal("stale", end, r["kind"]))
     return out
 
@@ -270,19 +235,9 @@ def signal_fields() -> set[str]:
     return {f.name for f in fields(Signal)}
 
 
-def set_metrics(stats: dict[str, Any]) -> None:
-    """The digest gauges, from a stats dict (the job's, or a stored digest's attrs in the gateway)."""
-    if stats.get("hitRate") is not None:
-        hit_rate_gauge.set(stats["hitRate"])
-    if stats.get("acceptanceRate") is not None:
-        acceptance_gauge.set(stats["acceptanceRate"])
-    stale_gauge.set(sum((stats.get("staleByKind") or {}).values()))
-    no_hit_gauge.set(stats.get("noHits") or 0)
-
-
 async def store_digest(store: Store, embedder: Any, stats: DigestStats, markdown: str) -> str:
     """One entry per ISO week; rerunning the same week supersedes it (history kept)."""
-    from brain.service import MemoryService
+    from brain.services.memory import MemoryService
 
     svc = MemoryService(store, embedder)
     key = f"digest:{stats.week}"
@@ -294,9 +249,7 @@ async def store_digest(store: Store, embedder: Any, stats: DigestStats, markdown
         source_key=key,
         importance=0.3,
     )
-    current = await store.pool.fetchrow(
-        "SELECT id, content_hash FROM memories WHERE source_key = $1 AND status = 'active'", key
-    )
+    current = await digest_rows.current(store, key)
     if current is None:
         return (await svc.note(item, DIGEST_ACTOR)).memory.id
     if current["content_hash"] == content_hash(markdown):
@@ -315,19 +268,6 @@ async def run_digest(
     memory_id = await store_digest(store, embedder, stats, markdown)
     set_metrics(stats.as_dict())
     return {"memory_id": memory_id, **stats.as_dict()}
-
-
-async def latest_digest(store: Store) -> dict[str, Any] | None:
-    """For the REST endpoint: the newest digest's Markdown and numbers."""
-    r = await store.pool.fetchrow(
-        "SELECT id, title, body, attrs, created_at FROM memories WHERE kind = 'digest' AND status = 'active' "
-        "ORDER BY created_at DESC LIMIT 1"
-    )
-    if r is None:
-        return None
-    attrs = _payload(r["attrs"])
-    return {"id": r["id"], "title": r["title"], "markdown": r["body"], "stats": attrs.get("stats", {}),
-            "created_at": r["created_at"]}  # fmt: skip
 
 
 async def main_async(args: argparse.Namespace) -> int:

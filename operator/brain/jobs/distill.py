@@ -29,15 +29,18 @@ from typing import Any
 import jsonschema
 import numpy as np
 
+from brain.core.contract import Env
+from brain.core.errors import BrainError
+from brain.core.models import KINDS, MemoryIn
+from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
-from brain.errors import BrainError
 from brain.ingest.grading import unit
 from brain.ingest.sync import as_vector
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
-from brain.models import KINDS, MemoryIn
-from brain.proposals import create as create_proposal
-from brain.redact import SecretGate
-from brain.service import screen
+from brain.services.memory import screen
+from brain.services.proposals import create as create_proposal
+from brain.store import episodes as episode_rows
+from brain.store import proposals as proposal_rows
 from brain.store.store import Store
 
 log = logging.getLogger("brain.jobs.distill")
@@ -71,12 +74,12 @@ class DistillConfig:
     @staticmethod
     def from_env() -> DistillConfig:
         env = os.environ
-        gateway = env.get("BRAIN_GATEWAY_URL")
+        gateway = env.get(Env.GATEWAY_URL)
         base = env.get("BRAIN_DISTILL_API_BASE") or (gateway.rstrip("/") + "/v1" if gateway else None)
         return DistillConfig(
-            model=env.get("BRAIN_DISTILL_MODEL", "default"),
+            model=env.get(Env.DISTILL_MODEL, "default"),
             api_base=base,
-            api_key=env.get("BRAIN_DISTILL_API_KEY") or env.get("BRAIN_MASTER_KEY"),
+            api_key=env.get("BRAIN_DISTILL_API_KEY") or env.get(Env.MASTER_KEY),
             timeout_s=float(env.get("BRAIN_DISTILL_TIMEOUT_S", "60")),
             attempts=int(env.get("BRAIN_DISTILL_ATTEMPTS", "3")),
             backoff_s=float(env.get("BRAIN_DISTILL_BACKOFF_S", "2")),
@@ -275,22 +278,8 @@ class LLM:
 async def collect(
     store: Store, embedder: Embedder, cfg: DistillConfig
 ) -> tuple[list[Episode], list[Query], int]:
-    rows = await store.pool.fetch(
-        """SELECT m.id, m.kind, m.namespace, m.title, m.body, m.author, m.embedding FROM memories m
-            WHERE m.status = 'active' AND m.tier = 'episodic' AND m.origin IN ('agent', 'gateway')
-              AND m.kind = ANY($1::text[]) AND m.created_at > now() - make_interval(days => $2)
-              AND NOT EXISTS (SELECT 1 FROM proposals p, jsonb_array_elements(p.evidence) e
-                               WHERE e->>'memory_id' = m.id)
-            ORDER BY m.created_at LIMIT $3""",
-        list(EPISODE_KINDS),
-        cfg.lookback_days,
-        cfg.max_episodes,
-    )
-    sessions = await store.pool.fetch(
-        """SELECT id, payload FROM events WHERE type = 'capture'
-            AND created_at > now() - make_interval(days => $1)""",
-        cfg.lookback_days,
-    )
+    rows = await episode_rows.unproposed(store, EPISODE_KINDS, cfg.lookback_days, cfg.max_episodes)
+    sessions = await episode_rows.capture_sessions(store, cfg.lookback_days)
     stored_by: dict[str, int] = {}
     for s in sessions:
         payload = json.loads(s["payload"]) if isinstance(s["payload"], str) else s["payload"]
@@ -310,16 +299,8 @@ async def collect(
                 stored_by.get(r["id"]))
         for i, r in enumerate(rows)
     ]  # fmt: skip
-    since = await store.pool.fetchval(
-        "SELECT max(started_at) FROM job_runs WHERE job = 'distill' AND status = 'ok'"
-    )
-    qrows = await store.pool.fetch(
-        """SELECT id, namespace, key_name, payload->>'query' AS q FROM events
-            WHERE type = 'query_no_hit' AND created_at > coalesce($1, now() - make_interval(days => $2))
-            ORDER BY id LIMIT 2000""",
-        since,
-        cfg.lookback_days,
-    )
+    since = await episode_rows.last_ok_distill(store)
+    qrows = await episode_rows.no_hit_questions(store, since, cfg.lookback_days)
     queries = [Query(r["id"], r["namespace"] or "shared", r["q"], r["key_name"]) for r in qrows if r["q"]]
     if queries:
         qv = await embedder.embed([q.text for q in queries])
@@ -357,39 +338,22 @@ def make_clusters(
 
 async def _model_is_live(store: Store) -> bool:
     """Vectors are compared only within one model: a distill run on another model compares nothing."""
-    return (await store.live.get(store.pool))[0] == store.embedding_model
+    return await store.model_is_live()
 
 
 async def related_memories(store: Store, cluster: Cluster, limit: int = 3) -> list[dict[str, Any]]:
     if not await _model_is_live(store):
         return []
-    rows = await store.pool.fetch(
-        """SELECT id, title, body, content_hash, 1 - (embedding <=> $1) AS sim FROM memories
-            WHERE status = 'active' AND tier = 'curated' AND namespace = ANY($2::text[]) AND embedding IS NOT NULL
-              AND kind <> ALL('{persona,skill,digest,code,map,summary}'::text[]) AND embedding_model = $4
-            ORDER BY embedding <=> $1 LIMIT $3""",
-        cluster.centroid(),
-        list({cluster.namespace, "shared"}),
-        limit,
-        store.embedding_model,
+    rows = await episode_rows.curated_near(
+        store, cluster.centroid(), list({cluster.namespace, "shared"}), limit
     )
-    return [dict(r) for r in rows if r["sim"] >= 0.35]
+    return [r for r in rows if r["sim"] >= 0.35]
 
 
 async def nearest_similarity(store: Store, vec: np.ndarray, namespace: str, exclude: str | None) -> float:
     if not await _model_is_live(store):
         return 0.0
-    sim = await store.pool.fetchval(
-        """SELECT max(s) FROM (
-             SELECT 1 - (embedding <=> $1) AS s FROM memories
-              WHERE status = 'active' AND namespace = ANY($2::text[]) AND embedding IS NOT NULL
-                AND id IS DISTINCT FROM $3 AND tier = 'curated' AND embedding_model = $4
-              ORDER BY embedding <=> $1 LIMIT 1) t""",
-        vec,
-        list({namespace, "shared"}),
-        exclude,
-        store.embedding_model,
-    )
+    sim = await episode_rows.nearest_curated_similarity(store, vec, list({namespace, "shared"}), exclude)
     return float(sim or 0.0)
 
 
@@ -404,7 +368,7 @@ async def run_distill(
     out.episodes, out.queries = len(episodes), len(queries)
     clusters, out.gaps = make_clusters(episodes, queries, cfg.cluster_similarity)
     out.clusters = len(clusters)
-    pending = await store.pool.fetch("SELECT title, body, namespace FROM proposals WHERE status = 'pending'")
+    pending = await proposal_rows.pending_texts(store)
     pending_vecs = (
         unit(await embedder.embed([f"{p['title']}\n{p['body']}" for p in pending])) if pending else None
     )

@@ -16,15 +16,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from brain.core.contract import Env
+from brain.core.errors import BrainError
+from brain.core.models import Actor
 from brain.embedder.model import Embedder
-from brain.errors import BrainError
 from brain.ingest.gitsrc import checkout
 from brain.ingest.grading import GradingConfig
 from brain.ingest.retireguard import ImportStopped
 from brain.ingest.source import SourceSpec, load_source_file, parse_tree
 from brain.ingest.sync import sync
 from brain.jobs.common import Progress, emit, finish_run, job_env, setup_logging, start_run
-from brain.models import Actor
 from brain.store.store import Store
 
 
@@ -53,7 +54,7 @@ async def run_ingest(
                 raise BrainError(f"inline folder {root} does not exist (is the ConfigMap mounted?)")
         else:
             assert spec.url is not None
-            with_creds = os.environ.get("BRAIN_SOURCE_CREDENTIALS")
+            with_creds = os.environ.get(Env.SOURCE_CREDENTIALS)
             co = checkout(spec.url, spec.ref, workdir, with_creds)
             root, commit = co.path, co.commit
         parsed = await asyncio.to_thread(parse_tree, spec, root, lambda d, t: progress("parsing", d, t))

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from brain.models import Hit
+from brain.core.models import Hit
 
 RRF_K = 60
 

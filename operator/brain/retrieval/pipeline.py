@@ -15,10 +15,10 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from brain import metrics
+from brain.core.models import Hit
 from brain.embedder.client import EmbedderUnavailable
 from brain.embedder.model import Embedder
-from brain.models import Hit
+from brain.retrieval import telemetry as metrics
 from brain.retrieval.fusion import (
     above_floor,
     boost,

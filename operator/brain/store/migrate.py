@@ -11,7 +11,7 @@ from importlib import resources
 
 import asyncpg
 
-from brain.errors import SchemaMismatch
+from brain.core.errors import SchemaMismatch
 
 _LOCK_ID = 0x6272_6169_6E  # "brain"
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")

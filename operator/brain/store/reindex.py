@@ -29,7 +29,7 @@ import asyncpg
 import numpy as np
 from prometheus_client import Gauge
 
-from brain.errors import BrainError
+from brain.core.errors import BrainError
 
 log = logging.getLogger("brain.reindex")
 BATCH = 256
@@ -350,3 +350,16 @@ async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None
         if limit is not None and done >= limit:
             break
     return done
+
+
+async def stored_dim(dsn: str) -> int | None:
+    """The dimension a brain's index was made with, read before opening the store (whose column
+    type depends on it); None for a database no brain has used yet."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        stored = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_dim'")
+    except asyncpg.UndefinedTableError:
+        stored = None
+    finally:
+        await conn.close()
+    return None if stored is None else int(stored)

@@ -21,8 +21,8 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 from ulid import ULID
 
-from brain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from brain.models import SHARED, Actor, Hit, Memory, MemoryDetail, MemoryIn, MemorySummary, NoteResult
+from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from brain.core.models import SHARED, Actor, Hit, Memory, MemoryDetail, MemoryIn, MemorySummary, NoteResult
 from brain.store.migrate import migrate
 from brain.store.reindex import LiveModel, is_dimension_error, vector_for_write
 from brain.store.reindex import running as reindex_running
@@ -222,6 +222,14 @@ class Store:
 
     async def close(self) -> None:
         await self.pool.close()
+
+    async def ping(self) -> None:
+        """One round trip (`SELECT 1`): whether the server answers at all (the gateway's DatabaseWatch)."""
+        await self.pool.fetchval("SELECT 1")
+
+    async def analyze(self) -> None:
+        """Fresh planner statistics after a bulk load (brainctl eval), so plans match a settled database."""
+        await self.pool.execute("ANALYZE memories, lexeme_stats")
 
     # ------------------------------------------------------------------ writes
 
@@ -504,6 +512,10 @@ class Store:
         return [(r["id"], embed_text(r["title"], r["body"])) for r in rows]
 
     # ------------------------------------------------------------------ reads
+
+    async def model_is_live(self) -> bool:
+        """Whether this client's model is the brain's live one (vectors compare only within one model)."""
+        return (await self.live.get(self.pool))[0] == self.embedding_model
 
     async def get(self, memory_id: str) -> MemoryDetail:
         async with self.pool.acquire() as conn:

@@ -34,10 +34,7 @@ def render_embedder(inp: RenderInput) -> list[Manifest]:
         "command": ["python", "-m", "brain.embedder"],
         "args": ["--host", "0.0.0.0", "--port", str(EMBEDDER_PORT), "--model", emb.model],
         "ports": [{"name": "http", "containerPort": EMBEDDER_PORT}],
-        "env": [
-            {"name": "HOME", "value": "/tmp"},
-            {"name": "BRAIN_EMBEDDING_DIM", "value": str(emb.dim)},
-        ],
+        "env": [{"name": "HOME", "value": "/tmp"}],  # the model (--model) fixes the dimension
         "resources": resources("embedder", emb.resources),
         "securityContext": container_security_context(),
         "volumeMounts": [TMP_MOUNT],

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from brain.core.contract import Env
 from brain_operator.render import names
 from brain_operator.render.common import (
     CLOUDFLARED_METRICS_PORT,
@@ -44,11 +45,10 @@ def data_plane_env(inp: RenderInput) -> list[dict[str, Any]]:
     emb = inp.brain.spec.embedding
     return [
         {"name": "HOME", "value": "/tmp"},
-        {"name": "BRAIN_NAME", "value": inp.name},
-        secret_env("BRAIN_DATABASE_URL", secret, key),
-        {"name": "BRAIN_EMBEDDER_URL", "value": embedder_url(inp)},
-        {"name": "BRAIN_EMBEDDING_MODEL", "value": emb.model},
-        {"name": "BRAIN_EMBEDDING_DIM", "value": str(emb.dim)},
+        secret_env(Env.DATABASE_URL, secret, key),
+        {"name": Env.EMBEDDER_URL, "value": embedder_url(inp)},
+        {"name": Env.EMBEDDING_MODEL, "value": emb.model},
+        {"name": Env.EMBEDDING_DIM, "value": str(emb.dim)},
     ]
 
 

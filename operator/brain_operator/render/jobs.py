@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from brain.core.contract import Env
 from brain_operator.api import MemorySource
 from brain_operator.render import names
 from brain_operator.render.common import (
@@ -91,31 +92,30 @@ def _cronjob(
     }
 
 
-def _llm_env(inp: RenderInput, model: str | None, var: str) -> list[dict[str, Any]]:
-    """Distill and digest reach the LLM through the Brain's own gateway (keys stay in one place)."""
+def _llm_env(inp: RenderInput, model: str | None) -> list[dict[str, Any]]:
+    """Distill reaches the LLM through the Brain's own gateway (keys stay in one place)."""
     secret, key = master_key_ref(inp)
     chosen = model or inp.brain.spec.gateway.models[0].name
     return [
-        {"name": "BRAIN_GATEWAY_URL", "value": gateway_url(inp)},
+        {"name": Env.GATEWAY_URL, "value": gateway_url(inp)},
         secret_env(MASTER_KEY_ENV, secret, key),
-        {"name": var, "value": chosen},
+        {"name": Env.DISTILL_MODEL, "value": chosen},
     ]
 
 
 def render_scheduled_jobs(inp: RenderInput) -> list[Manifest]:
+    """Distill (which calls the LLM) gets the gateway URL, master key and model; the digest is
+    computed from the database alone, so it gets no secret but the database's."""
     spec = inp.brain.spec
-    out = []
-    for job_name, job, var in (
-        ("distill", spec.distill, "BRAIN_DISTILL_MODEL"),
-        ("digest", spec.digest, "BRAIN_DIGEST_MODEL"),
-    ):
-        body = _job_spec(
-            inp, job_name, [f"brain.jobs.{job_name}"], job.resources, env=_llm_env(inp, job.model, var)
-        )
-        out.append(
-            _cronjob(inp, names.cronjob(inp.name, job_name), job_name, job.schedule, job.suspend, body)
-        )
-    return out
+    distill = _job_spec(inp, "distill", ["brain.jobs.distill"], spec.distill.resources,
+                        env=_llm_env(inp, spec.distill.model))  # fmt: skip
+    digest = _job_spec(inp, "digest", ["brain.jobs.digest"], spec.digest.resources)
+    return [
+        _cronjob(inp, names.cronjob(inp.name, "distill"), "distill", spec.distill.schedule,
+                 spec.distill.suspend, distill),
+        _cronjob(inp, names.cronjob(inp.name, "digest"), "digest", spec.digest.schedule,
+                 spec.digest.suspend, digest),
+    ]  # fmt: skip
 
 
 def source_document(source: MemorySource, brain: str) -> dict[str, Any]:
@@ -136,7 +136,7 @@ def _ingest_job_spec(inp: RenderInput, source: MemorySource) -> dict[str, Any]:
         if candidate is not None and candidate.credentials_secret_ref is not None:
             creds = candidate.credentials_secret_ref
     if creds is not None:
-        env.append(secret_env("BRAIN_SOURCE_CREDENTIALS", creds.name, creds.key))
+        env.append(secret_env(Env.SOURCE_CREDENTIALS, creds.name, creds.key))
     volumes = [{"name": "source", "configMap": {"name": names.source_config(inp.name, src)}}]
     if source.spec.inline is not None:
         volumes.append({"name": "inline", "configMap": {"name": source.spec.inline.config_map_name}})

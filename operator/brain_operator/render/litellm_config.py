@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from brain.core.contract import CaptureFilters, CaptureSection, EmbeddingSection, Env
 from brain_operator.api import Brain, BrainSpec, RoutingPolicy, RoutingPolicySpec
 from brain_operator.render.common import env_name
 
 CALLBACKS = ["brain.gateway.hooks.proxy_handler_instance", "prometheus"]
 CUSTOM_AUTH = "brain.gateway.auth.user_api_key_auth"
-MASTER_KEY_ENV = "BRAIN_MASTER_KEY"
+MASTER_KEY_ENV = Env.MASTER_KEY
 COMPLEXITY_ROUTER = "auto_router/complexity_router"
 
 
@@ -154,15 +155,14 @@ def render_litellm_config(
                 "persona": r.persona,
                 "floor": r.floor.model_dump(),
             },
-            "capture": {
-                "enabled": c.enabled,
-                "filters": {
-                    "venting": c.filters.venting,
-                    "noise": c.filters.noise,
-                    "min_code_lines": c.filters.min_code_lines,
-                },
-            },
-            "embedding": {"model": spec.embedding.model, "dim": spec.embedding.dim},
+            # Built with the pods' own models (brain.core.contract), so a value they would refuse fails here.
+            "capture": CaptureSection(
+                enabled=c.enabled,
+                filters=CaptureFilters(
+                    venting=c.filters.venting, noise=c.filters.noise, min_code_lines=c.filters.min_code_lines
+                ),
+            ).model_dump(),
+            "embedding": EmbeddingSection(model=spec.embedding.model, dim=spec.embedding.dim).model_dump(),
             "routing": {"overrides": overrides},
         },
     }

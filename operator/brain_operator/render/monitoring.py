@@ -53,10 +53,8 @@ def dashboard_selectors(namespace: str, brain: str) -> tuple[str, str]:
     """The label matchers of one Brain's series: the operator's carry `brain="<namespace>/<name>"`
     (`brain_label`), the gateway's the scrape labels its ServiceMonitor gives them (`namespace`, and
     `job` = the gateway Service's name). Matching `brain="<name>"` alone selected nothing."""
-    from brain_operator.metrics import brain_label
-
     return (
-        f'brain="{brain_label(namespace, brain)}"',
+        f'brain="{names.brain_label(namespace, brain)}"',
         f'namespace="{namespace}", job="{names.gateway(brain)}"',
     )
 

@@ -53,3 +53,8 @@ def source_config(brain: str, source: str) -> str:
 
 def dashboard(brain: str) -> str:
     return child_name(brain, "dashboard")
+
+
+def brain_label(namespace: str, name: str) -> str:
+    """Brains are namespaced; the metric label is ``<namespace>/<name>`` so two teams never collide."""
+    return f"{namespace}/{name}"

@@ -6,7 +6,7 @@ upstream (for models whose apiBase is a loopback address nothing listens on), an
 run it creates an owner key and an agent key and keeps them (0600) in the state directory, so the
 banner can show them again. Postgres is supervised: when it exits it is started again (the
 gateway reconnects by itself). The manifests' MemorySources, distill and digest run on their
-schedules as local processes, through the same job code as the CronJobs (brain/localjobs.py).
+schedules as local processes, through the same job code as the CronJobs (brain/local/jobs.py).
 Ctrl-C stops everything.
 
 Provider keys in the environment add real models next to the manifest's: OPENAI_API_KEY → `gpt`,
@@ -36,7 +36,7 @@ import httpx
 import yaml
 
 from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
-from brain.localjobs import build_jobs, load_sources, run_schedules
+from brain.local.jobs import build_jobs, load_sources, run_schedules
 
 PROVIDERS: dict[str, tuple[str, str, str]] = {
     # env var → (provider prefix, model name offered, LiteLLM model)
@@ -191,14 +191,9 @@ class Stack:
 
 
 async def ensure_database(pg: Any, name: str = "brain") -> str:
-    import asyncpg
+    from brain.store import admin
 
-    conn = await asyncpg.connect(pg.dsn)
-    try:
-        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
-            await conn.execute(f'CREATE DATABASE "{name}"')
-    finally:
-        await conn.close()
+    await admin.create_database(pg.dsn, name, if_missing=True)
     return str(pg.dsn_for(name))
 
 
@@ -207,12 +202,12 @@ async def ensure_keys(dsn: str, state: Path, dim: int) -> dict[str, str]:
     path = state / "keys.json"
     if path.exists():
         return dict(json.loads(path.read_text()))
-    from brain.keys import KeyStore
+    from brain.services.keys import KeyStore
     from brain.store import Store
 
     store = await Store.open(dsn, dim=dim)
     try:
-        ks = KeyStore(store.pool)
+        ks = KeyStore(store)
         owner, _ = await ks.create("owner", "owner")
         agent, _ = await ks.create("agent", "agent")
     finally:
@@ -311,7 +306,7 @@ async def up(
     ready: asyncio.Event | None = None,
     stop_event: asyncio.Event | None = None,
 ) -> int:
-    from brain.devdb import EmbeddedPostgres
+    from brain.local.devdb import EmbeddedPostgres
 
     brain, policies = load_manifests(manifests)
     name = brain.metadata.name or "brain"
@@ -344,7 +339,7 @@ async def up(
                     [
                         sys.executable,
                         "-m",
-                        "brain.fakeupstream",
+                        "brain.local.fakeupstream",
                         "--port",
                         str(p),
                         "--transcript-limit",

@@ -19,9 +19,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from brain.core.errors import InvalidInput
+from brain.core.models import KINDS, Actor, MemoryIn, check_namespace
 from brain.embedder.model import Embedder
-from brain.errors import InvalidInput
-from brain.models import KINDS, Actor, MemoryIn, check_namespace
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
 from brain.retrieval.render import estimate_tokens, render_block
 from brain.store.store import Scope, Store, embed_text
@@ -208,7 +208,7 @@ async def load_into(
         )
         mapping[m.id] = new.id
     # Planner statistics, as autovacuum would gather them on a live brain; fresh tables plan badly.
-    await store.pool.execute("ANALYZE memories, lexeme_stats")
+    await store.analyze()
     return mapping
 
 

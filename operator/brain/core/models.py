@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from brain.sanitize import clean_text, has_nul, has_surrogate, one_line
+from brain.core.sanitize import clean_text, has_nul, has_surrogate, one_line
 
 Kind = Literal[
     "note",
@@ -87,7 +87,7 @@ def check_as_of(value: datetime) -> datetime:
 def stored_time(value: Any) -> Any:
     """Read-back path: a row written before validation existed may hold a naive or infinite time.
 
-    Postgres' -infinity/infinity come back from asyncpg as naive datetime.min/max; they are given
+    Postgres' -infinity/infinity come back from the driver as naive datetime.min/max; they are given
     UTC here so comparisons (ranking by age) never mix naive and aware times, whatever is stored.
     """
     if isinstance(value, datetime) and value.tzinfo is None:

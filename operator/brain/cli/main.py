@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from brain.errors import BrainError, InvalidInput
+from brain.core.errors import BrainError, InvalidInput
 
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
@@ -50,7 +50,7 @@ def _embedder(args: argparse.Namespace, model: str | None = None) -> Any:
 
 @asynccontextmanager
 async def _service(args: argparse.Namespace) -> AsyncIterator[Any]:
-    from brain.service import MemoryService
+    from brain.services.memory import MemoryService
     from brain.store import Store
 
     if not args.dsn:
@@ -64,7 +64,7 @@ async def _service(args: argparse.Namespace) -> AsyncIterator[Any]:
 
 
 def _owner(args: argparse.Namespace) -> Any:
-    from brain.models import Actor
+    from brain.core.models import Actor
 
     return Actor(name=args.as_name, role="owner", origin="owner")
 
@@ -116,9 +116,9 @@ def parse_floor(spec: str | None) -> Any:
 
 @command("eval")
 async def cmd_eval(args: argparse.Namespace) -> int:
-    from brain.devdb import EmbeddedPostgres
     from brain.embedder import LocalEmbedder
-    from brain.eval import MODES, evaluate, format_report, load_dataset, load_into
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.eval import MODES, evaluate, format_report, load_dataset, load_into
     from brain.retrieval.pipeline import RetrievalConfig
     from brain.store import Store
 
@@ -164,7 +164,7 @@ async def cmd_eval(args: argparse.Namespace) -> int:
 
 @command("note")
 async def cmd_note(args: argparse.Namespace) -> int:
-    from brain.service import parse_memory
+    from brain.services.memory import parse_memory
 
     body = sys.stdin.read() if args.body == "-" else args.body
     item = parse_memory(
@@ -258,21 +258,13 @@ async def cmd_reindex(args: argparse.Namespace) -> int:
     mixed. `--to-model` builds the new model's index beside the live one and swaps it in when done
     (brain/store/reindex.py); serving goes on from the old index meanwhile.
     """
-    import asyncpg
-
     from brain.store import Store, reindex
 
     if not args.dsn:
         raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL")
-    conn = await asyncpg.connect(args.dsn)
-    try:
-        stored = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_dim'")
-    except asyncpg.UndefinedTableError:
-        stored = None
-    finally:
-        await conn.close()
+    stored = await reindex.stored_dim(args.dsn)
     embedder = _embedder(args, args.to_model)
-    store = await Store.open(args.dsn, dim=int(stored or embedder.dim), embedding_model=embedder.model)
+    store = await Store.open(args.dsn, dim=stored or embedder.dim, embedding_model=embedder.model)
     try:
         if args.abandon:
             _print({"abandoned": await reindex.abandon(store.pool)})
@@ -316,8 +308,8 @@ async def cmd_doctor(args: argparse.Namespace) -> int:
 
 async def _ingest_manifests(args: argparse.Namespace) -> int:
     """Run the manifests' MemorySources now, as their CronJobs (and `brainctl up`) run them."""
-    from brain.localjobs import build_jobs, describe, load_sources, run_job
-    from brain.up import load_manifests
+    from brain.local.jobs import build_jobs, describe, load_sources, run_job
+    from brain.local.up import load_manifests
 
     if not args.now:
         raise BrainError("sources import on their schedule under `brainctl up`; pass --now to import at once")
@@ -347,7 +339,7 @@ async def _ingest_manifests(args: argparse.Namespace) -> int:
 
 @command("up")
 async def cmd_up(args: argparse.Namespace) -> int:
-    from brain.up import up
+    from brain.local.up import up
 
     return await up(args.file, state_dir=args.state_dir, host=args.host, port=args.port)
 
@@ -357,14 +349,14 @@ async def cmd_keys(args: argparse.Namespace) -> int:
     """Per-agent keys: the key's name is the author of what it writes; the value is shown once."""
     from datetime import UTC, timedelta
 
-    from brain.keys import KeyStore
+    from brain.services.keys import KeyStore
     from brain.store import Store
 
     if not args.dsn:
         raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL")
     store = await Store.open(args.dsn, dim=int(os.environ.get("BRAIN_EMBEDDING_DIM", "384")))
     try:
-        ks = KeyStore(store.pool)
+        ks = KeyStore(store)
         if args.keys_command == "create":
             expires = datetime.now(UTC) + timedelta(days=args.expires_days) if args.expires_days else None
             key, info = await ks.create(
@@ -392,7 +384,7 @@ async def cmd_keys(args: argparse.Namespace) -> int:
 @command("proposals")
 async def cmd_proposals(args: argparse.Namespace) -> int:
     """What distill drafted: list, show (both texts for a supersede), approve or reject (owner)."""
-    from brain import proposals
+    from brain.services import proposals
 
     async with _service(args) as svc:
         if args.proposals_command == "list":
@@ -448,7 +440,8 @@ async def cmd_distill(args: argparse.Namespace) -> int:
 @command("digest")
 async def cmd_digest(args: argparse.Namespace) -> int:
     from brain.jobs.common import finish_run, start_run
-    from brain.jobs.digest import latest_digest, run_digest
+    from brain.jobs.digest import run_digest
+    from brain.services.digests import latest_digest
 
     async with _service(args) as svc:
         if args.show:

@@ -6,7 +6,7 @@ messages it was sent, so a person (or a test) can see exactly what the gateway i
 is cut at `--transcript-limit` characters (4000 by default; agents' system prompts are longer). Every request is recorded. A script of behaviours (stall, fail, given JSON or text) makes
 it misbehave on purpose; each request consumes the first behaviour whose `match` it contains.
 
-    python -m brain.fakeupstream --port 4001 [--transcript-limit 100000]
+    python -m brain.local.fakeupstream --port 4001 [--transcript-limit 100000]
 
 Control endpoints (loopback only, no auth): `GET/DELETE /_fake/requests`, `POST/DELETE /_fake/script`.
 """
@@ -477,7 +477,9 @@ async def _responses_stream(resp: dict[str, Any], content: str, b: Behaviour) ->
 def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
-    p = argparse.ArgumentParser(prog="python -m brain.fakeupstream", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        prog="python -m brain.local.fakeupstream", description=__doc__.splitlines()[0]
+    )
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=4001)
     p.add_argument(

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from brain.models import Hit
+from brain.core.models import Hit
+from brain.store import catalog as catalog_rows
 from brain.store.store import Scope, Store
 
 _WORD = re.compile(r"[a-z][a-z0-9+#._-]{1,40}")
@@ -180,15 +181,7 @@ class Catalog:
     skill_min_similarity: float = 0.3
 
     async def refresh(self, store: Store, limit: int = 5000) -> None:
-        rows = await store.pool.fetch(
-            """SELECT id, kind, namespace, tier, origin, author, title, body, valid_from, importance, standing,
-                      required, lineage_id, content_hash, domain_keywords, embedding
-                 FROM memories
-                WHERE kind IN ('persona', 'skill') AND status = 'active' AND origin NOT IN ('untrusted', 'gateway')
-                  AND (kind = 'skill' OR tier = 'curated')
-                ORDER BY importance DESC, valid_from DESC LIMIT $1""",
-            limit,
-        )
+        rows = await catalog_rows.personas_and_skills(store, limit)
         personas: list[Entry] = []
         skills: list[Entry] = []
         for r in rows:

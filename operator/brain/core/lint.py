@@ -27,8 +27,8 @@ import re
 import urllib.parse
 from collections.abc import Iterable
 
-from brain.errors import InstructionRejected
-from brain.sanitize import fold
+from brain.core.errors import InstructionRejected
+from brain.core.sanitize import fold
 
 RUNBOOK_KINDS = frozenset({"convention", "skill", "code"})
 # Writers whose text is model output (capture, distill drafts): no exemption applies.

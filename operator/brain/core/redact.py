@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from brain.errors import SecretRejected
-from brain.sanitize import fold
+from brain.core.errors import SecretRejected
+from brain.core.sanitize import fold
 
 Mode = Literal["refuse", "redact"]
 

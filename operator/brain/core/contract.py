@@ -1,0 +1,53 @@
+"""The operator↔pod contract: the env var names and the `brain:` config section, declared once.
+
+The operator renders them (brain_operator.render), the pods read them (the gateway's settings, the
+jobs, the embedder), and both import them from here — the one data-plane module the operator may
+import (.importlinter). A knob that the CRD accepts but a pod refuses at start (as
+`minCodeLines: 0` once did) is caught by tests/operator/test_contract.py, which renders CRD-valid
+Brains through the pods' own loaders; a rendered env var that no pod reads fails there too.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Env:
+    """Environment variable names shared by the renderer and the pods."""
+
+    # every data-plane pod (gateway and jobs)
+    DATABASE_URL = "BRAIN_DATABASE_URL"
+    EMBEDDER_URL = "BRAIN_EMBEDDER_URL"
+    EMBEDDING_MODEL = "BRAIN_EMBEDDING_MODEL"
+    EMBEDDING_DIM = "BRAIN_EMBEDDING_DIM"
+    # the gateway, and the distill job that calls the LLM through it
+    MASTER_KEY = "BRAIN_MASTER_KEY"
+    GATEWAY_URL = "BRAIN_GATEWAY_URL"
+    DISTILL_MODEL = "BRAIN_DISTILL_MODEL"
+    # the ingest job
+    SOURCE_CREDENTIALS = "BRAIN_SOURCE_CREDENTIALS"
+    # one API key per spec.gateway.models[] entry, BRAIN_MODEL_<NAME>_API_KEY (render.litellm_config)
+    MODEL_PREFIX = "BRAIN_MODEL"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CaptureFilters(_Section):
+    """`brain.capture.filters`: the quality gates before a response is captured."""
+
+    venting: bool = True
+    noise: bool = True
+    # A code block needs at least one line; the CRD's `minCodeLines` has the same floor.
+    min_code_lines: int = Field(default=10, ge=1, le=1000)
+
+
+class CaptureSection(_Section):
+    enabled: bool = True
+    filters: CaptureFilters = Field(default_factory=CaptureFilters)
+
+
+class EmbeddingSection(_Section):
+    model: str = "sentence-transformers/all-MiniLM-L6-v2"
+    dim: int = Field(default=384, ge=1)

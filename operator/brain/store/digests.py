@@ -1,0 +1,90 @@
+"""What the weekly digest reads: events, memories and proposals of a window, and the stored digests.
+
+The rows keep their identity columns out of the SELECTs (jobs.digest builds anonymous signals from
+them); the JSON columns come back decoded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from brain.store.store import Store
+
+Row = Mapping[str, Any]
+
+
+def payload(raw: Any) -> dict[str, Any]:
+    """A jsonb column as a dict, whichever way the driver handed it over."""
+    decoded: dict[str, Any] = json.loads(raw) if isinstance(raw, str) else dict(raw or {})
+    return decoded
+
+
+async def events(store: Store, start: datetime, end: datetime) -> list[Row]:
+    """Captures and no-hit queries in [start, end): type, payload (decoded), created_at."""
+    rows = await store.pool.fetch(
+        "SELECT type, payload, created_at FROM events WHERE type IN ('capture', 'query_no_hit') "
+        "AND created_at >= $1 AND created_at < $2",
+        start,
+        end,
+    )
+    return [{**dict(r), "payload": payload(r["payload"])} for r in rows]
+
+
+async def created(store: Store, start: datetime, end: datetime) -> list[Row]:
+    """First versions created in [start, end): kind, outcome (experiences), created_at."""
+    rows: list[Row] = await store.pool.fetch(
+        "SELECT kind, attrs->>'outcome' AS outcome, created_at FROM memories WHERE created_at >= $1 "
+        "AND created_at < $2 AND version = 1",
+        start,
+        end,
+    )
+    return rows
+
+
+async def decided(store: Store, start: datetime, end: datetime) -> list[Row]:
+    """Proposals decided in [start, end): status, created_at, decided_at."""
+    rows: list[Row] = await store.pool.fetch(
+        "SELECT status, created_at, decided_at FROM proposals WHERE decided_at >= $1 AND decided_at < $2",
+        start,
+        end,
+    )
+    return rows
+
+
+async def pending(store: Store, end: datetime) -> list[Row]:
+    """Proposals still waiting for an owner that were made before `end`: title, created_at."""
+    rows: list[Row] = await store.pool.fetch(
+        "SELECT title, created_at FROM proposals WHERE status = 'pending' AND created_at < $1", end
+    )
+    return rows
+
+
+async def stale(store: Store, stale_days: int) -> list[Row]:
+    """Active memories (digests aside) neither created nor read in the last `stale_days`: kind."""
+    rows: list[Row] = await store.pool.fetch(
+        "SELECT kind FROM memories WHERE status = 'active' AND kind <> 'digest' "
+        "AND created_at < now() - make_interval(days => $1) "
+        "AND (last_accessed_at IS NULL OR last_accessed_at < now() - make_interval(days => $1))",
+        stale_days,
+    )
+    return rows
+
+
+async def current(store: Store, source_key: str) -> Row | None:
+    """The active digest of one week (its source key): id, content_hash."""
+    row: Row | None = await store.pool.fetchrow(
+        "SELECT id, content_hash FROM memories WHERE source_key = $1 AND status = 'active'", source_key
+    )
+    return row
+
+
+async def latest(store: Store) -> Row | None:
+    """The newest active digest: id, title, body, attrs (decoded), created_at."""
+    r = await store.pool.fetchrow(
+        "SELECT id, title, body, attrs, created_at FROM memories WHERE kind = 'digest' AND status = 'active' "
+        "ORDER BY created_at DESC LIMIT 1"
+    )
+    return None if r is None else {**dict(r), "attrs": payload(r["attrs"])}

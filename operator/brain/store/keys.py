@@ -1,0 +1,65 @@
+"""The `keys` table: hashed API keys. Only services.keys.KeyStore (the owners' door) calls these."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from brain.store.store import Store, new_id
+
+COLUMNS = "id, name, role, namespaces, expires_at, created_at, revoked_at, last_used_at"
+
+Row = Mapping[str, Any]
+
+
+async def insert(
+    store: Store,
+    name: str,
+    key_hash: str,
+    role: str,
+    namespaces: list[str] | None,
+    expires_at: datetime | None,
+) -> Row | None:
+    """The new key's row, or None when the name is taken."""
+    try:
+        row: Row = await store.pool.fetchrow(
+            f"""INSERT INTO keys (id, name, key_hash, role, namespaces, expires_at)
+                VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}""",
+            new_id(),
+            name,
+            key_hash,
+            role,
+            namespaces,
+            expires_at,
+        )
+    except asyncpg.UniqueViolationError:
+        return None
+    return row
+
+
+async def listing(store: Store, *, include_revoked: bool) -> list[Row]:
+    rows: list[Row] = await store.pool.fetch(
+        f"SELECT {COLUMNS} FROM keys WHERE $1 OR revoked_at IS NULL ORDER BY created_at", include_revoked
+    )
+    return rows
+
+
+async def revoke(store: Store, name_or_id: str) -> Row | None:
+    row: Row | None = await store.pool.fetchrow(
+        f"""UPDATE keys SET revoked_at = coalesce(revoked_at, now())
+             WHERE name = $1 OR id = $1 RETURNING {COLUMNS}""",
+        name_or_id,
+    )
+    return row
+
+
+async def by_hash(store: Store, key_hash: str) -> Row | None:
+    row: Row | None = await store.pool.fetchrow(f"SELECT {COLUMNS} FROM keys WHERE key_hash = $1", key_hash)
+    return row
+
+
+async def touch(store: Store, key_id: str) -> None:
+    await store.pool.execute("UPDATE keys SET last_used_at = now() WHERE id = $1", key_id)
