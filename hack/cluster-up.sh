@@ -211,6 +211,7 @@ start kube-apiserver \
   --authorization-mode=Node,RBAC \
   --allow-privileged=true \
   --endpoint-reconciler-type="$RECONCILER" \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
   --profiling=false \
   --v=1
 wait_for "kube-apiserver /readyz" 90 api_ready

@@ -28,6 +28,8 @@ NODE_DAEMONS=(containerd kubelet kube-proxy provisioner)
 CGROUP_ROOT=/sys/fs/cgroup
 
 node_log() { echo "node: $*" >&2; }
+node_t0=$SECONDS
+node_step() { node_log "$* (+$((SECONDS - node_t0)) s)"; }
 
 # node_pid_alive NAME: its pid file names a live process running our binary of that name
 # with this state folder in its arguments.
@@ -98,7 +100,9 @@ node_clean() {
       "${ctr[@]}" containers delete "$c" >/dev/null 2>&1 || true
     done
   fi
+  node_step "pods stopped"
   node_stop containerd
+  node_step "containerd stopped"
   # 2. shims (and so the containers they hold) that outlived containerd.
   for pid in $(our_shims); do kill -KILL "$pid" 2>/dev/null || true; done
   # 3. whatever still runs in the kubepods cgroups is a container of ours: kill it.
@@ -107,6 +111,7 @@ node_clean() {
     while read -r pid; do [[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null; done <"$c/cgroup.procs"
   done
   sleep 0.5
+  node_step "leftover processes killed"
   # 4. mounts under the state folder (kubelet volumes, overlay rootfs, shm, netns binds), deepest first.
   if [[ -d $NODE_STATE ]]; then
     for m in $(awk -v p="$NODE_STATE/" 'index($2, p) == 1 {print $2}' /proc/self/mounts | sort -r); do
@@ -117,6 +122,7 @@ node_clean() {
   #    iptables rule kube-proxy wrote; the host side of the veth pair goes with its peer.
   if [[ -e /run/netns/$NETNS ]]; then ip netns delete "$NETNS" 2>/dev/null || node_log "could not delete netns $NETNS"; fi
   ip link show "$HOST_IF" >/dev/null 2>&1 && ip link delete "$HOST_IF" 2>/dev/null
+  node_step "mounts and network removed"
   # 6. the kubepods cgroups, now empty (rmdir only: never touches any other cgroup).
   for n in 1 2 3; do
     for c in $(kubepods_cgroups); do rmdir "$c" 2>/dev/null || true; done

@@ -110,7 +110,7 @@ ip route add "$SERVICE_CIDR" via "$NODE_IP" dev "$HOST_IF"
 # --- the control plane, on the host-side address ----------------------------------------------
 exports=$(
   BRAIN_KUBE_ADDRESS=$HOST_IP BRAIN_KUBE_ENDPOINT_RECONCILER=lease BRAIN_KUBE_NODES=0 BRAIN_KUBE_SMOKE=0 \
-    bash "$ROOT/hack/cluster-up.sh"
+    bash "$ROOT/hack/cluster-up.sh" 7>&- # its daemons must not hold the node lock
 )
 KC=$BRAIN_KUBE_STATE/kubeconfig
 k() { "$KUBE_BIN/kubectl" --kubeconfig "$KC" "$@"; }
