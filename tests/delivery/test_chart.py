@@ -131,6 +131,9 @@ def test_pod_is_hardened(render: Render) -> None:
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert c["resources"]["requests"] and c["resources"]["limits"]
     assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    # a slow start (busy node) is not restarted by liveness: 5 minutes of startup probe first
+    assert c["startupProbe"]["httpGet"] == c["livenessProbe"]["httpGet"]
+    assert c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"] >= 300
     assert c["readinessProbe"]["httpGet"]["port"] == "metrics"
     assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
     assert any(v["name"] == "tmp" and "emptyDir" in v for v in pod["volumes"])
