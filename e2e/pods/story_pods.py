@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,7 +210,9 @@ class Gateway:
         )
 
     def make_key(self, name: str, role: str) -> str:
-        r = self.rest("POST", "/keys", self.master, json={"name": name, "role": role})
+        # A run-unique name: a rerun on a kept node (BRAIN_NODE_KUBECONFIG) cannot reuse a revoked one.
+        unique = f"{name}-{uuid.uuid4().hex[:6]}"
+        r = self.rest("POST", "/keys", self.master, json={"name": unique, "role": role})
         assert r.status_code == 201, r.text
         self.keys[name] = r.json()["key"]
         return self.keys[name]
