@@ -107,8 +107,10 @@ def stack(real_node: RealNode) -> Iterator[Stack]:
     t0 = time.monotonic()
     _install(node)
     node.kubectl("apply", "-n", NS, "-f", "-", input=helpers_manifest(NS, FILES))
-    node.kubectl("apply", "-n", NS, "-f", "-", input=brain_manifest(NS))
+    # The policy first: applied after the Brain it changes the gateway's config, and so rolls the
+    # gateways once more right after they started (minutes of LiteLLM boots on a small node).
     node.kubectl("apply", "-n", NS, "-f", str(SAMPLES / "routingpolicy.yaml"))
+    node.kubectl("apply", "-n", NS, "-f", "-", input=brain_manifest(NS))
     try:
         node.kubectl("wait", "brain/team", "-n", NS, "--for=condition=Ready", "--timeout=600s", timeout=620)
     except AssertionError:
@@ -155,15 +157,17 @@ def test_user_story_on_real_pods(stack: Stack) -> None:
     assert {conditions.get(t) for t in ("Ready", "DatabaseReady", "EmbedderReady", "GatewayReady")} == {
         "True"
     }, conditions
-    for ns in (NS, OPERATOR_NS):  # a rollout the operator started on the way may still be finishing
+    for dep in ("team-gateway", "team-embedder"):  # a rollout the operator started on the way
+        s.node.kubectl("rollout", "status", f"deploy/{dep}", "-n", NS, "--timeout=600s", timeout=620)
+    for ns in (NS, OPERATOR_NS):
         try:
             wait_for(
                 f"every pod in {ns} Running and Ready", lambda ns=ns: pods_ready(s.node, ns)[0], timeout=300
             )
         except AssertionError:
             raise AssertionError(pods_ready(s.node, ns)[1]) from None
-    gateways = s.node.json("get", "pods", "-n", NS, "-l", "app.kubernetes.io/component=gateway")["items"]
-    assert len(gateways) == 2, [p["metadata"]["name"] for p in gateways]
+    gateways = _pod_names(s, "gateway")
+    assert len(gateways) == 2, gateways
     pvc = s.node.json("get", "pvc", "-n", NS)["items"]
     assert [p["status"]["phase"] for p in pvc] == ["Bound"], pvc
 
