@@ -160,10 +160,12 @@ def test_user_story_on_real_pods(stack: Stack) -> None:
     for dep in ("team-gateway", "team-embedder"):  # a rollout the operator started on the way
         s.node.kubectl("rollout", "status", f"deploy/{dep}", "-n", NS, "--timeout=600s", timeout=620)
     for ns in (NS, OPERATOR_NS):
+
+        def all_ready(ns: str = ns) -> bool:
+            return pods_ready(s.node, ns)[0]
+
         try:
-            wait_for(
-                f"every pod in {ns} Running and Ready", lambda ns=ns: pods_ready(s.node, ns)[0], timeout=300
-            )
+            wait_for(f"every pod in {ns} Running and Ready", all_ready, timeout=300)
         except AssertionError:
             raise AssertionError(pods_ready(s.node, ns)[1]) from None
     gateways = _pod_names(s, "gateway")
