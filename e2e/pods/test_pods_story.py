@@ -458,7 +458,7 @@ def test_helm_uninstall_leaves_what_the_docs_say(stack: Stack) -> None:
         timeout=180,
     )
     assert "brains.brain.dev" in stack.k("get", "crd", "-o", "name")
-    assert stack.k("get", "brain", "team", "-n", NS, "-o", "name").strip() == "brain.dev/team"
+    assert stack.k("get", "brain", "team", "-n", NS, "-o", "name").strip() == "brain.brain.dev/team"
     assert [p["status"]["phase"] for p in stack.node.json("get", "pvc", "-n", NS)["items"]] == ["Bound"]
     left = stack.k("get", "clusterrole,clusterrolebinding", "-o", "name")
     assert "brain-operator" not in left, left
