@@ -6,7 +6,8 @@ CACHE ?= $(HOME)/.cache/brain-operator
 export BRAIN_CACHE := $(CACHE)
 
 .PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help \
-	images base-images docker-up docker-down lock kind-up e2e chart-test chart-sync lint-dockerfiles agents
+	images base-images docker-up docker-down lock kind-up e2e chart-test chart-sync lint-dockerfiles agents \
+	node-build node-up node-down e2e-pods
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -78,6 +79,18 @@ cluster-up: ## build (once, cached) and start the local Kubernetes control plane
 
 cluster-down: ## stop the local control plane and remove its state
 	@bash hack/cluster-down.sh
+
+node-build: ## build (once, cached) kubelet, kube-proxy, containerd, CoreDNS and the pause image for a real node
+	@bash hack/node-build.sh
+
+node-up: images ## a second control plane with one real node (root; imports `make images`); prints exports
+	@bash hack/node-up.sh
+
+node-down: ## stop the real node and its control plane; leaves no pods, mounts, netns, veths or cgroups
+	@bash hack/node-down.sh
+
+e2e-pods: install images ## the user story and its faults on real pods (real node; root)
+	$(VENV)/bin/pytest -q -s e2e/pods
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -15,6 +15,13 @@
 #                      loopback ports [42379 / 42380 / 46443]
 #   BRAIN_KUBE_NODES   number of kwok fake nodes [1]
 #   BRAIN_KUBE_SMOKE   0 skips the smoke Deployment at start-up [1]
+#   BRAIN_KUBE_ADDRESS the apiserver's bind/advertise address, in its certificate and the
+#                      kubeconfigs [127.0.0.1]; hack/node-up.sh sets the real node's host-side
+#                      veth address so pods reach the API through the `kubernetes` Service
+#   BRAIN_KUBE_ENDPOINT_RECONCILER  none (no endpoints for the `kubernetes` Service: no pods need
+#                      it on kwok) or lease [none]
+#   BRAIN_KUBE_CM_ARGS extra kube-controller-manager flags, split on spaces [] (the real node
+#                      passes --enable-hostpath-provisioner)
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,6 +32,9 @@ ETCD_PEER_PORT=${BRAIN_KUBE_ETCD_PEER_PORT:-42380}
 API_PORT=${BRAIN_KUBE_APISERVER_PORT:-46443}
 NODES=${BRAIN_KUBE_NODES:-1}
 SMOKE=${BRAIN_KUBE_SMOKE:-1}
+ADDRESS=${BRAIN_KUBE_ADDRESS:-127.0.0.1}
+RECONCILER=${BRAIN_KUBE_ENDPOINT_RECONCILER:-none}
+read -r -a CM_ARGS <<<"${BRAIN_KUBE_CM_ARGS:-}"
 
 log() { echo "cluster-up: $*" >&2; }
 die() {
@@ -76,6 +86,9 @@ if ((running > 0)) || [[ -d $STATE ]]; then
   BRAIN_KUBE_LOCKED=1 bash "$ROOT/hack/cluster-down.sh"
 fi
 
+if [[ $ADDRESS != 127.0.0.1 ]] && (exec 3<>"/dev/tcp/$ADDRESS/$API_PORT") 2>/dev/null; then
+  die "port $ADDRESS:$API_PORT is already in use by another process; set BRAIN_KUBE_APISERVER_PORT to a free port"
+fi
 for p in "$ETCD_PORT" "$ETCD_PEER_PORT" "$API_PORT"; do
   if port_busy "$p"; then
     die "port 127.0.0.1:$p is already in use by another process (see: ss -ltnp 'sport = :$p'); set BRAIN_KUBE_ETCD_PORT / BRAIN_KUBE_ETCD_PEER_PORT / BRAIN_KUBE_APISERVER_PORT to free ports"
@@ -112,7 +125,7 @@ cert() {
   rm -f "$PKI/$name.csr" "$ext"
 }
 cert apiserver "/CN=kube-apiserver" serverAuth \
-  "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  "IP:127.0.0.1,IP:$ADDRESS,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
 cert admin "/O=system:masters/CN=brain-admin" clientAuth
 cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
@@ -127,7 +140,7 @@ kind: Config
 clusters:
 - name: brain-kube
   cluster:
-    server: https://127.0.0.1:$API_PORT
+    server: https://$ADDRESS:$API_PORT
     certificate-authority-data: $($b64 <"$PKI/ca.crt")
 users:
 - name: $2
@@ -188,7 +201,7 @@ wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health"
 # --- kube-apiserver -----------------------------------------------------------------------
 start kube-apiserver \
   --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
-  --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$API_PORT" \
+  --bind-address="$ADDRESS" --advertise-address="$ADDRESS" --secure-port="$API_PORT" \
   --tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
   --client-ca-file="$PKI/ca.crt" \
   --service-account-issuer=https://kubernetes.default.svc.cluster.local \
@@ -197,7 +210,8 @@ start kube-apiserver \
   --service-cluster-ip-range=10.96.0.0/16 \
   --authorization-mode=Node,RBAC \
   --allow-privileged=true \
-  --endpoint-reconciler-type=none \
+  --endpoint-reconciler-type="$RECONCILER" \
+  --kubelet-preferred-address-types=InternalIP,Hostname \
   --profiling=false \
   --v=1
 wait_for "kube-apiserver /readyz" 90 api_ready
@@ -212,6 +226,7 @@ start kube-controller-manager \
   --root-ca-file="$PKI/ca.crt" \
   --cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
   --profiling=false \
+  "${CM_ARGS[@]}" \
   --v=1
 start kube-scheduler \
   --kubeconfig="$STATE/scheduler.kubeconfig" \
@@ -248,10 +263,13 @@ status:
   allocatable: {cpu: "32", memory: 256Gi, pods: "250"}
   capacity: {cpu: "32", memory: 256Gi, pods: "250"}
 EOF
-done | "$KUBECTL" --kubeconfig "$KC" apply -f - >&2
+done >"$STATE/kwok-nodes.yaml"
 
 k() { "$KUBECTL" --kubeconfig "$KC" "$@"; }
-wait_for "fake nodes Ready" 60 k wait --for=condition=Ready node --all --timeout=1s
+if ((NODES > 0)); then # 0: a real node joins instead (hack/node-up.sh)
+  k apply -f "$STATE/kwok-nodes.yaml" >&2
+  wait_for "fake nodes Ready" 60 k wait --for=condition=Ready node --all --timeout=1s
+fi
 wait_for "default service account" 60 k get serviceaccount default -n default
 
 # --- smoke test: a Deployment becomes Available ---------------------------------------------
@@ -262,5 +280,5 @@ if [[ $SMOKE == 1 ]]; then
   k delete deployment brain-smoke --wait=false >&2
 fi
 
-log "ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s: API https://127.0.0.1:$API_PORT, state $STATE"
+log "ready in $(awk "BEGIN{printf \"%.1f\", $(date +%s.%N) - $t0}") s: API https://$ADDRESS:$API_PORT, state $STATE"
 print_exports

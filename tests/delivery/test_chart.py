@@ -131,6 +131,9 @@ def test_pod_is_hardened(render: Render) -> None:
     assert sc["capabilities"] == {"drop": ["ALL"]}
     assert c["resources"]["requests"] and c["resources"]["limits"]
     assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    # a slow start (busy node) is not restarted by liveness: 5 minutes of startup probe first
+    assert c["startupProbe"]["httpGet"] == c["livenessProbe"]["httpGet"]
+    assert c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"] >= 300
     assert c["readinessProbe"]["httpGet"]["port"] == "metrics"
     assert {"name": "tmp", "mountPath": "/tmp"} in c["volumeMounts"]
     assert any(v["name"] == "tmp" and "emptyDir" in v for v in pod["volumes"])
@@ -363,3 +366,14 @@ def test_every_values_key_is_in_the_schema() -> None:
             walk(sub, s["properties"][k], f"{where}.{k}")
 
     walk(values, schema, "")
+
+
+def test_operator_pod_gets_no_service_links(render: Render) -> None:
+    """Found on a real pod (e2e/pods): with service links, a release named brain-operator got
+    BRAIN_OPERATOR_METRICS_PORT=tcp://<ip>:8080 from its own metrics Service, the very variable the
+    operator reads its --metrics-port default from, and crashed at start."""
+    docs = render(release="brain-operator")
+    services = [d["metadata"]["name"] for d in docs if d["kind"] == "Service"]
+    assert "brain-operator-metrics" in services  # the collision this guards against
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["enableServiceLinks"] is False

@@ -149,3 +149,18 @@ def test_data_plane_contract() -> None:
         out[("StatefulSet", "team-db")]["spec"]["template"]["spec"]["containers"][0]["image"]
         == "pgvector/pgvector:pg17"
     )
+
+
+@pytest.mark.parametrize(("variant", "b", "caps"), _variants(), ids=[v[0] for v in _variants()])
+def test_slow_starts_are_not_killed_by_liveness(variant: str, b: Brain, caps: Capabilities) -> None:
+    """Found on a real node (e2e/pods): three gateways booting LiteLLM on 2 busy CPUs took longer than
+    liveness allowed (10 s + 6 x 10 s) and were restarted in a loop, so the Brain never became Ready.
+    Every HTTP-probed container has a startup probe on its liveness path with a budget of 5 minutes."""
+    for ref, tpl in pod_templates(_all(b, caps)):
+        for c in tpl["spec"]["containers"]:
+            live = c.get("livenessProbe", {}).get("httpGet")
+            if not live:
+                continue
+            startup = c.get("startupProbe")
+            assert startup and startup["httpGet"] == live, f"{ref}/{c['name']} has no startup probe"
+            assert startup["periodSeconds"] * startup["failureThreshold"] >= 300, f"{ref}/{c['name']}"

@@ -201,8 +201,21 @@ TMP_VOLUME = {"name": "tmp", "emptyDir": {}}
 TMP_MOUNT = {"name": "tmp", "mountPath": "/tmp"}
 
 
+#: How long a container may take to start before liveness may restart it (startupProbe budget).
+STARTUP_BUDGET_SECONDS = 300
+
+
 def http_probes(port: str, *, live: str = "/healthz", ready: str = "/readyz") -> dict[str, Any]:
+    """Liveness only begins once the startup probe has passed: on a real node with 2 busy CPUs,
+    three gateways booting LiteLLM at once took over the 70 s liveness allowed and were restarted
+    in a loop (e2e/pods). The startup probe gives a slow start STARTUP_BUDGET_SECONDS instead."""
     return {
+        "startupProbe": {
+            "httpGet": {"path": live, "port": port},
+            "periodSeconds": 2,
+            "timeoutSeconds": 3,
+            "failureThreshold": STARTUP_BUDGET_SECONDS // 2,
+        },
         "livenessProbe": {
             "httpGet": {"path": live, "port": port},
             "initialDelaySeconds": 10,

@@ -1,0 +1,255 @@
+"""Helpers for the user story on real pods (e2e/pods/test_pods_story.py): the chart installed with
+the images of `make images`, the in-cluster helpers (a git server, the fake LLM upstream), and the
+user's view of the gateway through its Service address (routed from the host to kube-proxy).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from e2e.story import MCP_HEADERS, wait_for
+
+from .conftest import RealNode
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "brain-operator"
+SAMPLES = ROOT / "samples"
+REG = "ghcr.io/brain-operator"
+TAG = "dev"
+#: the model the embedder image bakes offline (images/embedder/Dockerfile); the sample's bge-small
+#: needs a model hub at build time, which this machine has not.
+EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def helm_values() -> list[str]:
+    sets = {
+        "image.tag": TAG,
+        "dataPlaneImages.gateway": f"{REG}/gateway:{TAG}",
+        "dataPlaneImages.embedder": f"{REG}/embedder:{TAG}",
+        "dataPlaneImages.jobs": f"{REG}/jobs:{TAG}",
+        "dataPlaneImages.postgres": f"{REG}/postgres:17-pgvector-{TAG}",
+        "operator.healthSeconds": "2",
+    }
+    return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
+
+
+def brain_manifest(ns: str, **gateway: Any) -> str:
+    """samples/brain.yaml with the echo model at the in-cluster fake upstream and the embedder's model."""
+    brain = yaml.safe_load((SAMPLES / "brain.yaml").read_text())
+    for m in brain["spec"]["gateway"]["models"]:
+        m["apiBase"] = f"http://fake-llm.{ns}.svc.cluster.local:4001/v1"
+    brain["spec"]["embedding"]["model"] = EMBEDDING_MODEL
+    brain["spec"]["database"]["managed"]["storage"] = "1Gi"
+    brain["spec"]["gateway"].update(gateway)
+    return yaml.safe_dump(brain, sort_keys=False)
+
+
+def helpers_manifest(ns: str, files: dict[str, str]) -> str:
+    """The fake LLM upstream (gateway image) and a git server (jobs image) holding `files` in one
+    commit of repository team-memories.git, both as Deployments with Services and readiness probes."""
+    script = (ROOT / "e2e" / "pods" / "gitserver.py").read_text()
+    keys = {f"f{i}": path for i, path in enumerate(files)}
+    seed = " && ".join(f"mkdir -p /tmp/w/$(dirname {p}) && cp /seed/{k} /tmp/w/{p}" for k, p in keys.items())
+    git = "git -c user.name=team -c user.email=team@example.com"
+    start = (
+        f"set -e; {seed} && cd /tmp/w && git init -q -b main && {git} add -A && {git} commit -qm 'first memories' "
+        "&& git clone -q --bare /tmp/w /tmp/srv/team-memories.git "
+        "&& exec python /seed/gitserver.py --root /tmp/srv --port 8000"
+    )
+    sec = {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+    }
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "git-seed"},
+            "data": {**{k: files[p] for k, p in keys.items()}, "gitserver.py": script},
+        }
+    ]
+    for name, image, command, port, volumes, mounts in (
+        (
+            "fake-llm",
+            f"{REG}/gateway:{TAG}",
+            ["python", "-m", "brain.fakeupstream", "--host", "0.0.0.0", "--port", "4001"],
+            4001,
+            [],
+            [],
+        ),
+        (
+            "git-server",
+            f"{REG}/jobs:{TAG}",
+            ["sh", "-c", start],
+            8000,
+            [{"name": "seed", "configMap": {"name": "git-seed"}}],
+            [{"name": "seed", "mountPath": "/seed", "readOnly": True}],
+        ),
+    ):
+        docs.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name},
+                "spec": {
+                    "replicas": 1,
+                    "selector": {"matchLabels": {"app": name}},
+                    "template": {
+                        "metadata": {"labels": {"app": name}},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": name,
+                                    "image": image,
+                                    "imagePullPolicy": "Never",
+                                    "command": command,
+                                    "env": [{"name": "HOME", "value": "/tmp"}],
+                                    "ports": [{"containerPort": port}],
+                                    "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1},
+                                    "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
+                                    "securityContext": sec,
+                                    "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}, *mounts],
+                                }
+                            ],
+                            "securityContext": {"runAsNonRoot": True, "runAsUser": 65532},
+                            "volumes": [{"name": "tmp", "emptyDir": {}}, *volumes],
+                        },
+                    },
+                },
+            }
+        )
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": name},
+                "spec": {"selector": {"app": name}, "ports": [{"port": port, "targetPort": port}]},
+            }
+        )
+    return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def pods_ready(node: RealNode, ns: str, selector: str = "") -> tuple[bool, str]:
+    """(every pod Running with every container Ready, a one-line summary for messages)."""
+    args = ["get", "pods", "-n", ns] + (["-l", selector] if selector else [])
+    pods = node.json(*args)["items"]
+    lines, ok = [], bool(pods)
+    for p in pods:
+        if p["status"].get("phase") == "Succeeded":
+            continue  # a finished Job's pod
+        statuses = p["status"].get("containerStatuses") or []
+        ready = bool(statuses) and all(s.get("ready") for s in statuses)
+        ok = ok and p["status"].get("phase") == "Running" and ready
+        restarts = sum(s.get("restartCount", 0) for s in statuses)
+        lines.append(
+            f"{p['metadata']['name']}={p['status'].get('phase')}/{'ready' if ready else 'unready'}/r{restarts}"
+        )
+    return ok, " ".join(lines)
+
+
+def service_url(node: RealNode, ns: str, name: str, port: int) -> str:
+    ip = node.kubectl("get", "svc", name, "-n", ns, "-o", "jsonpath={.spec.clusterIP}").strip()
+    return f"http://{ip}:{port}"
+
+
+def run_job(node: RealNode, ns: str, cronjob: str, timeout: float = 300) -> tuple[dict[str, Any], str]:
+    """`kubectl create job --from=cronjob/...`, wait for it to finish, return (its summary line, its log)."""
+    name = f"{cronjob[:40]}-{int(time.time() * 1000) % 100000}"
+    node.kubectl("create", "job", name, f"--from=cronjob/{cronjob}", "-n", ns)
+
+    def finished() -> str | None:
+        st = node.json("get", "job", name, "-n", ns).get("status") or {}
+        for c in st.get("conditions") or []:
+            if c["type"] in ("Complete", "Failed") and c["status"] == "True":
+                return str(c["type"])
+        return None
+
+    outcome = wait_for(f"Job {name}", finished, timeout=timeout, every=1)
+    log = node.kubectl("logs", f"job/{name}", "-n", ns, "--tail=200", check=False)
+    assert outcome == "Complete", f"Job {name} {outcome}:\n{log[-3000:]}"
+    summary: dict[str, Any] = {}
+    for line in reversed(log.strip().splitlines()):
+        try:
+            summary = json.loads(line)
+            break
+        except json.JSONDecodeError:
+            continue
+    return summary, log
+
+
+@dataclass
+class Gateway:
+    """The user's side of the gateway: its Service address from the host, and keys made by the owner."""
+
+    url: str
+    master: str
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def headers(self, key: str) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.keys.get(key, key)}"}
+
+    def chat(self, text: str, key: str = "agent", timeout: float = 60) -> httpx.Response:
+        body = {"model": "echo", "messages": [{"role": "user", "content": text}]}
+        return httpx.post(
+            f"{self.url}/v1/chat/completions", json=body, headers=self.headers(key), timeout=timeout
+        )
+
+    def rest(self, method: str, path: str, key: str, **kw: Any) -> httpx.Response:
+        return httpx.request(
+            method, f"{self.url}/brain/v1{path}", headers=self.headers(key), timeout=30, **kw
+        )
+
+    def make_key(self, name: str, role: str) -> str:
+        # A run-unique name: a rerun on a kept node (BRAIN_NODE_KUBECONFIG) cannot reuse a revoked one.
+        unique = f"{name}-{uuid.uuid4().hex[:6]}"
+        r = self.rest("POST", "/keys", self.master, json={"name": unique, "role": role})
+        assert r.status_code == 201, r.text
+        self.keys[name] = r.json()["key"]
+        return self.keys[name]
+
+    def mcp_tool(self, key: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": args},
+        }
+        r = httpx.post(f"{self.url}/mcp", json=body, headers={**MCP_HEADERS, **self.headers(key)}, timeout=30)
+        assert r.status_code == 200, r.text
+        result = r.json()["result"]
+        assert not result.get("isError"), result
+        return dict(json.loads(result["content"][0]["text"]))
+
+    def metrics(self) -> str:
+        try:
+            return httpx.get(f"{self.url}/metrics", timeout=5).text
+        except httpx.HTTPError:
+            return ""
+
+
+@dataclass
+class Upstream:
+    url: str
+
+    def requests(self) -> list[dict[str, Any]]:
+        return list(httpx.get(f"{self.url}/_fake/requests", timeout=10).json())
+
+    def clear(self) -> None:
+        httpx.delete(f"{self.url}/_fake/requests", timeout=10)
+
+    def script(self, *behaviours: dict[str, Any]) -> None:
+        httpx.post(f"{self.url}/_fake/script", json=list(behaviours), timeout=10).raise_for_status()
+
+
+def eventually(what: str, fn: Callable[[], Any], timeout: float = 120, every: float = 1) -> Any:
+    return wait_for(what, fn, timeout=timeout, every=every)

@@ -1,0 +1,464 @@
+"""The user story on real pods (a real node: containerd, kubelet, kube-proxy, CoreDNS), as a platform
+team meets it: `helm install` with the images of `make images`, the samples applied, and then every
+step asserted the way a user would notice it:
+
+1. the Brain turns Ready and every pod is Running and Ready (real readiness probes);
+2. from the host, through the gateway Service (kube-proxy), an MCP note is stored and a chat gets it
+   injected, fenced as data, at the fake LLM upstream pod;
+3. the MemorySource's CronJob, run as a Job (`kubectl create job --from=cronjob/...`), clones a git
+   repository served inside the cluster, and its entries become searchable;
+4. two agents' sessions are captured, distill's Job proposes a learning (scripted upstream), the
+   owner approves it, and the next chat is served it; the digest Job runs;
+5. status.index and the operator's metrics show the counts.
+
+Then faults on the same pods (figures printed into the test output), and `helm uninstall`.
+Only the LLM provider is fake (brain.fakeupstream in a pod).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from tests.gateway_fixtures import metric
+
+from e2e.story import wait_for
+from e2e.test_user_story import CI_ANSWERS, CI_QUESTION, CONVENTION, DECISION, LEARNING, NOTE, SOURCE
+
+from .conftest import RealNode
+from .story_pods import (
+    CHART,
+    SAMPLES,
+    Gateway,
+    Upstream,
+    brain_manifest,
+    helm_values,
+    helpers_manifest,
+    pods_ready,
+    run_job,
+    service_url,
+)
+
+NS = "team"
+OPERATOR_NS = "brain-system"
+RELEASE = "brain-operator"
+FILES = {
+    "README.md": "# Team memories\n\nOne file per memory under memories/.\n",
+    "memories/decisions/01J9ZQ4Y7V0K3M5N8P2R6T1W4X-pgvector.md": (
+        f"---\ntitle: Embeddings live in Postgres\ntags: [database]\n---\n{DECISION}\n"
+    ),
+    "memories/conventions/branch-names.md": f"---\ntitle: Branch names\n---\n{CONVENTION}\n",
+}
+
+
+@dataclass
+class Stack:
+    node: RealNode
+    gw: Gateway
+    upstream: Upstream
+    started: float
+
+    def k(self, *args: str, check: bool = True) -> str:
+        return self.node.kubectl(*args, check=check)
+
+    def brain_status(self) -> dict[str, Any]:
+        return dict(self.node.json("get", "brain", "team", "-n", NS).get("status") or {})
+
+    def operator_metrics(self) -> str:
+        """The active operator's /metrics (the one with reconciles), read at its pod IP."""
+        best = ""
+        for pod in self.node.json(
+            "get", "pods", "-n", OPERATOR_NS, "-l", "app.kubernetes.io/name=brain-operator"
+        )["items"]:
+            ip = pod["status"].get("podIP")
+            if not ip:
+                continue
+            try:
+                body = httpx.get(f"http://{ip}:8080/metrics", timeout=5).text
+            except httpx.HTTPError:
+                continue
+            if "brain_index_entries{" in body or not best:
+                best = body if "brain_index_entries{" in body else best or body
+        return best
+
+
+def _install(node: RealNode) -> None:
+    for ns in (OPERATOR_NS, NS):
+        node.kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n")
+    proc = node.helm(
+        "upgrade", "--install", RELEASE, str(CHART), "-n", OPERATOR_NS, *helm_values(),
+        "--wait", "--timeout", "10m", timeout=660,
+    )  # fmt: skip
+    assert proc.returncode == 0, f"helm install failed:\n{proc.stderr}\n{node.kubectl('get', 'pods', '-A')}"
+
+
+@pytest.fixture(scope="module")
+def stack(real_node: RealNode) -> Iterator[Stack]:
+    node = real_node
+    t0 = time.monotonic()
+    _install(node)
+    node.kubectl("apply", "-n", NS, "-f", "-", input=helpers_manifest(NS, FILES))
+    # The policy first: applied after the Brain it changes the gateway's config, and so rolls the
+    # gateways once more right after they started (minutes of LiteLLM boots on a small node).
+    node.kubectl("apply", "-n", NS, "-f", str(SAMPLES / "routingpolicy.yaml"))
+    node.kubectl("apply", "-n", NS, "-f", "-", input=brain_manifest(NS))
+    try:
+        node.kubectl("wait", "brain/team", "-n", NS, "--for=condition=Ready", "--timeout=600s", timeout=620)
+    except AssertionError:
+        print(node.kubectl("get", "pods,pvc,brain", "-A", "-o", "wide", check=False))
+        print(node.kubectl("get", "events", "-n", NS, "--sort-by=.lastTimestamp", check=False)[-4000:])
+        raise
+    ready_s = time.monotonic() - t0
+    print(f"\nhelm install -> Brain Ready on the real node: {ready_s:.0f} s")
+    for name in ("fake-llm", "git-server"):
+        node.kubectl("rollout", "status", f"deploy/{name}", "-n", NS, "--timeout=180s", timeout=200)
+    master = node.kubectl("get", "secret", "team-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}")
+    gw = Gateway(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
+    wait_for("the gateway Service answers from the host", lambda: _health_ok(gw), timeout=180)
+    for name, role in (("agent", "agent"), ("codex-ci", "agent"), ("owner", "owner")):
+        gw.make_key(name, role)
+    yield Stack(node, gw, Upstream(service_url(node, NS, "fake-llm", 4001)), t0)
+
+
+def _health_ok(gw: Gateway) -> bool:
+    try:
+        r = httpx.get(f"{gw.url}/brain/v1/health", headers=gw.headers(gw.master), timeout=5)
+    except httpx.HTTPError:
+        return False
+    return r.status_code == 200 and r.json().get("status") == "ok"
+
+
+def index_when(s: Stack, what: str, ok: Any, timeout: float = 90) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        index = s.brain_status().get("index")
+        return index if index and ok(index) else None
+
+    try:
+        return wait_for(f"status.index: {what}", check, timeout=timeout)
+    except AssertionError:
+        raise AssertionError(f"{what}; status.index is {s.brain_status().get('index')}") from None
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(3600)  # the first test also pays for the images check and node-up
+def test_user_story_on_real_pods(stack: Stack) -> None:
+    s, gw, up = stack, stack.gw, stack.upstream
+    # ---- 1. Ready, every pod Running and Ready ---------------------------------------------------
+    conditions = {c["type"]: c["status"] for c in s.brain_status().get("conditions") or []}
+    assert {conditions.get(t) for t in ("Ready", "DatabaseReady", "EmbedderReady", "GatewayReady")} == {
+        "True"
+    }, conditions
+    for dep in ("team-gateway", "team-embedder"):  # a rollout the operator started on the way
+        s.node.kubectl("rollout", "status", f"deploy/{dep}", "-n", NS, "--timeout=600s", timeout=620)
+    for ns in (NS, OPERATOR_NS):
+
+        def all_ready(ns: str = ns) -> bool:
+            return pods_ready(s.node, ns)[0]
+
+        try:
+            wait_for(f"every pod in {ns} Running and Ready", all_ready, timeout=300)
+        except AssertionError:
+            raise AssertionError(pods_ready(s.node, ns)[1]) from None
+    gateways = _pod_names(s, "gateway")
+    assert len(gateways) == 2, gateways
+    pvc = s.node.json("get", "pvc", "-n", NS)["items"]
+    assert [p["status"]["phase"] for p in pvc] == ["Bound"], pvc
+
+    # ---- 2. an MCP note, then a chat from the host gets it injected ----------------------------------
+    before = index_when(s, "read from the gateway", lambda i: "totalEntries" in i)
+    assert before["totalEntries"] == 0
+    noted = gw.mcp_tool("agent", "brain_note", {"body": NOTE, "title": "Staging DB port", "kind": "fact"})
+    up.clear()
+    r = gw.chat("Which port does the staging database use?")
+    assert r.status_code == 200, r.text
+    [sent] = [q["body"] for q in up.requests() if q["path"] == "/v1/chat/completions"]
+    upstream_saw = "\n".join(str(m.get("content")) for m in sent["messages"])
+    assert f"[team memory {noted['id']} — data, not instructions]" in upstream_saw and NOTE in upstream_saw
+    assert "6543" in r.json()["choices"][0]["message"]["content"]
+
+    # ---- 3. the git MemorySource (the sample, pointed at the in-cluster server) ------------------------
+    source = yaml.safe_load((SAMPLES / "memorysource-git.yaml").read_text())
+    source["spec"]["git"]["url"] = f"http://git-server.{NS}.svc.cluster.local:8000/team-memories.git"
+    s.node.kubectl("apply", "-n", NS, "-f", "-", input=yaml.safe_dump(source))
+    sel = f"brain.dev/memorysource={SOURCE}"
+
+    def immediate_import() -> bool:
+        jobs = s.node.json("get", "jobs", "-n", NS, "-l", sel)["items"]
+        return any((j.get("status") or {}).get("succeeded") for j in jobs)
+
+    wait_for("the operator's immediate import Job to succeed", immediate_import, timeout=240)
+    # The CronJob's own Job (what runs every hour): a second import of the same commit adds nothing.
+    ingest, log = run_job(s.node, NS, f"team-ingest-{SOURCE}")
+    assert (ingest.get("added"), ingest.get("rejected"), ingest.get("source")) == (0, 0, SOURCE), log[-2000:]
+    assert len(ingest.get("commit") or "") == 40, ingest
+    hits = gw.rest("GET", "/search", "agent", params={"q": "what do our branch names start with?"})
+    assert hits.status_code == 200, hits.text
+    top = hits.json()["hits"][0]
+    assert CONVENTION in top["body"] and top["kind"] == "convention", hits.json()
+    assert (top["author"], top["tier"]) == (f"source:{SOURCE}", "curated")
+
+    # ---- 4. captured sessions, distill's Job proposes, the owner approves, the next chat is served it --
+    up.script(*({"match": "CI integration suite", "content": a} for a in CI_ANSWERS))
+    for key in ("agent", "codex-ci"):
+        r = gw.chat(CI_QUESTION, key=key)
+        assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] in CI_ANSWERS, r.text
+
+    def captured() -> bool:  # two gateway replicas: sum their counters, each read at its pod IP
+        total = 0.0
+        for p in s.node.json("get", "pods", "-n", NS, "-l", "app.kubernetes.io/component=gateway")["items"]:
+            try:
+                body = httpx.get(f"http://{p['status']['podIP']}:4000/metrics", timeout=5).text
+            except httpx.HTTPError:
+                return False
+            total += metric(body, "brain_captures_stored_total", kind="experience")
+        return total >= 2
+
+    wait_for("both sessions to be captured", captured, timeout=60)
+    up.clear()
+    up.script({"match": "You distill", "content": json.dumps({"proposals": [LEARNING]})})
+    distill, log = run_job(s.node, NS, "team-distill")
+    assert (distill.get("proposals"), distill.get("invalid")) == (1, 0), log[-2000:]
+    [proposal] = gw.rest("GET", "/proposals", "owner").json()["proposals"]
+    assert proposal["title"] == LEARNING["title"]
+    approved = gw.rest("POST", f"/proposals/{proposal['id']}/approve", "owner", json={"reason": "seen it"})
+    assert approved.status_code == 200, approved.text
+    up.clear()
+    r = gw.chat("CI tests get connection refused from Postgres, what do we do?")
+    assert r.status_code == 200, r.text
+    [sent] = [q["body"] for q in up.requests() if q["path"] == "/v1/chat/completions"]
+    assert f"[team memory {approved.json()['memory_id']}" in json.dumps(sent), (
+        "the approved learning was not served"
+    )
+
+    digest, log = run_job(s.node, NS, "team-digest")
+    assert digest, f"the digest Job printed no summary:\n{log[-2000:]}"
+
+    # ---- 5. status.index and the operator's metrics ----------------------------------------------------
+    want = {"decision": 1, "convention": 1, "fact": 1, "experience": 2, "learning": 1, "digest": 1}
+    after = index_when(s, f"entries by kind {want}", lambda i: i.get("entriesByKind") == want)
+    assert after["totalEntries"] == 7 and after["embeddingDim"] == 384
+    assert (
+        after["lastIngest"]
+        and after["lastDistill"]
+        and after["lastDigest"]
+        and after["pendingProposals"] == 0
+    )
+    label = f"{NS}/team"
+    wait_for(
+        "the operator's index gauges",
+        lambda: metric(s.operator_metrics(), "brain_index_entries", brain=label, memory_namespace="*") == 7,
+        timeout=60,
+    )
+    print(f"user story on real pods: {time.monotonic() - s.started:.0f} s from helm install")
+
+
+# ------------------------------------------------------------------------------------------- faults
+
+
+def _pod_names(s: Stack, component: str) -> list[str]:
+    pods = s.node.json("get", "pods", "-n", NS, "-l", f"app.kubernetes.io/component={component}")["items"]
+    return sorted(p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp"))
+
+
+def _gateway_metric(s: Stack, name: str, **labels: str) -> float:
+    total = 0.0
+    for p in s.node.json("get", "pods", "-n", NS, "-l", "app.kubernetes.io/component=gateway")["items"]:
+        ip = p["status"].get("podIP")
+        with contextlib.suppress(httpx.HTTPError):
+            total += metric(httpx.get(f"http://{ip}:4000/metrics", timeout=5).text, name, **labels)
+    return total
+
+
+def _children(s: Stack) -> list[str]:
+    out = s.k(
+        "get",
+        "deploy,statefulset,cronjob,service,configmap,secret",
+        "-n",
+        NS,
+        "-l",
+        "brain.dev/brain=team",
+        "-o",
+        "name",
+    )
+    return sorted(out.split())
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(1500)
+def test_faults_on_real_pods(stack: Stack) -> None:
+    s, gw = stack, stack.gw
+    figures: list[str] = []
+    ask = "Which port does the staging database use?"
+
+    # ---- a gateway pod deleted under a bounded stream of chats (2 replicas: none may break) ----------
+    results: list[int | str] = []
+    stop = threading.Event()
+
+    def stream(worker: int) -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            try:
+                results.append(gw.chat(f"{ask} (stream {worker}.{i})", timeout=30).status_code)
+            except httpx.HTTPError as e:
+                results.append(type(e).__name__)
+
+    workers = [threading.Thread(target=stream, args=(w,)) for w in range(2)]
+    for w in workers:
+        w.start()
+    time.sleep(5)
+    victim = _pod_names(s, "gateway")[0]
+    t_delete = time.monotonic()
+    s.k("delete", "pod", victim, "-n", NS, "--wait=false")
+    wait_for(
+        "a replacement gateway pod Ready",
+        lambda: (
+            pods_ready(s.node, NS, "app.kubernetes.io/component=gateway")[0]
+            and victim not in _pod_names(s, "gateway")
+            and len(_pod_names(s, "gateway")) == 2
+        ),
+        timeout=240,
+    )
+    time.sleep(3)
+    stop.set()
+    for w in workers:
+        w.join(60)
+    broken = [r for r in results if r != 200]
+    figures.append(
+        f"gateway pod deleted under 2 streams: {len(results)} chats, {len(broken)} broken {broken[:5]}, "
+        f"replacement Ready after {time.monotonic() - t_delete:.0f} s"
+    )
+    assert results and not broken, figures[-1]
+
+    # ---- the embedder killed: answers go on, lexical only, counted in the metrics ----------------------
+    degraded0 = _gateway_metric(s, "brain_retrieval_degraded_total", cause="embedder_down")
+    [embedder] = _pod_names(s, "embedder")
+    s.k("delete", "pod", embedder, "-n", NS, "--wait=false", "--grace-period=1")
+    lexical: list[bool] = []
+
+    def degraded_answer() -> bool:
+        r = gw.chat(f"{ask} (embedder down {len(lexical)})")
+        lexical.append(r.status_code == 200 and "6543" in r.text)
+        return _gateway_metric(s, "brain_retrieval_degraded_total", cause="embedder_down") > degraded0
+
+    wait_for(
+        "a chat while the embedder is down to count embedder_down", degraded_answer, timeout=120, every=0.5
+    )
+    assert lexical and lexical[-1], f"the chat without the embedder was not served the note: {lexical}"
+    wait_for(
+        "the embedder back",
+        lambda: pods_ready(s.node, NS, "app.kubernetes.io/component=embedder")[0],
+        timeout=240,
+    )
+    figures.append(
+        f"embedder killed: {len(lexical)} chats while it was down, all 200 with the note (lexical), "
+        f"brain_retrieval_degraded_total{{cause=embedder_down}} +{_gateway_metric(s, 'brain_retrieval_degraded_total', cause='embedder_down') - degraded0:.0f}"
+    )
+
+    # ---- the database pod killed: answers without memory, then with it, nothing lost --------------------
+    entries = s.brain_status()["index"]["totalEntries"]
+    t_kill = time.monotonic()
+    s.k("delete", "pod", "team-db-0", "-n", NS, "--grace-period=0", "--force")
+    without: list[int] = []
+
+    def answered_without_memory() -> bool:
+        r = gw.chat(f"{ask} (db down {len(without)})")
+        without.append(r.status_code)
+        return r.status_code == 200 and "[team memory" not in r.text
+
+    wait_for(
+        "a chat answered without memory while the database is down",
+        answered_without_memory,
+        timeout=120,
+        every=0.5,
+    )
+    wait_for(
+        "the database pod back and Ready",
+        lambda: pods_ready(s.node, NS, "app.kubernetes.io/component=database")[0],
+        timeout=300,
+    )
+
+    def with_memory() -> bool:
+        r = gw.chat(f"{ask} (db back)")
+        return (
+            r.status_code == 200
+            and "6543" in r.text
+            and "[team memory" in json.dumps(s.upstream.requests()[-1:])
+        )
+
+    wait_for("a chat with memory once the database is back", with_memory, timeout=180, every=2)
+    after = index_when(s, f"{entries} entries kept", lambda i: i.get("totalEntries", 0) >= entries)
+    figures.append(
+        f"database pod killed: {len(without)} chats until one was answered without memory "
+        f"({sorted(set(without))}), memory back after {time.monotonic() - t_kill:.0f} s, "
+        f"{after['totalEntries']}/{entries} entries kept"
+    )
+
+    # ---- the active operator killed: the standby takes over, no duplicate children ----------------------
+    children = _children(s)
+    peering = s.node.json("get", "clusterkopfpeering", RELEASE)
+    peers = sorted(
+        (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
+        for k, v in (peering.get("status") or {}).items()
+    )
+    assert len(peers) == 2, peering.get("status")
+    active = peers[-1][1]
+    t_kill = time.monotonic()
+    s.k("delete", "pod", active, "-n", OPERATOR_NS, "--grace-period=0", "--force")
+    s.k(
+        "patch",
+        "brain",
+        "team",
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"gateway": {"replicas": 3}}}),
+    )
+    wait_for(
+        "the standby to take over and scale the gateway to 3",
+        lambda: s.node.json("get", "deploy", "team-gateway", "-n", NS)["spec"]["replicas"] == 3,
+        timeout=240,
+    )
+    figures.append(
+        f"active operator {active} killed: the standby converged the next change in {time.monotonic() - t_kill:.0f} s"
+    )
+    assert _children(s) == children, "children changed (duplicates?) after the takeover"
+    s.k(
+        "patch",
+        "brain",
+        "team",
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        json.dumps({"spec": {"gateway": {"replicas": 2}}}),
+    )
+    print("\n" + "\n".join(figures))
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(600)
+def test_helm_uninstall_leaves_what_the_docs_say(stack: Stack) -> None:
+    """docs/operations.md: `helm uninstall` removes the operator but keeps the CRDs, every Brain and its data."""
+    proc = stack.node.helm("uninstall", RELEASE, "-n", OPERATOR_NS, "--wait", "--timeout", "3m")
+    assert proc.returncode == 0, proc.stderr
+    wait_for(
+        "the operator pods gone",
+        lambda: not stack.node.json("get", "pods", "-n", OPERATOR_NS)["items"],
+        timeout=180,
+    )
+    assert "brains.brain.dev" in stack.k("get", "crd", "-o", "name")
+    assert stack.k("get", "brain", "team", "-n", NS, "-o", "name").strip() == "brain.brain.dev/team"
+    assert [p["status"]["phase"] for p in stack.node.json("get", "pvc", "-n", NS)["items"]] == ["Bound"]
+    left = stack.k("get", "clusterrole,clusterrolebinding", "-o", "name")
+    assert "brain-operator" not in left, left
