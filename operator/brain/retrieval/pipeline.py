@@ -33,6 +33,7 @@ from brain.retrieval.fusion import (
 from brain.retrieval.query import identifier_tokens
 from brain.retrieval.timeframe import TimeFrame
 from brain.retrieval.timeframe import parse as parse_time
+from brain.store.postings import bm25
 from brain.store.store import Scope, Store
 from brain.store.timeline import first_mention
 
@@ -154,12 +155,12 @@ class Retriever:
         frame = parse_time(query, now)
         if frame is None or frame.anchor is None:
             return frame
-        when = await first_mention(self.store.pool, frame.anchor, scope)
-        if when is None:
-            return None
         if frame.relation == "after":
-            return dataclasses.replace(frame, start=when)
-        return dataclasses.replace(frame, end=when)
+            # A first mention bounds "before it" (nothing earlier was about it) but not "after it": a
+            # trip is talked about before it happens. On LoCoMo the open window cost single-hop recall.
+            return None
+        when = await first_mention(self.store.pool, frame.anchor, scope)
+        return None if when is None else dataclasses.replace(frame, end=when)
 
     async def retrieve(
         self,
@@ -187,16 +188,20 @@ class Retriever:
         use = set(cfg.legs)
         # Tasks, not bare coroutines: the lexical legs must run while the query is being embedded.
         legs: dict[str, Awaitable[list[tuple[str, float]]]] = {}
+        idf: list[float] = []  # the lexical leg's second answer: the query's own IDF sum
+
+        async def lexical() -> list[tuple[str, float]]:
+            out = await bm25(self.store, query, scope, n)
+            idf.append(out.query_idf)
+            return out.hits
+
         if "lexical" in use:
-            legs["lexical"] = asyncio.create_task(
-                self._timed(result, "lexical", self.store.lexical_leg(query, scope, n))
-            )
+            legs["lexical"] = asyncio.create_task(self._timed(result, "lexical", lexical()))
         if tokens and "trigram" in use:
             legs["trigram"] = asyncio.create_task(
                 self._timed(result, "trigram", self.store.trigram_leg(tokens, scope, n))
             )
         pinned_task = asyncio.create_task(self.store.standing(scope)) if include_pinned else None
-        idf_task = asyncio.create_task(self.store.query_idf(query)) if "lexical" in legs else None
         vec = result.query_vector = await vec_task
         if vec is not None:
             legs["vector"] = self._timed(result, "vector", self.store.vector_leg(vec, scope, n))
@@ -211,14 +216,9 @@ class Retriever:
             scored[name] = outcome
         if not scored and outcomes and isinstance(outcomes[0], BaseException):
             raise outcomes[0]
-        query_idf = 0.0
-        if idf_task is not None:
-            try:
-                query_idf = await idf_task
-            except Exception:  # without it lexical evidence is 0; the other legs still decide
-                result.degraded.append("idf_failed")
         passing = above_floor(
-            evidence(scored, query_idf=query_idf, identifiers=len(tokens)), cfg.floor.model_dump()
+            evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens)),
+            cfg.floor.model_dump(),
         )
 
         t0 = time.perf_counter()
