@@ -112,6 +112,7 @@ async def main(sizes: list[int], runs: int = 3) -> str:
                 f"| {size:,} | {cells[0]} | {cells[1]} | {same}/{len(queries)} | {rows / size:.1f} "
                 f"| {space['postings'] / size:.0f} | {space['gin'] / size:.0f} |"
             )
+            print(out[-1], file=sys.stderr, flush=True)  # progress: a long run keeps what it measured
             await store.close()
             await pg.drop_database(name)
     finally:

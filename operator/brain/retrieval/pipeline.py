@@ -51,8 +51,9 @@ async def _none() -> None:
 class Floor(BaseModel):
     """The least absolute evidence, per leg, for a memory to be injected at all (each in [0, 1]).
 
-    A memory passes on any one leg: cosine similarity for `vector`, the share of the query's IDF its
-    BM25 covers for `lexical`, the share of the query's identifiers it contains for `trigram`. Episode
+    Evidence per leg: cosine similarity for `vector`, the share of the query's IDF its BM25 covers for
+    `lexical`, the share of the query's identifiers it contains for `trigram`. A memory passes when
+    those, each divided by its leg's floor, add up to 1: one leg at its floor, or weaker legs that agree. Episode
     neighbours of a passing memory pass with it. 0 turns a leg's floor off (everything it finds
     passes). Defaults and how they were chosen: docs/memory-core.md.
     """
