@@ -101,7 +101,7 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
         mapping,
         modes=["hybrid"],
         ks=[5],
-        config=RetrievalConfig(floor=Floor(vector=0, lexical=0, trigram=0)),
+        config=RetrievalConfig(floor=Floor(vector=0, lexical=0, trigram=0), embed_timeout_s=30.0),
     )
     assert unfloored["modes"]["hybrid"]["abstain"] == 0.0
     assert hybrid["injected_tokens_mean"] < unfloored["modes"]["hybrid"]["injected_tokens_mean"] / 2
