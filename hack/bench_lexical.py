@@ -1,11 +1,11 @@
-"""Lexical leg: the postings table (migration 0004) against the tsvector-unnesting SQL it replaced.
+"""Lexical leg: BM25 and the query's IDF in one statement, against the two round trips it replaced.
 
 Prints Markdown for docs/benchmarks.md (`python hack/bench.py --only lexical`, or alone with sizes
 as arguments: `python hack/bench_lexical.py 10000 100000`). LoCoMo turns are copied into namespaces
 until the store holds N memories (no embeddings: only the lexical leg is timed); 200 LoCoMo
 questions scoped to one namespace + `shared`. "before" is what retrieval did until issue 16: the
 BM25 SQL unnesting each candidate's tsvector, then a second round trip for the query's IDF sum;
-"after" is one statement over postings returning both. Rankings are compared on the same run.
+"after" is `brain.store.lexical.bm25`, one statement returning both. Rankings are compared on the same run.
 """
 
 from __future__ import annotations
@@ -31,22 +31,21 @@ async def main(sizes: list[int], runs: int = 3) -> str:
     from brain.eval import load_dataset
     from brain.models import Actor, MemoryIn
     from brain.store import Scope, Store
-    from brain.store.postings import bm25
+    from brain.store.lexical import bm25
     from brain.store.store import AbandoningPool
 
     AbandoningPool.release_timeout = 30.0  # a shared, loaded machine: do not count slow resets as hangs
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     queries = [q.query for q in ds.queries[:200]]
     out = [
-        "## Lexical leg: postings vs tsvector unnest",
+        "## Lexical leg: one round trip",
         "",
         "`hack/bench_lexical.py`: LoCoMo turns copied to N memories, 200 LoCoMo questions in one namespace "
         "+ `shared`. before = BM25 unnesting each candidate's tsvector + a second trip for the query's "
-        "IDF; after = one statement over `postings` (migration 0004). Medians of the runs.",
+        "IDF; after = the same BM25 with the IDF in one statement. Medians of the runs.",
         "",
-        "| memories | before p50 / p95 ms | after p50 / p95 ms | same top-10 | postings rows / memory "
-        "| postings B / memory | full-text GIN B / memory |",
-        "|---|---|---|---|---|---|---|",
+        "| memories | before p50 / p95 ms | after p50 / p95 ms | same top-10 | full-text GIN B / memory |",
+        "|---|---|---|---|---|",
     ]
     pg = EmbeddedPostgres().start()
     try:
@@ -70,11 +69,8 @@ async def main(sizes: list[int], runs: int = 3) -> str:
                     await store.note_many(batch[j : j + 1000], actor=actor)
                 n += len(batch)
                 copy += 1
-            await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats, postings")
-            rows = await store.pool.fetchval("SELECT count(*) FROM postings")
-            space = await store.pool.fetchrow(
-                "SELECT pg_total_relation_size('postings') AS postings, pg_relation_size('memories_tsv') AS gin"
-            )
+            await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+            space = await store.pool.fetchrow("SELECT pg_relation_size('memories_tsv') AS gin")
             scope = Scope.of(["bench-1"])
 
             async def before(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
@@ -109,8 +105,7 @@ async def main(sizes: list[int], runs: int = 3) -> str:
                 for label in ("before", "after")
             ]
             out.append(
-                f"| {size:,} | {cells[0]} | {cells[1]} | {same}/{len(queries)} | {rows / size:.1f} "
-                f"| {space['postings'] / size:.0f} | {space['gin'] / size:.0f} |"
+                f"| {size:,} | {cells[0]} | {cells[1]} | {same}/{len(queries)} | {space['gin'] / size:.0f} |"
             )
             print(out[-1], file=sys.stderr, flush=True)  # progress: a long run keeps what it measured
             await store.close()

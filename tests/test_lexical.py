@@ -1,4 +1,4 @@
-"""The postings-table BM25 (brain.store.postings) ranks exactly as the tsvector-unnesting SQL did."""
+"""One-trip BM25 + query IDF (brain.store.lexical) ranks exactly as lexical_leg + query_idf did."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from brain.models import Actor, MemoryIn
 from brain.service import MemoryService
 from brain.store import Scope
-from brain.store.postings import bm25
+from brain.store.lexical import bm25
 
 BODIES = [
     ("repo:payments", "The staging Postgres for payments listens on port 6543 behind PgBouncer."),
@@ -31,7 +31,7 @@ QUERIES = [
 
 
 @pytest.mark.parametrize("namespace", ["repo:payments", "repo:web"])
-async def test_postings_rank_as_the_tsvector_sql_did(
+async def test_one_trip_ranks_as_lexical_leg_and_query_idf_did(
     service: MemoryService, owner: Actor, namespace: str
 ) -> None:
     for ns, body in BODIES:
