@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from brain.store.store import Scope, Store
+    from brain.store import Scope, Store
 
 # Bounds the candidates when every query word is common (then lexical carries little signal anyway).
 CANDIDATE_CAP = 3000

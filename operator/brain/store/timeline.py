@@ -9,9 +9,10 @@ event's name. Kept apart from store.py so the store's per-table modules stay as 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from brain.store.store import Scope
+if TYPE_CHECKING:
+    from brain.store import Scope
 
 
 async def first_mention(pool: Any, phrase: str, scope: Scope) -> datetime | None:
