@@ -86,7 +86,9 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
     hybrid = report["modes"]["hybrid"]
     assert hybrid["abstain_queries"] == 15
     assert hybrid["abstain"] >= 0.9, hybrid
-    assert hybrid["recall@5"] >= 0.95, hybrid["by_category"]
+    # 0.95 before the twelve harder paraphrases of issue 16 part 3; three of them (q18, q45, q49) sit
+    # below any floor that keeps small talk out with the offline model (docs/performance.md)
+    assert hybrid["recall@5"] >= 0.92, hybrid["by_category"]
     # not worse than its best single leg in any category
     for cat, row in hybrid["by_category"].items():
         best_leg = max(report["modes"][m]["by_category"][cat]["recall@5"] for m in ("lexical", "vector"))
@@ -99,7 +101,7 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
         mapping,
         modes=["hybrid"],
         ks=[5],
-        config=RetrievalConfig(floor=Floor(vector=0, lexical=0, trigram=0)),
+        config=RetrievalConfig(floor=Floor(vector=0, lexical=0, trigram=0), embed_timeout_s=30.0),
     )
     assert unfloored["modes"]["hybrid"]["abstain"] == 0.0
     assert hybrid["injected_tokens_mean"] < unfloored["modes"]["hybrid"]["injected_tokens_mean"] / 2

@@ -211,7 +211,8 @@ class GatewayAuth(_Model):
 class RetrievalFloor(_Model):
     """The least absolute evidence for a memory to be injected; with none above it, nothing is.
 
-    A memory passes on any one leg; its episode neighbours pass with it. 0 turns a leg's floor off.
+    A memory passes when its legs' evidence, each as a share of that leg's floor, adds up to 1 (one leg
+    at its floor is enough); its episode neighbours pass with it. 0 turns a leg's floor off.
     """
 
     vector: float = Field(

@@ -59,6 +59,49 @@ def zscore_fusion(
     return sorted(((d, s - low, found[d]) for d, s in total.items()), key=lambda t: (-t[1], t[0]))
 
 
+def standout(scored: Sequence[tuple[str, float]]) -> float | None:
+    """How far a leg's best candidate stands above its own candidates, in their standard deviations.
+
+    A leg that has found the answer puts it well clear of the rest (a rare term matched, a close
+    paraphrase); a leg that has only near-misses returns a flat list whose top is barely above its
+    mean. None when the list is too short or flat to say (fewer than 3 candidates, all equal).
+    """
+    if len(scored) < 3:
+        return None
+    values = [v for _, v in scored]
+    mean = sum(values) / len(values)
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+    if sd == 0:
+        return None
+    return (max(values) - mean) / sd
+
+
+def leg_weights(
+    legs: Mapping[str, Sequence[tuple[str, float]]],
+    base: Mapping[str, float],
+    *,
+    adaptive: Sequence[str] = ("vector", "lexical"),
+) -> dict[str, float]:
+    """Per-query weights: each graded leg's base weight × its standout relative to the others'.
+
+    Fixed weights let a leg with nothing to say outvote one that has found the answer: on a
+    paraphrase (same meaning, few shared words) the lexical leg's best is a stray common-word match
+    while the vector leg's best stands far out. Scaling by standout, normalised so the mean factor
+    over the legs that can be judged is 1, leaves the total weight as configured and moves it to the
+    legs with evidence. Legs outside `adaptive` (trigram: counts of exact matches, no spread) and
+    legs whose standout cannot be judged keep their base weight; with fewer than two judged legs
+    nothing changes.
+    """
+    weights = {leg: base.get(leg, 1.0) for leg in legs}
+    judged = {leg: s for leg in adaptive if leg in legs and (s := standout(legs[leg])) is not None}
+    if len(judged) < 2:
+        return weights
+    mean = sum(judged.values()) / len(judged)
+    for leg, s in judged.items():
+        weights[leg] *= s / mean
+    return weights
+
+
 def evidence(
     legs: Mapping[str, Sequence[tuple[str, float]]], *, query_idf: float, identifiers: int
 ) -> dict[str, dict[str, float]]:
@@ -85,12 +128,25 @@ def evidence(
 
 
 def above_floor(evidence: Mapping[str, Mapping[str, float]], floor: Mapping[str, float]) -> set[str]:
-    """Candidates with at least one leg at or above that leg's floor: one strong signal is enough."""
-    return {
-        doc
-        for doc, legs in evidence.items()
-        if any(leg in floor and value >= floor[leg] for leg, value in legs.items())
-    }
+    """Candidates whose evidence, each leg's as a share of that leg's floor, adds up to at least 1.
+
+    One leg at its floor is enough on its own, as is any mix of weaker legs that agree: a paraphrase
+    at cosine 0.27 that also covers a quarter of the query's IDF has more evidence than either says
+    alone. A leg with floor 0 lets everything it found through. Legs without a floor count nothing.
+    """
+    passing = set()
+    for doc, legs in evidence.items():
+        total = 0.0
+        for leg, value in legs.items():
+            if leg not in floor:
+                continue
+            if floor[leg] <= 0:
+                total = math.inf
+                break
+            total += value / floor[leg]
+        if total >= 1:
+            passing.add(doc)
+    return passing
 
 
 def episode_context(

@@ -7,10 +7,11 @@ rest answers alone. Namespace, status and time filters run inside the legs' SQL.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,11 +26,16 @@ from brain.retrieval.fusion import (
     diversify,
     episode_context,
     evidence,
+    leg_weights,
     rrf,
     zscore_fusion,
 )
 from brain.retrieval.query import identifier_tokens
+from brain.retrieval.timeframe import TimeFrame
+from brain.retrieval.timeframe import parse as parse_time
+from brain.store.lexical import bm25
 from brain.store.store import Scope, Store
+from brain.store.timeline import first_mention
 
 T = TypeVar("T")
 
@@ -45,8 +51,9 @@ async def _none() -> None:
 class Floor(BaseModel):
     """The least absolute evidence, per leg, for a memory to be injected at all (each in [0, 1]).
 
-    A memory passes on any one leg: cosine similarity for `vector`, the share of the query's IDF its
-    BM25 covers for `lexical`, the share of the query's identifiers it contains for `trigram`. Episode
+    Evidence per leg: cosine similarity for `vector`, the share of the query's IDF its BM25 covers for
+    `lexical`, the share of the query's identifiers it contains for `trigram`. A memory passes when
+    those, each divided by its leg's floor, add up to 1: one leg at its floor, or weaker legs that agree. Episode
     neighbours of a passing memory pass with it. 0 turns a leg's floor off (everything it finds
     passes). Defaults and how they were chosen: docs/memory-core.md.
     """
@@ -68,6 +75,10 @@ class RetrievalConfig(BaseModel):
     fusion: Literal["zscore", "rrf"] = "zscore"
     rrf_k: int = Field(default=60, ge=1)
     weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "lexical": 1.0, "trigram": 0.6})
+    # Scale each leg's weight by how clearly its best candidate stands out for this query
+    # (fusion.leg_weights). Off by default: on LoCoMo it cost 0.012 recall@10 and on the team set it
+    # changed nothing (docs/memory-core.md), so the fixed `weights` stand until a set shows a gain.
+    adaptive_weights: bool = False
     importance_weight: float = 0.2
     recency_weight: float = 0.05
     recency_half_life_days: float = 90.0
@@ -77,6 +88,9 @@ class RetrievalConfig(BaseModel):
     adjacent_window: int = Field(default=2, ge=0, le=10)
     expand_edges: int = Field(default=2, ge=0)
     embed_timeout_s: float = 0.3
+    # A memory inside the question's time window ("last week", "in May", "before Linear") gains this
+    # share of its score; 0 ignores time in the question (timeframe.py, docs/memory-core.md).
+    time_weight: float = Field(default=0.5, ge=0)
     floor: Floor = Field(default_factory=Floor)
 
 
@@ -89,6 +103,7 @@ class RetrievalResult:
     timings: dict[str, float] = field(default_factory=dict)
     query_vector: Any = None  # reused by callers (persona, skill slots) instead of embedding again
     below_floor: int = 0  # candidates the legs found that had too little evidence to be injected
+    timeframe: TimeFrame | None = None  # the question's time window, when it named one
 
     @property
     def all_hits(self) -> list[Hit]:
@@ -136,8 +151,26 @@ class Retriever:
         metrics.retrieval_degraded.labels(cause).inc()
         return None
 
+    async def _resolve_time(self, query: str, scope: Scope, now: datetime) -> TimeFrame | None:
+        """The question's time window; a named event ("before Linear") is placed at its first mention."""
+        frame = parse_time(query, now)
+        if frame is None or frame.anchor is None:
+            return frame
+        if frame.relation == "after":
+            # A first mention bounds "before it" (nothing earlier was about it) but not "after it": a
+            # trip is talked about before it happens. On LoCoMo applying it changed nothing (0.7410).
+            return None
+        when = await first_mention(self.store.pool, frame.anchor, scope)
+        return None if when is None else dataclasses.replace(frame, end=when)
+
     async def retrieve(
-        self, query: str, scope: Scope, *, limit: int | None = None, include_pinned: bool = False
+        self,
+        query: str,
+        scope: Scope,
+        *,
+        limit: int | None = None,
+        include_pinned: bool = False,
+        use_time: bool = True,
     ) -> RetrievalResult:
         cfg = self.config
         limit = limit or cfg.top_k
@@ -145,21 +178,31 @@ class Retriever:
         t_start = time.perf_counter()
         n = max(cfg.candidates, limit)
         tokens = identifier_tokens(query)
+        now = scope.as_of or datetime.now(UTC)
+        time_task = (
+            asyncio.create_task(self._resolve_time(query, scope, now))
+            if use_time and cfg.time_weight
+            else None
+        )
 
         vec_task = asyncio.create_task(self._embed(query, result) if "vector" in cfg.legs else _none())
         use = set(cfg.legs)
         # Tasks, not bare coroutines: the lexical legs must run while the query is being embedded.
         legs: dict[str, Awaitable[list[tuple[str, float]]]] = {}
+        idf: list[float] = []  # the lexical leg's second answer: the query's own IDF sum
+
+        async def lexical() -> list[tuple[str, float]]:
+            out = await bm25(self.store, query, scope, n)
+            idf.append(out.query_idf)
+            return out.hits
+
         if "lexical" in use:
-            legs["lexical"] = asyncio.create_task(
-                self._timed(result, "lexical", self.store.lexical_leg(query, scope, n))
-            )
+            legs["lexical"] = asyncio.create_task(self._timed(result, "lexical", lexical()))
         if tokens and "trigram" in use:
             legs["trigram"] = asyncio.create_task(
                 self._timed(result, "trigram", self.store.trigram_leg(tokens, scope, n))
             )
         pinned_task = asyncio.create_task(self.store.standing(scope)) if include_pinned else None
-        idf_task = asyncio.create_task(self.store.query_idf(query)) if "lexical" in legs else None
         vec = result.query_vector = await vec_task
         if vec is not None:
             legs["vector"] = self._timed(result, "vector", self.store.vector_leg(vec, scope, n))
@@ -174,14 +217,9 @@ class Retriever:
             scored[name] = outcome
         if not scored and outcomes and isinstance(outcomes[0], BaseException):
             raise outcomes[0]
-        query_idf = 0.0
-        if idf_task is not None:
-            try:
-                query_idf = await idf_task
-            except Exception:  # without it lexical evidence is 0; the other legs still decide
-                result.degraded.append("idf_failed")
         passing = above_floor(
-            evidence(scored, query_idf=query_idf, identifiers=len(tokens)), cfg.floor.model_dump()
+            evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens)),
+            cfg.floor.model_dump(),
         )
 
         t0 = time.perf_counter()
@@ -190,7 +228,8 @@ class Retriever:
                 {leg: [d for d, _ in s] for leg, s in scored.items()}, k=cfg.rrf_k, weights=cfg.weights
             )
         else:
-            fused = zscore_fusion(scored, weights=cfg.weights)
+            weights = leg_weights(scored, cfg.weights) if cfg.adaptive_weights else cfg.weights
+            fused = zscore_fusion(scored, weights=weights)
         result.timings["fuse"] = time.perf_counter() - t0
         if fused and (cfg.episode_weight or cfg.adjacent_weight):
             try:
@@ -219,7 +258,22 @@ class Retriever:
         # Boosts and diversity reorder only near the top, so only the head is fetched (bodies are large).
         fused = fused[: max(limit * 3, limit + 20)]
         hits_by_id = await self._timed(result, "fetch", self.store.hits([d for d, _, _ in fused]))
-        now = scope.as_of or datetime.now(UTC)
+        frame = None
+        if time_task is not None:
+            try:
+                frame = result.timeframe = await time_task
+            except Exception:  # time refines the ranking; without it relevance alone decides
+                result.degraded.append("time_failed")
+        history: list[Hit] = []
+        if frame is not None and frame.relation == "before" and frame.end is not None and scope.as_of is None:
+            # "what did we use before Linear": the versions valid just before it, superseded ones included
+            past = await self.retrieve(
+                query,
+                dataclasses.replace(scope, as_of=frame.end - timedelta(microseconds=1)),
+                limit=limit,
+                use_time=False,
+            )
+            history = past.hits
         candidates = []
         for doc, score, found in fused:
             hit = hits_by_id.get(doc)
@@ -234,7 +288,18 @@ class Retriever:
                 half_life_days=cfg.recency_half_life_days,
             )
             candidates.append(hit)
-        candidates.sort(key=lambda h: -h.score)
+        present = {h.id for h in candidates}
+        candidates += [h for h in history if h.id not in present]
+        in_window: set[str] = set()
+        if frame is not None and candidates:
+            # Additive, on the scale of the best candidate: fused scores are shifted so the lowest is 0,
+            # and a multiplicative lift would leave an in-window memory at the bottom where it was.
+            lift = cfg.time_weight * max(h.score for h in candidates)
+            for hit in candidates:
+                if frame.contains(hit.valid_from):
+                    hit.score += lift
+                    in_window.add(hit.id)
+        candidates.sort(key=lambda h: (-h.score, h.id not in in_window))
         result.hits = diversify(candidates, limit=limit, max_similarity=cfg.max_similarity)
         if pinned_task is not None:
             result.pinned = [h for h in await pinned_task if h.required]

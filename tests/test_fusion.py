@@ -1,0 +1,80 @@
+"""Pure fusion pieces: the evidence floor and per-query leg weights (brain.retrieval.fusion)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from brain.retrieval.fusion import above_floor, leg_weights, zscore_fusion
+
+FLOOR = {"vector": 0.3, "lexical": 0.5, "trigram": 0.5}
+
+evidence_values = st.floats(min_value=0, max_value=1, allow_nan=False)
+leg_evidence = st.dictionaries(st.sampled_from(["vector", "lexical", "trigram"]), evidence_values, min_size=1)
+
+
+def test_two_weak_legs_that_agree_pass_where_either_alone_does_not() -> None:
+    # a paraphrase: cosine under the vector floor, a quarter of the query's IDF covered
+    ev = {"para": {"vector": 0.27, "lexical": 0.23}, "cos": {"vector": 0.27}, "lex": {"lexical": 0.23}}
+    assert above_floor(ev, FLOOR) == {"para"}
+
+
+def test_a_leg_without_a_floor_counts_nothing_and_floor_zero_lets_its_finds_through() -> None:
+    ev = {"a": {"rerank": 1.0}, "b": {"vector": 0.0}}
+    assert above_floor(ev, FLOOR) == set()
+    assert above_floor(ev, {**FLOOR, "vector": 0}) == {"b"}
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=3), leg_evidence, max_size=8))
+def test_one_leg_at_its_floor_always_passes(ev: dict[str, dict[str, float]]) -> None:
+    passing = above_floor(ev, FLOOR)
+    for doc, legs in ev.items():
+        if any(v >= FLOOR[leg] for leg, v in legs.items()):
+            assert doc in passing
+        if all(v < FLOOR[leg] / len(FLOOR) for leg, v in legs.items()):
+            assert doc not in passing  # three legs each under a third of the floor never add up
+
+
+@given(leg_evidence, st.sampled_from(["vector", "lexical", "trigram"]), evidence_values)
+def test_more_evidence_never_drops_a_memory(legs: dict[str, float], leg: str, extra: float) -> None:
+    before = above_floor({"m": legs}, FLOOR)
+    after = above_floor({"m": {**legs, leg: max(legs.get(leg, 0.0), extra)}}, FLOOR)
+    assert before <= after
+
+
+def test_a_leg_whose_best_stands_out_gets_more_weight_than_a_flat_one() -> None:
+    flat = [(f"l{i}", 1.0 + 0.01 * i) for i in range(10)]
+    peaked = [("answer", 0.9)] + [(f"v{i}", 0.1) for i in range(9)]
+    w = leg_weights({"vector": peaked, "lexical": flat, "trigram": [("x", 1.0)]}, {"vector": 1, "lexical": 1})
+    assert w["vector"] > 1 > w["lexical"]
+    assert w["trigram"] == 1.0  # not graded: counts of exact matches have no spread to judge
+    assert abs(w["vector"] + w["lexical"] - 2) < 1e-9  # weight moves between legs, the total stays
+    # with the weights, the peaked leg's answer wins the fusion over the flat leg's top
+    assert zscore_fusion({"vector": peaked, "lexical": flat}, weights=w)[0][0] == "answer"
+
+
+def test_legs_that_cannot_be_judged_keep_their_base_weight() -> None:
+    short = [("a", 2.0), ("b", 1.0)]
+    equal = [("c", 1.0), ("d", 1.0), ("e", 1.0)]
+    assert leg_weights({"vector": short, "lexical": equal}, {"vector": 0.7, "lexical": 1.3}) == {
+        "vector": 0.7,
+        "lexical": 1.3,
+    }
+
+
+scores = st.lists(st.floats(min_value=-50, max_value=50, allow_nan=False), min_size=0, max_size=30)
+
+
+@given(scores, scores, st.floats(min_value=0.1, max_value=3), st.floats(min_value=0.1, max_value=3))
+def test_weights_stay_positive_and_keep_the_configured_total(
+    vec: list[float], lex: list[float], wv: float, wl: float
+) -> None:
+    legs = {
+        "vector": [(f"v{i}", v) for i, v in enumerate(vec)],
+        "lexical": [(f"l{i}", v) for i, v in enumerate(lex)],
+    }
+    w = leg_weights(legs, {"vector": wv, "lexical": wl})
+    assert all(x > 0 for x in w.values())
+    # normalised over the judged legs: the mean factor is 1, so equal base weights keep their sum
+    if wv == wl:
+        assert abs(sum(w.values()) - 2 * wv) < 1e-6 * wv
