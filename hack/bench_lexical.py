@@ -27,9 +27,9 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def main(sizes: list[int], runs: int = 3) -> str:
-    from brain.devdb import EmbeddedPostgres
-    from brain.eval import load_dataset
-    from brain.models import Actor, MemoryIn
+    from brain.core.models import Actor, MemoryIn
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.eval import load_dataset
     from brain.store import Scope, Store
     from brain.store.lexical import bm25
     from brain.store.store import AbandoningPool

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from brain.models import Actor, MemoryIn
-from brain.service import MemoryService
+from brain.core.models import Actor, MemoryIn
+from brain.services.memory import MemoryService
 from brain.store import Scope
 from brain.store.lexical import bm25
 

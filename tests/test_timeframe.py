@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brain.models import Actor, MemoryIn
+from brain.core.models import Actor, MemoryIn
 from brain.retrieval import RetrievalConfig, Retriever
 from brain.retrieval.timeframe import parse
-from brain.service import MemoryService
+from brain.services.memory import MemoryService
 from brain.store import Scope
 
 NOW = datetime(2025, 6, 18, 15, 30, tzinfo=UTC)  # a Wednesday

@@ -82,7 +82,7 @@ def helpers_manifest(ns: str, files: dict[str, str]) -> str:
         (
             "fake-llm",
             f"{REG}/gateway:{TAG}",
-            ["python", "-m", "brain.fakeupstream", "--host", "0.0.0.0", "--port", "4001"],
+            ["python", "-m", "brain.local.fakeupstream", "--host", "0.0.0.0", "--port", "4001"],
             4001,
             [],
             [],

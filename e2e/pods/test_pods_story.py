@@ -12,7 +12,7 @@ step asserted the way a user would notice it:
 5. status.index and the operator's metrics show the counts.
 
 Then faults on the same pods (figures printed into the test output), and `helm uninstall`.
-Only the LLM provider is fake (brain.fakeupstream in a pod).
+Only the LLM provider is fake (brain.local.fakeupstream in a pod).
 """
 
 from __future__ import annotations
