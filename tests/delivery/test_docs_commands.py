@@ -1155,7 +1155,7 @@ async def test_mcp_endpoint_the_agent_commands_register(stack: Stack) -> None:
 
 
 def _entrypoints() -> list[list[str]]:
-    from brain.cli import build_parser
+    from brain.cli.main import build_parser
 
     found: list[list[str]] = [["brainctl"]]
 
