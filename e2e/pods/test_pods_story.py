@@ -73,9 +73,11 @@ class Stack:
     def brain_status(self) -> dict[str, Any]:
         return dict(self.node.json("get", "brain", "team", "-n", NS).get("status") or {})
 
-    def operator_metrics(self) -> str:
-        """The active operator's /metrics (the one with reconciles), read at its pod IP."""
-        best = ""
+    def operator_index_entries(self, label: str) -> list[float]:
+        """`brain_index_entries` summed over kinds, per operator replica that answers. The replica
+        that wrote status.index has the figure; the other may be a standby with none, or a process
+        that restarted and has not reconciled this Brain yet (its health timer comes round later)."""
+        sums = []
         for pod in self.node.json(
             "get", "pods", "-n", OPERATOR_NS, "-l", "app.kubernetes.io/name=brain-operator"
         )["items"]:
@@ -86,9 +88,8 @@ class Stack:
                 body = httpx.get(f"http://{ip}:8080/metrics", timeout=5).text
             except httpx.HTTPError:
                 continue
-            if "brain_index_entries{" in body or not best:
-                best = body if "brain_index_entries{" in body else best or body
-        return best
+            sums.append(metric(body, "brain_index_entries", brain=label, memory_namespace="*"))
+        return sums
 
 
 def _install(node: RealNode) -> None:
@@ -255,8 +256,8 @@ def test_user_story_on_real_pods(stack: Stack) -> None:
     label = f"{NS}/team"
     wait_for(
         "the operator's index gauges",
-        lambda: metric(s.operator_metrics(), "brain_index_entries", brain=label, memory_namespace="*") == 7,
-        timeout=60,
+        lambda: 7 in s.operator_index_entries(label),
+        timeout=180,
     )
     print(f"user story on real pods: {time.monotonic() - s.started:.0f} s from helm install")
 
