@@ -12,6 +12,7 @@ import pytest
 from brain.cli import main
 from brain.core.errors import InvalidInput
 from brain.local.eval import evaluate, load_dataset, load_into
+from brain.retrieval.compose import ComposeConfig
 from brain.retrieval.pipeline import Floor, RetrievalConfig
 from brain.store import Store
 
@@ -27,6 +28,24 @@ async def test_eval_honours_scope_supersede_and_as_of(store: Store, embedder) ->
     assert set(hybrid["by_category"]) == {"current", "as_of", "shared"}
     assert report["memories"] == 6 and report["queries"] == 4
     assert hybrid["latency_ms"]["p95"] >= hybrid["latency_ms"]["p50"] > 0
+
+
+async def test_gateway_mode_scores_what_the_gateway_would_inject(store: Store, embedder) -> None:  # type: ignore[no-untyped-def]
+    """`--mode gateway` composes like the gateway: what does not fit the token budget is not counted."""
+    ds = load_dataset(json.loads(MINI.read_text()))
+    mapping = await load_into(store, embedder, ds)
+    report = await evaluate(store, embedder, ds, mapping, modes=["hybrid", "gateway"], ks=[1, 5])
+    hybrid, gateway = report["modes"]["hybrid"], report["modes"]["gateway"]
+    assert gateway["recall@1"] == hybrid["recall@1"] == 1.0
+    assert gateway["by_category"].keys() == hybrid["by_category"].keys()
+    assert gateway["injected_tokens_mean"] > 0
+    # A budget that holds only the preamble injects nothing, so nothing is found; the leg modes,
+    # which rank without composing, would not notice.
+    starved = await evaluate(
+        store, embedder, ds, mapping, modes=["gateway"], ks=[1, 5], composing=ComposeConfig(token_budget=100)
+    )
+    assert starved["modes"]["gateway"]["recall@5"] == 0.0
+    assert starved["modes"]["gateway"]["injected_tokens_mean"] == 0.0
 
 
 def test_cli_eval_prints_table_and_writes_json(

@@ -489,7 +489,14 @@ def build_parser() -> argparse.ArgumentParser:
         "model and run every query through the real retrieval pipeline.",
     )
     e.add_argument("dataset", help="dataset JSON (format: shared/data/README.md)")
-    e.add_argument("--mode", choices=["hybrid", "lexical", "vector", "all"], default="all")
+    e.add_argument(
+        "--mode",
+        choices=["hybrid", "lexical", "vector", "gateway", "all"],
+        default="all",
+        help="legs to rank with; 'gateway' scores what the gateway would inject (hybrid, composed with "
+        "persona, skill slots and the token budget by retrieval/compose); 'all' is the three leg sets "
+        "(default)",
+    )
     e.add_argument("--k", default="1,5,10,20", help="comma-separated cut-offs (default %(default)s)")
     e.add_argument("--json", metavar="OUT", help="also write the report as JSON")
     e.add_argument(

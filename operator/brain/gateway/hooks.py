@@ -27,8 +27,9 @@ from brain.gateway import metrics as gm
 from brain.gateway.auth import actor_of
 from brain.gateway.inject import api_of, inject, query_of, response_texts
 from brain.gateway.routing import pick_override, routing_decision
-from brain.gateway.runtime import DB_ERRORS, CallContext, Injection, Runtime, get_runtime
+from brain.gateway.runtime import DB_ERRORS, CallContext, Runtime, get_runtime
 from brain.retrieval import telemetry as metrics
+from brain.retrieval.compose import Injection
 
 log = logging.getLogger("brain.gateway.hooks")
 

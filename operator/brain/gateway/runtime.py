@@ -1,4 +1,9 @@
-"""The gateway's live parts: store, embedder, service, keys, catalog, capture queue, caches.
+"""The gateway's process container and call registry: the live parts, and what a call learned.
+
+The work is done elsewhere: what is injected in `brain.retrieval.compose`, the capture write path
+in `brain.services.capture`, `/health` and the database watch in `brain.gateway.readiness`. This
+module holds the parts they need (store, embedder, service, keys, catalog, capture queue, the
+injection cache) and the per-call context the pre- and post-call hooks share.
 
 LiteLLM imports our hooks and auth by dotted path, so they reach this state through one
 process-wide `Runtime` (`get_runtime()`). Nothing here may stop the proxy from serving: the
@@ -17,32 +22,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brain.core.errors import BrainError
-from brain.core.models import Actor, Hit, MemoryIn
+from brain.core.models import Actor
 from brain.core.redact import SecretGate
 from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
 from brain.gateway import metrics as gm
 from brain.gateway.capture import CaptureQueue, analyse
+from brain.gateway.readiness import DatabaseWatch, health
 from brain.gateway.settings import GatewaySettings
-from brain.retrieval import telemetry as metrics
-from brain.retrieval.catalog import Catalog, keywords
+from brain.retrieval.catalog import Catalog
+from brain.retrieval.compose import ComposeConfig, Injection, InjectionCache, compose
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
-from brain.retrieval.render import (
-    PREAMBLE,
-    estimate_tokens,
-    render_block,
-    render_hit,
-    render_persona,
-    within_budget,
-)
+from brain.retrieval.render import PREAMBLE
+from brain.services import capture as capture_door
 from brain.services.keys import KeyStore, KeyVerifier
-from brain.services.memory import MemoryService, gate_fields
+from brain.services.memory import MemoryService
 from brain.store import outage
 from brain.store.store import Scope, Store
 
 log = logging.getLogger("brain.gateway")
 
-PERSONA_TOKENS = 600
 DB_ERRORS = outage.UNAVAILABLE
 # A database that hangs must not hold the gateway: the server stops a slow statement at
 # DB_STATEMENT_TIMEOUT_MS, the client abandons a connection whose server has not answered within
@@ -72,53 +71,6 @@ class CallContext:
     created: float = field(default_factory=time.monotonic)
 
 
-class DatabaseWatch:
-    """Whether the database answers at all, so a hang costs the retrieval budget once, not per request.
-
-    A retrieval that runs out of budget may have been slow for any reason (the embedder, load), so it
-    only raises a suspicion: a probe (`SELECT 1` within `probe_timeout`) then decides. While probes
-    go unanswered the database counts as hung and retrieval is skipped at once (`db_down`); the
-    first answered probe ends that. A refused connection needs none of this: it fails fast anyway.
-    """
-
-    def __init__(self, probe_timeout: float = 1.0, interval: float = 0.5) -> None:
-        self.probe_timeout = probe_timeout
-        self.interval = interval
-        self.hung = False
-        self._probe: asyncio.Task[None] | None = None
-
-    def suspect(self, store: Store | None) -> None:
-        if store is not None and (self._probe is None or self._probe.done()):
-            self._probe = asyncio.create_task(self._watch(store))
-
-    async def _watch(self, store: Store) -> None:
-        while True:
-            try:
-                await asyncio.wait_for(store.ping(), self.probe_timeout)
-            except Exception:
-                if not self.hung:
-                    log.warning("the database does not answer; retrieval is skipped until it does")
-                self.hung = True
-                await asyncio.sleep(self.interval)
-                continue
-            if self.hung:
-                log.warning("the database answers again; retrieval resumes")
-            self.hung = False
-            return
-
-    def stop(self) -> None:
-        if self._probe is not None:
-            self._probe.cancel()
-
-
-@dataclass
-class Injection:
-    text: str
-    ids: list[str]
-    tokens: int
-    degraded: list[str]
-
-
 class Runtime:
     def __init__(self, settings: GatewaySettings, *, embedder: Embedder | None = None) -> None:
         self.settings = settings
@@ -132,13 +84,16 @@ class Runtime:
         self.index_stats: dict[str, Any] | None = None
         self.ready = False
         self.calls: OrderedDict[str, CallContext] = OrderedDict()
-        self._cache: OrderedDict[tuple[str, tuple[str, ...], str], tuple[float, Injection]] = OrderedDict()
+        self.injections = InjectionCache(settings.retrieval.cache_ttl_s)
         self._tasks: list[asyncio.Task[None]] = []
         self._redact = SecretGate("redact")
         self.db_watch = DatabaseWatch()
         r = settings.retrieval
         self.retrieval_config = RetrievalConfig(
             top_k=r.top_k, embed_timeout_s=max(0.05, r.timeout_ms / 1000 * 0.6), floor=r.floor
+        )
+        self.compose_config = ComposeConfig(
+            top_k=r.top_k, token_budget=r.token_budget, skill_slots=r.skill_slots, persona=r.persona
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -238,63 +193,30 @@ class Runtime:
         return Scope.of(wanted)
 
     async def memory_block(self, actor: Actor, scope: Scope, query: str) -> Injection:
-        """Persona prefix, memories (required first), skills: one system text within the token budget."""
+        """What `retrieval.compose` makes of the query, cached briefly, skipped while the database hangs."""
         key = (actor.name, scope.namespaces, query)
         now = time.monotonic()
-        cached = self._cache.get(key)
-        if cached is not None and now - cached[0] < self.settings.retrieval.cache_ttl_s:
-            return cached[1]
+        cached = self.injections.get(key, now)
+        if cached is not None:
+            return cached
         service = self.service
         if service is None:
             raise ConnectionError("database not connected")
         if self.db_watch.hung:
             raise ConnectionError("the database does not answer; retrieval skipped until it does")
         try:
-            injection = await self._compose(service, scope, query)
+            injection = await compose(
+                service.retriever, self.catalog, scope, query, self.compose_config, self._redact
+            )
         except (asyncio.CancelledError, TimeoutError):  # the budget ran out: is the database there at all?
             self.db_watch.suspect(self.store)
             raise
-        self._cache[key] = (now, injection)
-        self._cache.move_to_end(key)
-        while len(self._cache) > 2048:
-            self._cache.popitem(last=False)
+        self.injections.put(key, now, injection)
         return injection
-
-    async def _compose(self, service: MemoryService, scope: Scope, query: str) -> Injection:
-        r = self.settings.retrieval
-        degraded: list[str] = []
-        safe = self._redact.check("query", query)
-        if safe != query:
-            degraded.append("secret_in_query")
-            metrics.retrieval_degraded.labels("secret_in_query").inc()
-        # One embedding, taken inside retrieve in parallel with the lexical legs, then reused below.
-        result = await service.retriever.retrieve(safe, scope, limit=r.top_k, include_pinned=True)
-        degraded += result.degraded
-        vec = result.query_vector
-        t0 = time.perf_counter()
-        words = keywords(query)
-        persona = self.catalog.persona(words, vec, scope) if r.persona else None
-        skills = self.catalog.skills_for(vec, words, scope, r.skill_slots)
-        prefix = ""
-        if persona is not None:
-            body = persona.body
-            if estimate_tokens(body) > PERSONA_TOKENS:
-                body = body[: PERSONA_TOKENS * 4].rsplit("\n", 1)[0] + "\n…"
-            prefix = render_persona(persona, body)
-        skill_budget = r.token_budget // 3
-        chosen_skills = within_budget(skills, skill_budget) if skills else []
-        skill_cost = sum(estimate_tokens(render_hit(h)) for h in chosen_skills)
-        memories = within_budget(result.all_hits, r.token_budget - estimate_tokens(prefix) - skill_cost)
-        hits: list[Hit] = [*memories, *chosen_skills]
-        text = render_block(hits, prefix=prefix)
-        metrics.retrieval_stage_seconds.labels("render").observe(time.perf_counter() - t0)
-        tokens = estimate_tokens(text) if text else 0
-        ids = [h.id for h in hits] + ([persona.id] if persona else [])
-        return Injection(text=text, ids=ids, tokens=tokens, degraded=degraded)
 
     def invalidate(self, *, catalog: bool = False) -> None:
         """Forget cached injections after a write, so the next request sees it (and reload personas/skills)."""
-        self._cache.clear()
+        self.injections.clear()
         if catalog and self.store is not None:
             task = asyncio.create_task(self.catalog.refresh(self.store))
             self._tasks.append(task)
@@ -348,78 +270,35 @@ class Runtime:
         decision = analyse(
             ctx.query, answer, reasoning, min_code_lines=f.min_code_lines, venting=f.venting, noise=f.noise
         )
-        service, store = self.service, self.store
-        if service is None or store is None:
+        service = self.service
+        if service is None:
             gm.captures_filtered.labels("db_down").inc()
             return
-        stored: list[dict[str, str]] = []
-        actor = Actor(name=ctx.actor.name, role="agent", origin="gateway", namespaces=ctx.actor.namespaces)
-        for item in decision.items:
-            try:
-                proposed = MemoryIn(
-                    kind=item.kind,
-                    namespace=ctx.write_namespace,
-                    title=item.title,
-                    body=item.body,
-                    tags=item.tags,
-                    attrs={**item.attrs, "model": model or "", "api": ctx.api},
-                    importance=item.importance,
-                    episode=ctx.episode,
-                )
-                # Secrets are masked, not refused, in captures; the door's refusing gate then finds
-                # nothing (a «REDACTED:…» placeholder is never a secret again) and lints strictly.
-                masked = gate_fields(proposed, self._redact)
-                if masked != proposed:
-                    gm.captures_filtered.labels("secret_redacted").inc()
-                res = await service.note(masked, actor)
-            except BrainError as e:
-                gm.captures_filtered.labels(
-                    "instruction_like" if e.code == "instruction_rejected" else e.code
-                ).inc()
-                continue
-            except ValueError:  # the entry would not validate (e.g. an over-long generated field)
-                gm.captures_filtered.labels("invalid").inc()
-                continue
-            gm.captures.labels(item.kind).inc()
-            stored.append({"id": res.memory.id, "kind": item.kind, "created": str(res.created)})
+        exchange = capture_door.Exchange(
+            key_name=ctx.actor.name,
+            namespaces=ctx.actor.namespaces,
+            write_namespace=ctx.write_namespace,
+            api=ctx.api,
+            model=model,
+            episode=ctx.episode,
+            injected=tuple(ctx.injected),
+        )
+        outcome = await capture_door.keep(service, decision.items, exchange)
+        for reason in outcome.filtered:
+            gm.captures_filtered.labels(reason).inc()
+        for row in outcome.stored:
+            gm.captures.labels(row["kind"]).inc()
         if decision.filtered:
             gm.captures_filtered.labels(decision.filtered).inc()
-        await store.record_event(
-            "capture",
-            key_name=ctx.actor.name,
-            namespace=ctx.write_namespace,
-            payload={
-                "stored": stored,
-                "filtered": decision.filtered,
-                "model": model,
-                "api": ctx.api,
-                "injected": ctx.injected,
-            },
-        )
+        await capture_door.record(service, exchange, outcome, decision.filtered)
 
     # ------------------------------------------------------------------ health
 
     async def health(self) -> dict[str, Any]:
-        database, index = "down", None
-        if self.store is not None and not self.db_watch.hung:  # hung: say so now, not after 3 s
-            try:
-                index = await asyncio.wait_for(self.store.index_stats(), 3)
-                self.index_stats = index
-                database = "ok"
-            except Exception:
-                database = "down"
-        embedder = await self._embedder_health()
-        status = "ok" if database == "ok" and embedder == "ok" else "degraded"
-        return {"status": status, "database": database, "embedder": embedder, "index": index}
-
-    async def _embedder_health(self) -> str:
-        client = self._embedding_client
-        if client is None:
-            return "ok" if self.embedder is not None else "down"
-        try:
-            return "ok" if await client.ready(timeout=2.0) else "down"
-        except Exception:
-            return "down"
+        report = await health(self.store, self.db_watch, self.embedder, self._embedding_client)
+        if report["index"] is not None:
+            self.index_stats = report["index"]
+        return report
 
 
 _runtime: Runtime | None = None

@@ -21,7 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from brain.core.errors import InvalidInput
 from brain.core.models import KINDS, Actor, MemoryIn, check_namespace
+from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
+from brain.retrieval.catalog import Catalog
+from brain.retrieval.compose import ComposeConfig, compose
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
 from brain.retrieval.render import estimate_tokens, render_block
 from brain.store.store import Scope, Store, embed_text
@@ -31,6 +34,11 @@ MODES: dict[str, tuple[str, ...]] = {
     "lexical": ("lexical", "trigram"),
     "vector": ("vector",),
 }
+# Not a leg set: the hybrid retrieval *composed* the way the gateway injects it (retrieval/compose:
+# top_k, pinned entries, persona and skill slots, the token budget). Its recall counts what an agent
+# is actually shown, so recall@k beyond what fits in the budget stops growing. Not part of "all",
+# whose figures are the published ones.
+GATEWAY = "gateway"
 
 
 class EvalMemory(BaseModel):
@@ -228,13 +236,21 @@ async def evaluate(
     modes: Sequence[str],
     ks: Sequence[int],
     config: RetrievalConfig | None = None,
+    composing: ComposeConfig | None = None,
 ) -> dict[str, Any]:
     reverse = {v: k for k, v in mapping.items()}
     base = config or RetrievalConfig(embed_timeout_s=30.0)  # quality, not latency (see cmd_eval)
     depth = max(ks)
     report: dict[str, Any] = {"modes": {}, "memories": len(ds.memories), "queries": len(ds.queries)}
+    catalog: Catalog | None = None
+    if GATEWAY in modes:
+        catalog = Catalog()
+        await catalog.refresh(store)
+    composing = composing or ComposeConfig(top_k=base.top_k)  # the gateway's defaults
+    gate = SecretGate("redact")
     for mode in modes:
-        retriever = Retriever(store, embedder, base.model_copy(update={"legs": MODES[mode]}))
+        legs = MODES["hybrid"] if mode == GATEWAY else MODES[mode]
+        retriever = Retriever(store, embedder, base.model_copy(update={"legs": legs}))
         per_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
         latencies: list[float] = []
         abstained: list[bool] = []
@@ -242,16 +258,25 @@ async def evaluate(
         degraded = 0
         for q in ds.queries:
             t0 = time.perf_counter()
-            res = await retriever.retrieve(q.query, Scope.of([q.namespace], as_of=q.as_of), limit=depth)
-            ranked = res.hits + res.expanded
-            block = render_block(ranked[: base.top_k])
-            latencies.append((time.perf_counter() - t0) * 1000)
-            degraded += bool(res.degraded)
-            tokens.append(estimate_tokens(block) if block else 0)
+            scope = Scope.of([q.namespace], as_of=q.as_of)
+            if catalog is not None and mode == GATEWAY:
+                injection = await compose(retriever, catalog, scope, q.query, composing, gate)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                degraded += bool(injection.degraded)
+                tokens.append(injection.tokens)
+                ranked_ids = injection.ids
+            else:
+                res = await retriever.retrieve(q.query, scope, limit=depth)
+                ranked = res.hits + res.expanded
+                block = render_block(ranked[: base.top_k])
+                latencies.append((time.perf_counter() - t0) * 1000)
+                degraded += bool(res.degraded)
+                tokens.append(estimate_tokens(block) if block else 0)
+                ranked_ids = [h.id for h in ranked]
             if not q.relevant:  # nothing bears on it: the right answer is to inject nothing
-                abstained.append(not ranked)
+                abstained.append(not ranked_ids)
                 continue
-            got = [reverse.get(h.id, h.id) for h in ranked]
+            got = [reverse.get(i, i) for i in ranked_ids]
             relevant = set(q.relevant)
             row = {f"recall@{k}": len(relevant & set(got[:k])) / len(relevant) for k in ks}
             first = next((i for i, g in enumerate(got, start=1) if g in relevant), None)

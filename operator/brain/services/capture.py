@@ -1,0 +1,104 @@
+"""The capture write path: what the gateway learned from an exchange goes in through the one door.
+
+The gateway decides *what* is worth keeping (`brain.gateway.capture.analyse`, heuristics on the
+text); this module decides *how* it is written, with the same rules as every other writer: the
+entry is built as a `MemoryIn` under an `agent` actor with origin `gateway` (provenance comes from
+the key, never from the model's text), secrets are masked rather than refused (an experience is
+worth keeping without its token; the masked «REDACTED:…» placeholder is never a secret again, so
+the door's refusing gate then finds nothing), and `MemoryService.note` applies the strict lint.
+It returns what happened instead of counting it, so the surface owns its metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from brain.core.errors import BrainError
+from brain.core.models import Actor, MemoryIn
+from brain.core.redact import SecretGate
+from brain.services.memory import MemoryService, gate_fields
+
+
+class CapturedItem(Protocol):
+    """One entry a capture heuristic proposes (fields of `MemoryIn` the heuristic may set)."""
+
+    kind: str
+    title: str
+    body: str
+    tags: list[str]
+    attrs: dict[str, Any]
+    importance: float
+
+
+@dataclass
+class CaptureOutcome:
+    stored: list[dict[str, str]] = field(default_factory=list)  # id, kind, created (true: a new row)
+    # Why items were masked or dropped, one reason per event: secret_redacted (masked and kept),
+    # instruction_like, invalid, or the door's error code.
+    filtered: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """Who captured what, from which call: the provenance the door records (never from the text)."""
+
+    key_name: str
+    namespaces: tuple[str, ...] | None
+    write_namespace: str
+    api: str
+    model: str | None
+    episode: str | None = None
+    injected: tuple[str, ...] = ()
+
+
+_MASK = SecretGate("redact")
+
+
+async def keep(service: MemoryService, items: Sequence[CapturedItem], exchange: Exchange) -> CaptureOutcome:
+    """Write each item through the door as the key's agent; one refused item never stops the rest."""
+    out = CaptureOutcome()
+    actor = Actor(name=exchange.key_name, role="agent", origin="gateway", namespaces=exchange.namespaces)
+    for item in items:
+        try:
+            proposed = MemoryIn(
+                kind=item.kind,
+                namespace=exchange.write_namespace,
+                title=item.title,
+                body=item.body,
+                tags=item.tags,
+                attrs={**item.attrs, "model": exchange.model or "", "api": exchange.api},
+                importance=item.importance,
+                episode=exchange.episode,
+            )
+            masked = gate_fields(proposed, _MASK)
+            if masked != proposed:
+                out.filtered.append("secret_redacted")
+            res = await service.note(masked, actor)
+        except BrainError as e:
+            out.filtered.append("instruction_like" if e.code == "instruction_rejected" else e.code)
+            continue
+        except ValueError:  # the entry would not validate (e.g. an over-long generated field)
+            out.filtered.append("invalid")
+            continue
+        out.stored.append({"id": res.memory.id, "kind": item.kind, "created": str(res.created)})
+    return out
+
+
+async def record(
+    service: MemoryService, exchange: Exchange, outcome: CaptureOutcome, filtered: str | None
+) -> None:
+    """The `capture` event: what was stored and why the rest was not (the digest and review read it)."""
+    await service.store.record_event(
+        "capture",
+        key_name=exchange.key_name,
+        namespace=exchange.write_namespace,
+        payload={
+            "stored": outcome.stored,
+            "filtered": filtered,
+            "model": exchange.model,
+            "api": exchange.api,
+            "injected": list(exchange.injected),
+        },
+    )
