@@ -4,7 +4,8 @@ Prints Markdown for docs/benchmarks.md (`python hack/bench.py --only lexical`, o
 as arguments: `python hack/bench_lexical.py 10000 100000`). LoCoMo turns are copied into namespaces
 until the store holds N memories (no embeddings: only the lexical leg is timed); 200 LoCoMo
 questions scoped to one namespace + `shared`. "before" is what retrieval did until issue 16: the
-BM25 SQL unnesting each candidate's tsvector, then a second round trip for the query's IDF sum;
+BM25 SQL unnesting each candidate's tsvector, then a second round trip for the query's IDF sum
+(retired from the store; kept as tests/lexical_reference.py);
 "after" is `brain.store.lexical.bm25`, one statement returning both. Rankings are compared on the same run.
 """
 
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the reference leg lives with the tests (tests/lexical_reference.py)
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 
 
@@ -27,6 +29,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def main(sizes: list[int], runs: int = 3) -> str:
+    from tests import lexical_reference as reference
+
     from brain.core.models import Actor, MemoryIn
     from brain.local.devdb import EmbeddedPostgres
     from brain.local.eval import load_dataset
@@ -74,8 +78,8 @@ async def main(sizes: list[int], runs: int = 3) -> str:
             scope = Scope.of(["bench-1"])
 
             async def before(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
-                hits = await store.lexical_leg(q, scope, 80)
-                await store.query_idf(q)
+                hits = await reference.lexical_leg(store, q, scope, 80)
+                await reference.query_idf(store, q)
                 return [d for d, _ in hits]
 
             async def after(q: str, store: Store = store, scope: Scope = scope) -> list[str]:

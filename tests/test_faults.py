@@ -19,6 +19,7 @@ from brain.core.models import Actor, MemoryIn
 from brain.local.devdb import EmbeddedPostgres
 from brain.local.up import supervise_postgres
 from brain.store import Scope, Store
+from brain.store.lexical import bm25
 
 AGENT = Actor(name="claude-mac", role="agent", origin="agent")
 
@@ -74,7 +75,7 @@ async def test_a_hanging_database_does_not_hold_callers(own_pg: EmbeddedPostgres
             # A retrieval leg whose budget runs out returns at once: its connection is abandoned, not
             # released back through a reset query the frozen server would never answer.
             for _ in range(3):
-                leg = asyncio.wait_for(store.lexical_leg("ledger export", scope, 5), 0.3)
+                leg = asyncio.wait_for(bm25(store, "ledger export", scope, 5), 0.3)
                 assert await frozen.outcome(leg) == ("TimeoutError", True)
             # A write in a transaction gives up at the command timeout instead of waiting on ROLLBACK.
             write = store.note(MemoryIn(body="The ledger export moved.", namespace="repo:a"), actor=AGENT)
@@ -82,7 +83,7 @@ async def test_a_hanging_database_does_not_hold_callers(own_pg: EmbeddedPostgres
             # So do plain pool reads (key lookups, proposals) that set no deadline of their own.
             assert await frozen.outcome(store.pool.fetchval("SELECT 1")) == ("TimeoutError", True)
         # The same store works again once the server does: the pool opened fresh connections.
-        hits = await store.lexical_leg("ledger export", scope, 5)
+        hits = (await bm25(store, "ledger export", scope, 5)).hits
         assert len(hits) == 1
         assert (
             await store.pool.fetchval("SELECT count(*) FROM memories") == 1

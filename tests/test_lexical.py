@@ -1,4 +1,7 @@
-"""One-trip BM25 + query IDF (brain.store.lexical) ranks exactly as lexical_leg + query_idf did."""
+"""One-trip BM25 + query IDF (brain.store.lexical) ranks exactly as the two-statement reference did.
+
+The reference (tests/lexical_reference.py) is the leg the store shipped until issue 16.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from brain.core.models import Actor, MemoryIn
 from brain.services.memory import MemoryService
 from brain.store import Scope
 from brain.store.lexical import bm25
+from tests import lexical_reference as reference
 
 BODIES = [
     ("repo:payments", "The staging Postgres for payments listens on port 6543 behind PgBouncer."),
@@ -40,10 +44,10 @@ async def test_one_trip_ranks_as_lexical_leg_and_query_idf_did(
     for q in QUERIES:
         scope = Scope.of([namespace])
         new = await bm25(store, q, scope, 10)
-        old = await store.lexical_leg(q, scope, 10)
+        old = await reference.lexical_leg(store, q, scope, 10)
         assert [d for d, _ in new.hits] == [d for d, _ in old], q
         assert [round(s, 9) for _, s in new.hits] == [round(s, 9) for _, s in old], q
-        assert new.query_idf == pytest.approx(await store.query_idf(q)), q
+        assert new.query_idf == pytest.approx(await reference.query_idf(store, q)), q
     # scope holds: nothing from the other repo
     hits = (await bm25(store, "staging port", Scope.of(["repo:web"]), 10)).hits
     got = {h.namespace for h in (await store.hits([d for d, _ in hits])).values()}

@@ -2,7 +2,8 @@
 
 The floor needs the query's own IDF sum (what a memory matching every term once would score) next
 to the BM25 scores; it used to be `Store.query_idf`, a second round trip per question. Here it
-rides along as a column of the same statement. Same BM25 as `Store.lexical_leg` (k1 1.2, b 0.3, IDF
+rides along as a column of the same statement. Same BM25 as the retired `Store.lexical_leg`
+(tests/lexical_reference.py keeps it as the reference; k1 1.2, b 0.3, IDF
 from `lexeme_stats`, GIN candidates from the query's selective lexemes, term frequency from the
 tsvector's positions), so the ranking is the same: tests/test_lexical.py checks.
 
@@ -37,7 +38,7 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
     `query_idf` counts a term no memory holds at the highest IDF, so "write a haiku" against an
     engineering brain covers almost nothing (docs/memory-core.md, relevance floor).
     """
-    stats = await store._refresh_lexical()
+    stats = await store.corpus_stats()
     where, args = scope.where(5)
     rows = await store.pool.fetch(
         f"""WITH terms AS (

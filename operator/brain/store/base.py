@@ -1,0 +1,252 @@
+"""What every part of the store shares: the pool, its transactions, scopes and row shapes.
+
+`StoreBase` opens (and migrates) the database and hands out connections that are abandoned, not
+rolled back, when the server stops answering; the memories aggregate is split by job into
+`memory_writes`, `memory_reads`, `legs`, `lineage` and `events`, which `brain.store.store.Store`
+puts back together as one object for callers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Self
+
+import asyncpg
+import numpy as np
+from pgvector.asyncpg import register_vector
+from ulid import ULID
+
+from brain.core.errors import InvalidInput, NotFound
+from brain.core.models import SHARED, Hit, Memory
+from brain.store.migrate import migrate
+from brain.store.reindex import LiveModel
+
+_COLUMNS = (
+    "id, lineage_id, version, kind, namespace, tier, origin, author, title, body, tags, attrs, source_key, "
+    "content_hash, valid_from, valid_to, supersedes, status, status_reason, importance, standing, required, "
+    "access_count, last_accessed_at, promoted_by, created_at, domain_keywords, embedding IS NOT NULL AS embedded, "
+    "episode, seq"
+)
+_HIT_COLUMNS = (
+    "id, kind, namespace, tier, origin, author, title, body, valid_from, importance, standing, required, "
+    "lineage_id, content_hash"
+)
+
+
+def content_hash(body: str) -> str:
+    """Identity of a body: whitespace at the ends and line-ending style do not make a new entry."""
+    normalized = body.strip().replace("\r\n", "\n")
+    return hashlib.sha256(normalized.encode()).hexdigest()
+
+
+def new_id() -> str:
+    return str(ULID()).lower()
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a read may see: namespaces (plus `shared`), current versions or those valid at `as_of`."""
+
+    namespaces: tuple[str, ...]
+    as_of: datetime | None = None
+    kinds: tuple[str, ...] | None = None
+    exclude_kinds: tuple[str, ...] = ("persona", "skill", "digest")
+
+    @staticmethod
+    def of(namespaces: Iterable[str], **kw: Any) -> Scope:
+        ns = tuple(dict.fromkeys([*namespaces, SHARED]))
+        return Scope(namespaces=ns, **kw)
+
+    def where(self, start: int) -> tuple[str, list[Any]]:
+        """SQL predicate over alias `m` and its parameters, numbered from `start`."""
+        args: list[Any] = [list(self.namespaces)]
+        clauses = [f"m.namespace = ANY(${start}::text[])"]
+        if self.as_of is None:
+            clauses.append("m.status = 'active'")
+        else:
+            args.append(self.as_of)
+            n = start + 1
+            clauses.append(
+                f"m.status IN ('active', 'superseded', 'retired') AND m.valid_from <= ${n} "
+                f"AND (m.valid_to IS NULL OR m.valid_to > ${n})"
+            )
+        if self.kinds is not None:
+            args.append(list(self.kinds))
+            clauses.append(f"m.kind = ANY(${start + len(args) - 1}::text[])")
+        elif self.exclude_kinds:
+            args.append(list(self.exclude_kinds))
+            clauses.append(f"m.kind <> ALL(${start + len(args) - 1}::text[])")
+        return " AND ".join(clauses), args
+
+
+@dataclass
+class LexicalStats:
+    """Corpus numbers BM25 needs; refreshed lazily because exact counts are not worth a query each time."""
+
+    docs: int = 0
+    avg_len: float = 1.0
+    refreshed: float = 0.0
+
+
+# What says the server is gone or frozen (rather than that a statement failed): the connection is abandoned.
+ABANDON_ON = (asyncio.CancelledError, TimeoutError, OSError, asyncpg.InterfaceError)
+
+
+class AbandoningPool(asyncpg.Pool):
+    """A pool that never waits on a connection whose statement was interrupted.
+
+    asyncpg's own release of such a connection first waits for the server to acknowledge the
+    cancel request, then runs a reset query. Against a server that hangs (SIGSTOP, a black-holed
+    network, a stuck disk) both wait for the whole outage, and so does everything awaiting the
+    release: a request whose retrieval budget ran out stayed in flight until the database came back.
+    Here an interrupted connection is terminated (its socket closed; the server rolls back whatever
+    it held) and the pool opens a fresh one when it next needs it. A release that is not
+    interrupted still gets `release_timeout` for its reset, after which asyncpg terminates it too.
+    """
+
+    release_timeout = 1.0
+
+    async def release(self, connection: Any, *, timeout: float | None = None) -> None:
+        con = getattr(connection, "_con", None)
+        protocol = getattr(con, "_protocol", None)
+        if con is not None and not con.is_closed() and protocol is not None and protocol._is_cancelling():
+            con.terminate()
+        await super().release(connection, timeout=self.release_timeout if timeout is None else timeout)
+
+
+def _record_to_memory(r: asyncpg.Record) -> Memory:
+    d = dict(r)
+    d["attrs"] = json.loads(d["attrs"]) if isinstance(d["attrs"], str) else d["attrs"]
+    return Memory.model_validate(d)
+
+
+def _record_to_hit(r: asyncpg.Record, score: float = 0.0) -> Hit:
+    return Hit.model_validate({**dict(r), "score": score})
+
+
+def embed_text(title: str, body: str) -> str:
+    """What gets embedded for an entry: the title adds the context a short body lacks."""
+    return f"{title}\n{body}" if title else body
+
+
+class StoreBase:
+    def __init__(
+        self, pool: asyncpg.Pool, *, dim: int, embedding_model: str, acquire_timeout: float | None = None
+    ) -> None:
+        self.pool = pool
+        self.dim = dim
+        self.embedding_model = embedding_model
+        self.acquire_timeout = acquire_timeout
+        self.lexical = LexicalStats()
+        self.live = LiveModel()  # the brain's live embedding model (brain/store/reindex.py)
+
+    @classmethod
+    async def open(
+        cls,
+        dsn: str,
+        *,
+        dim: int = 384,
+        embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 10.0,
+        statement_timeout_ms: int | None = None,
+        command_timeout: float | None = None,
+    ) -> Self:
+        """Migrate, then open the pool.
+
+        `statement_timeout_ms` is the server's own limit (a slow statement is cancelled there and
+        the connection stays usable); `command_timeout` is the client's, for a server that does not
+        answer at all (the connection is then abandoned, see `AbandoningPool`). Set the client's a
+        little above the server's so a merely slow statement is stopped by the server. `timeout`
+        bounds connecting and, when `command_timeout` is set, waiting for a free connection.
+        """
+        conn = await asyncpg.connect(dsn, timeout=timeout)
+        try:
+            await migrate(conn, dim=dim)
+        finally:
+            await conn.close()
+
+        async def init(c: asyncpg.Connection) -> None:
+            await register_vector(c)
+            await c.execute("SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = 100")
+
+        settings = {"statement_timeout": str(int(statement_timeout_ms))} if statement_timeout_ms else {}
+        pool = AbandoningPool(
+            dsn,
+            connection_class=asyncpg.Connection,
+            record_class=asyncpg.Record,
+            min_size=min_size,
+            max_size=max_size,
+            max_queries=50000,
+            max_inactive_connection_lifetime=300.0,
+            loop=None,
+            init=init,
+            timeout=timeout,
+            command_timeout=command_timeout,
+            server_settings=settings,
+        )
+        await pool
+        return cls(
+            pool,
+            dim=dim,
+            embedding_model=embedding_model,
+            acquire_timeout=timeout if command_timeout is not None else None,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _tx(self) -> AsyncIterator[asyncpg.Connection]:
+        """A connection in a transaction that is abandoned, not rolled back, when the server stops answering.
+
+        `conn.transaction()` alone would send ROLLBACK to a frozen server on cancellation and wait
+        for it; closing the socket makes the server roll back on its own when it runs again.
+        """
+        async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
+            tx = conn.transaction()
+            await tx.start()
+            try:
+                yield conn
+            except ABANDON_ON:
+                conn.terminate()
+                raise
+            except BaseException:
+                await tx.rollback()
+                raise
+            else:
+                await tx.commit()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def ping(self) -> None:
+        """One round trip (`SELECT 1`): whether the server answers at all (the gateway's DatabaseWatch)."""
+        await self.pool.fetchval("SELECT 1")
+
+    async def analyze(self) -> None:
+        """Fresh planner statistics after a bulk load (brainctl eval), so plans match a settled database."""
+        await self.pool.execute("ANALYZE memories, lexeme_stats")
+
+    def _check_embedding(self, embedding: np.ndarray | None) -> np.ndarray | None:
+        if embedding is not None and embedding.shape != (self.dim,):
+            raise InvalidInput(
+                f"embedding has shape {embedding.shape}, this brain stores {self.dim} dimensions"
+            )
+        return embedding
+
+    async def model_is_live(self) -> bool:
+        """Whether this client's model is the brain's live one (vectors compare only within one model)."""
+        return (await self.live.get(self.pool))[0] == self.embedding_model
+
+    async def _current(self, conn: asyncpg.Connection, memory_id: str, *, lock: bool) -> asyncpg.Record:
+        row = await conn.fetchrow(
+            f"SELECT {_COLUMNS} FROM memories WHERE id = $1" + (" FOR UPDATE" if lock else ""), memory_id
+        )
+        if row is None:
+            raise NotFound(f"no memory with id {memory_id!r}", field="id")
+        return row

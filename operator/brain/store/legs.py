@@ -1,0 +1,74 @@
+"""The retrieval legs' statements: vector (by model), the corpus numbers BM25 needs, trigram identifiers.
+
+The lexical leg itself is `brain.store.lexical.bm25` (BM25 and the query's IDF in one statement).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+import asyncpg
+import numpy as np
+
+from brain.store.base import (
+    LexicalStats,
+    Scope,
+    StoreBase,
+)
+from brain.store.reindex import is_dimension_error
+
+
+class RetrievalLegs(StoreBase):
+    """Candidate lists (id, score) for the pipeline to fuse; every one applies the scope predicate."""
+
+    async def vector_leg(self, embedding: np.ndarray, scope: Scope, n: int) -> list[tuple[str, float]]:
+        """Nearest entries by this store's model; none while another model's index is live (a query
+        is only ever compared with vectors of the model that embedded it)."""
+        live, _ = await self.live.get(self.pool)
+        if live != self.embedding_model:
+            return []
+        where, args = scope.where(4)
+        try:
+            rows = await self.pool.fetch(
+                f"""SELECT m.id, 1 - (m.embedding <=> $1) AS sim FROM memories m
+                     WHERE m.embedding IS NOT NULL AND m.embedding_model = $3 AND {where}
+                     ORDER BY m.embedding <=> $1 LIMIT $2""",
+                embedding,
+                n,
+                self.embedding_model,
+                *args,
+            )
+        except asyncpg.PostgresError as e:
+            if not is_dimension_error(e):
+                raise
+            self.live.stale()  # the index was swapped to another model's dimension a moment ago
+            return []
+        return [(r["id"], float(r["sim"])) for r in rows]
+
+    async def corpus_stats(self, max_age: float = 30.0) -> LexicalStats:
+        """Active memories and their mean tsvector length for BM25, at most `max_age` seconds old."""
+        st = self.lexical
+        if time.monotonic() - st.refreshed > max_age:
+            row = await self.pool.fetchrow(
+                "SELECT count(*) AS n, coalesce(avg(length(tsv)), 1) AS avg FROM memories WHERE status = 'active'"
+            )
+            st.docs, st.avg_len, st.refreshed = int(row["n"]), float(row["avg"]) or 1.0, time.monotonic()
+        return st
+
+    async def trigram_leg(self, tokens: Sequence[str], scope: Scope, n: int) -> list[tuple[str, float]]:
+        """Exact identifier lookups (ports, flags, host names, env vars, error codes) via the trigram index."""
+        if not tokens:
+            return []
+        where, args = scope.where(3)
+        patterns = ["%" + re.sub(r"([%_\\])", r"\\\1", t) + "%" for t in tokens]
+        rows = await self.pool.fetch(
+            f"""SELECT m.id, count(*)::float8 AS score FROM memories m
+                  JOIN unnest($1::text[]) AS p(pattern) ON m.body ILIKE p.pattern
+                 WHERE {where} GROUP BY m.id ORDER BY score DESC, max(m.created_at) DESC LIMIT $2""",
+            patterns,
+            n,
+            *args,
+        )
+        return [(r["id"], float(r["score"])) for r in rows]

@@ -1,0 +1,74 @@
+"""Edges between lineages and episodes: what retrieval expands a hit with."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from brain.core.models import Hit
+from brain.store.base import (
+    _HIT_COLUMNS,
+    Scope,
+    StoreBase,
+    _record_to_hit,
+)
+
+
+class Lineage(StoreBase):
+    """Edges join lineages (they survive a supersede); episodes group what was recorded together."""
+
+    async def neighbours(self, lineage_ids: Sequence[str], scope: Scope, limit: int) -> list[tuple[str, Hit]]:
+        """Entries one edge away (either direction) from the given lineages: (from lineage, neighbour)."""
+        if not lineage_ids:
+            return []
+        where, args = scope.where(3)
+        rows = await self.pool.fetch(
+            f"""SELECT e.origin_lineage, {", ".join("m." + c.strip() for c in _HIT_COLUMNS.split(","))}
+                  FROM (SELECT source_id AS origin_lineage, target_id AS other, confidence FROM edges
+                         WHERE source_id = ANY($1::text[])
+                        UNION ALL
+                        SELECT target_id, source_id, confidence FROM edges WHERE target_id = ANY($1::text[])) e
+                  JOIN memories m ON m.lineage_id = e.other
+                 WHERE {where} ORDER BY e.confidence DESC LIMIT $2""",
+            list(lineage_ids),
+            limit,
+            *args,
+        )
+        return [(r["origin_lineage"], _record_to_hit(r)) for r in rows]
+
+    async def episode_context(
+        self, ids: Sequence[str], scope: Scope, window: int
+    ) -> dict[str, tuple[str, int]]:
+        """(episode, seq) of the given entries and of their in-scope episode neighbours within `window`.
+
+        An episode lives in one namespace: the same episode name in two namespaces is two episodes
+        (the returned key is "<namespace> <episode>"; namespaces hold no spaces).
+        """
+        if not ids:
+            return {}
+        where, args = scope.where(3)
+        rows = await self.pool.fetch(
+            # LIMIT keeps the subquery from being flattened, so each candidate gets one (episode, seq) range scan.
+            f"""SELECT DISTINCT m.id, m.namespace || ' ' || m.episode AS episode, m.seq
+                  FROM (SELECT namespace, episode, seq FROM memories
+                         WHERE id = ANY($1::text[]) AND episode IS NOT NULL) c
+                 CROSS JOIN LATERAL (
+                       SELECT m.id, m.namespace, m.episode, m.seq FROM memories m
+                        WHERE m.episode = c.episode AND m.namespace = c.namespace
+                          AND m.seq BETWEEN c.seq - $2 AND c.seq + $2 AND {where}
+                        LIMIT 4 * $2 + 2) m""",
+            list(ids),
+            window,
+            *args,
+        )
+        return {r["id"]: (r["episode"], r["seq"]) for r in rows}
+
+    async def add_edge(self, source: str, target: str, relation: str, confidence: float = 1.0) -> None:
+        """Edges join lineages, so they survive a supersede."""
+        await self.pool.execute(
+            """INSERT INTO edges (source_id, target_id, relation, confidence) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (source_id, target_id, relation) DO UPDATE SET confidence = excluded.confidence""",
+            source,
+            target,
+            relation,
+            confidence,
+        )
