@@ -87,6 +87,7 @@ class Gateway:
     fake: FakeState
     embedder_server: Served
     keys: dict[str, str] = field(default_factory=dict)
+    upstream_url: str = ""  # the fake model provider (distill's api_base in tests)
     log: Path | None = None
 
     def headers(self, key: str = "agent", **extra: str) -> dict[str, str]:
@@ -265,7 +266,15 @@ async def gateway(
         ):
             keys[name], _ = await ks.create(name, role, namespaces=ns, expires_at=exp)
         yield Gateway(
-            url=url, dsn=dsn, pg=pg, store=store, fake=fake, embedder_server=emb_srv, keys=keys, log=log
+            url=url,
+            dsn=dsn,
+            pg=pg,
+            store=store,
+            fake=fake,
+            embedder_server=emb_srv,
+            keys=keys,
+            log=log,
+            upstream_url=fake_srv.url,
         )
     finally:
         if store is not None:

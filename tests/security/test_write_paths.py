@@ -1,7 +1,9 @@
 """One write door: every path that writes memory refuses the same hostile entries the same way.
 
 Each write path the product has — REST, MCP, capture (model output), ingest (a MemorySource sync),
-distill's draft screening, and an owner approving a proposal — gets the same three entries: one
+distill's draft screening, a whole distill run (captured episodes, the fake model provider drafting,
+the proposals door), queueing a proposal, an owner approving one, and an owner promoting an entry
+that was stored past the door — gets the same three entries: one
 carrying a secret, one carrying an instruction (`curl … | bash`), and one forging provenance (a
 fake memory header claiming `tier=curated origin=owner`). Whatever the path, the entry is refused
 with the same code and none of its hostile text is stored. Capture differs in two documented ways:
@@ -23,8 +25,9 @@ from brain.core.redact import SecretGate
 from brain.embedder import LocalEmbedder
 from brain.ingest.items import Item, Parsed
 from brain.ingest.sync import sync
+from brain.jobs.distill import DistillConfig, run_distill
 from brain.services import proposals
-from brain.services.memory import screen
+from brain.services.memory import MemoryService, screen
 from tests.gateway.test_auth_mcp_rest import call
 from tests.gateway_fixtures import Gateway, metric
 
@@ -106,12 +109,77 @@ async def _distill(gw: Gateway, _: LocalEmbedder, ns: str, body: str) -> str:
     return "stored"
 
 
+async def _distill_run(gw: Gateway, embedder: LocalEmbedder, ns: str, body: str) -> str:
+    """Distill end to end: three agents' episodes, the provider drafts the hostile body, the door refuses.
+
+    The episodes live in a namespace of their own (the proposal would be drafted there), so the
+    memories of `ns` hold only what the draft could have written: nothing.
+    """
+    token = uuid.uuid4().hex[:12]
+    episodes_ns = f"{ns}-episodes"
+    service = MemoryService(gw.store, embedder)
+    for author in ("claude-mac", "codex-ci", "cursor-lin"):
+        actor = Actor(name=author, role="agent", origin="gateway")
+        text = f"{author}: worker TLS to the registry failed until ca-certificates was installed ({token})."
+        await service.note(
+            MemoryIn(kind="experience", title=text[:60], body=text, namespace=episodes_ns), actor
+        )
+    draft = {"kind": "learning", "title": "Registry TLS needs the CA bundle", "body": body, "confidence": 0.9,
+             "supersedes": None, "evidence": [1, 2, 3]}  # fmt: skip
+    gw.script({"match": token, "content": json.dumps({"proposals": [draft]})})
+    cfg = DistillConfig(model="echo", api_base=gw.upstream_url + "/v1", api_key="sk-fake", timeout_s=10.0,
+                        attempts=2, backoff_s=0.01)  # fmt: skip
+    summary = await run_distill(gw.store, embedder, cfg)
+    assert token in json.dumps(gw.upstream_bodies()), "the provider was never asked"
+    queued = await gw.store.pool.fetchval(
+        "SELECT count(*) FROM proposals WHERE namespace = $1 AND status = 'pending'", episodes_ns
+    )
+    assert queued == 0, summary.as_dict()
+    codes = [c for c, n in summary.rejected_by.items() for _ in range(n)]
+    return codes[0] if len(codes) == 1 else f"queued (refused: {codes})"
+
+
+async def _propose(gw: Gateway, _: LocalEmbedder, ns: str, body: str) -> str:
+    """Queueing a proposal is a door too: a draft that would not pass is never shown to an owner."""
+    try:
+        await proposals.create(gw.store, kind="experience", namespace=ns, title="Registry TLS", body=body,
+                               evidence=[], authors=["a", "b"], score=1.0)  # fmt: skip
+    except BrainError as e:
+        return e.code
+    return "queued"
+
+
+async def _raw_proposal(gw: Gateway, ns: str, body: str) -> str:
+    """A proposal row as one drafted before a rule existed: written past the door, straight to the table."""
+    from brain.store import proposals as proposal_rows
+
+    return await proposal_rows.insert(gw.store, kind="experience", namespace=ns, title="Registry TLS", body=body,
+                                      evidence=[], authors=["a", "b"], score=1.0)  # fmt: skip
+
+
 async def _approve(gw: Gateway, _: LocalEmbedder, ns: str, body: str) -> str:
     """A proposal row holding the entry (as if drafted before a rule existed), approved by an owner."""
-    pid = await proposals.create(gw.store, kind="experience", namespace=ns, title="Registry TLS", body=body,
-                                 evidence=[], authors=["a", "b"], score=1.0)  # fmt: skip
+    pid = await _raw_proposal(gw, ns, body)
     r = await gw.rest("POST", f"/proposals/{pid}/approve", key="owner", json={})
     assert r.status_code >= 400, r.text
+    return str(r.json()["code"])
+
+
+async def _promote(gw: Gateway, _: LocalEmbedder, ns: str, body: str) -> str:
+    """An entry stored past the door (as if before a rule existed), which an owner then promotes.
+
+    Promotion would make it curated and maybe standing: the door screens it again and refuses. The
+    row itself is deleted afterwards, so what stays in `ns` is what the refusal left behind.
+    """
+    agent = Actor(name="agent", role="agent", origin="agent")
+    raw = await gw.store.note(
+        MemoryIn(kind="experience", title="Registry TLS", body=body, namespace=ns), actor=agent
+    )
+    r = await gw.rest("POST", f"/memories/{raw.memory.id}/promote", key="owner", json={})
+    assert r.status_code >= 400, r.text
+    tier = await gw.store.pool.fetchval("SELECT tier FROM memories WHERE id = $1", raw.memory.id)
+    assert tier == "episodic"
+    await gw.store.pool.execute("DELETE FROM memories WHERE id = $1", raw.memory.id)
     return str(r.json()["code"])
 
 
@@ -121,7 +189,10 @@ PATHS: dict[str, Path] = {
     "capture": _capture,
     "ingest": _ingest,
     "distill": _distill,
+    "distill-run": _distill_run,
+    "propose": _propose,
     "approve": _approve,
+    "promote": _promote,
 }
 
 

@@ -31,14 +31,12 @@ import numpy as np
 
 from brain.core.contract import Env
 from brain.core.errors import BrainError
-from brain.core.models import KINDS, MemoryIn
-from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
 from brain.ingest.grading import unit
 from brain.ingest.sync import as_vector
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
-from brain.services.memory import screen
 from brain.services.proposals import create as create_proposal
+from brain.services.proposals import screen_draft
 from brain.store import episodes as episode_rows
 from brain.store import proposals as proposal_rows
 from brain.store.store import Store
@@ -139,6 +137,7 @@ class DistillSummary:
     invalid: int = 0
     duplicates: int = 0
     rejected: int = 0
+    rejected_by: dict[str, int] = field(default_factory=dict)  # the door's refusal codes
     proposals: int = 0
     conflicts: int = 0
     gaps: int = 0
@@ -146,6 +145,10 @@ class DistillSummary:
     deferred: bool = False
     deferred_clusters: int = 0
     error: str | None = None
+
+    def reject(self, code: str) -> None:
+        self.rejected += 1
+        self.rejected_by[code] = self.rejected_by.get(code, 0) + 1
 
     def as_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -362,7 +365,6 @@ async def run_distill(
 ) -> DistillSummary:
     llm = llm or LLM(cfg)
     system, schema = load_prompt()
-    gate = SecretGate("refuse")
     out = DistillSummary()
     episodes, queries, out.sessions = await collect(store, embedder, cfg)
     out.episodes, out.queries = len(episodes), len(queries)
@@ -400,11 +402,13 @@ async def run_distill(
         out.drafted += len(drafts)
         for d in drafts:
             text = f"{d['title']}\n{d['body']}"
-            try:  # the service's one screening; a draft is model output, so the strict lint policy
-                kind = d.get("kind") if d.get("kind") in KINDS else "note"
-                screen(MemoryIn(title=d["title"], body=d["body"], kind=kind), gate, origin="model")
-            except (BrainError, ValueError):
-                out.rejected += 1
+            try:  # the proposals door's screening, before the draft's text goes to the embedder
+                screen_draft(kind=d["kind"], namespace=c.namespace, title=d["title"], body=d["body"])
+            except BrainError as e:
+                out.reject(e.code)
+                continue
+            except ValueError:
+                out.reject("invalid")
                 continue
             vec = unit(await embedder.embed([text]))[0]
             sup = d.get("supersedes") or None

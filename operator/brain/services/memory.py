@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from brain.core import lint
 from brain.core.errors import Forbidden, InvalidInput, NotFound
 from brain.core.models import (
+    KINDS,
     Actor,
     Hit,
     Memory,
@@ -243,6 +244,21 @@ class MemoryService:
     async def promote(
         self, memory_id: str, actor: Actor, *, standing: bool | None = None, required: bool | None = None
     ) -> Memory:
+        """Curated (and maybe pinned) only if its text passes today's door: an entry stored before a rule
+        existed, or by a path that skipped the door, is refused here by the same codes as a new write."""
+        if actor.role == "owner":  # the store refuses everyone else, naming the role
+            current = (await self.store.get(memory_id)).memory
+            stored = MemoryIn(
+                body=current.body,
+                title=current.title,
+                kind=current.kind if current.kind in KINDS else "note",
+                namespace=current.namespace,
+                tags=current.tags,
+                attrs=current.attrs,
+                source_key=current.source_key,
+                domain_keywords=current.domain_keywords,
+            )
+            screen(stored, SecretGate("refuse"), origin=current.origin)
         return await self.store.promote(memory_id, actor=actor, standing=standing, required=required)
 
     # ------------------------------------------------------------------ reads

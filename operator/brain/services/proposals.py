@@ -5,6 +5,11 @@ lint and the curated tier apply, and the owner is recorded as promoter). A propo
 an existing memory supersedes it with compare-and-set on the hash the proposal was drafted against,
 so an entry changed since then is not silently overwritten. The proposal row is locked while it is
 decided: two owners approving at once produce one memory and one conflict.
+
+`create` is a door too: a draft is model output, so it is screened like every other writer's entry
+(the refusing secret gate, then the strict lint of origin `model`) before it is queued, and nothing
+hostile ever waits in front of an owner. Approval screens it again, under the owner's policy, when
+it is written.
 """
 
 from __future__ import annotations
@@ -12,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
-from brain.core.models import Actor, MemoryIn
-from brain.services.memory import MemoryService
+from brain.core.models import KINDS, Actor, MemoryIn
+from brain.core.redact import SecretGate
+from brain.services.memory import MemoryService, screen
 from brain.store import proposals as proposal_rows
 from brain.store.store import Store
 
@@ -32,6 +38,8 @@ async def create(
     score: float,
     supersedes: str | None = None,
 ) -> str:
+    """Queue a draft for an owner; refused (`secret_rejected`, `instruction_rejected`) like any write."""
+    screen_draft(kind=kind, namespace=namespace, title=title, body=body)
     return await proposal_rows.insert(
         store,
         kind=kind,
@@ -43,6 +51,14 @@ async def create(
         score=score,
         supersedes=supersedes,
     )
+
+
+def screen_draft(*, kind: str, namespace: str, title: str, body: str) -> None:
+    """The door's screening of a draft. Distill calls it before embedding a draft too: a secret in model
+    output must not reach the embedder either. Raises `BrainError` (by code) or `ValueError` (a draft
+    that is not a valid entry)."""
+    item = MemoryIn(title=title, body=body, kind=kind if kind in KINDS else "note", namespace=namespace)
+    screen(item, SecretGate("refuse"), origin="model")
 
 
 async def list_proposals(store: Store, status: str = "pending", limit: int = 50) -> list[dict[str, Any]]:
