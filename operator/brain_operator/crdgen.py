@@ -24,6 +24,7 @@ import yaml
 from brain_operator import GROUP, VERSION
 from brain_operator.api import QUANTITY_PATTERN, RESOURCES
 from brain_operator.rbac import install_manifests
+from brain_operator.render import names
 
 #: Not "brain": kubectl expands a category before resource names, so a category equal to the
 #: singular would break `kubectl get brain <name>`.
@@ -198,6 +199,16 @@ def crd(kind: str) -> dict[str, Any]:
             "status": status_schema,
         },
     }
+    if kind == "Brain":
+        # metadata is not validated by a CRD's schema, but a rule at the root may read its name
+        # (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#validation-rules).
+        root["x-kubernetes-validations"] = [
+            {
+                "rule": f"self.metadata.name.size() <= {names.MAX_BRAIN_NAME}",
+                "message": f"metadata.name must be at most {names.MAX_BRAIN_NAME} characters, so every "
+                "child (Services, Secrets, CronJobs) is named <brain>-<part>",
+            }
+        ]
     plural = info["plural"]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -367,6 +378,8 @@ def reference_markdown() -> str:
             + ".",
             "",
         ]
+        for rule in schema.get("x-kubernetes-validations", []):
+            out += [f"Validation of the whole object: {rule['message']} (`{rule['rule']}`).", ""]
         for part in ("spec", "status"):
             rows: list[str] = [
                 "| Field | Type | Required | Default | Description | Validation |",

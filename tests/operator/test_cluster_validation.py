@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from brain_operator.render.names import MAX_BRAIN_NAME
+
 from .conftest import Kubectl
 from .helpers import deep_set, sample
 
@@ -131,6 +133,11 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.git.format"],
     ),
     ("source without brainRef", _drop(sample("memorysource-git.yaml"), "spec.brainRef"), ["spec.brainRef"]),
+    (
+        "brain name longer than its children allow",
+        _brain("metadata.name", "b" * (MAX_BRAIN_NAME + 1)),
+        [f"metadata.name must be at most {MAX_BRAIN_NAME} characters"],
+    ),
 ]
 
 
@@ -168,6 +175,9 @@ def test_valid_samples_are_accepted_with_defaults(kc: Kubectl) -> None:
         "spec": {"gateway": {"models": [{"name": "m", "model": "openai/m"}]}},
     }
     kc.apply(minimal)
+    longest = deep_set(minimal, "metadata.name", "b" * MAX_BRAIN_NAME)  # the cap itself is allowed
+    kc.apply(longest)
+    assert kc.get("brain", "b" * MAX_BRAIN_NAME)["metadata"]["name"] == "b" * MAX_BRAIN_NAME
     got = kc.get("brain", "minimal")
     assert got["spec"]["database"] == {"managed": {"storage": "10Gi"}}
     assert got["spec"]["embedding"]["dim"] == 384

@@ -247,3 +247,19 @@ def test_long_brain_names_point_status_and_health_at_the_real_service() -> None:
             f"http://{gateway}.team-ns.svc:4000/"
         )
     )
+
+
+def test_a_brain_name_at_the_crd_cap_keeps_every_child_name_plain() -> None:
+    """The CRD refuses names over MAX_BRAIN_NAME (tests/operator/test_cluster_validation.py); up to
+    it every rendered child is `<brain>-<part>`, within its kind's limit, and one more would hash."""
+    from brain_operator.render import names
+
+    longest = "b" * names.MAX_BRAIN_NAME
+    assert names.keeps_plain_names(longest)
+    assert not names.keeps_plain_names(longest + "b")
+    b = Brain.model_validate({**sample("brain.yaml"), "metadata": {"name": longest, "namespace": "team-ns"}})
+    for m in render(b):
+        name = m["metadata"]["name"]
+        if m["kind"] in ("Service", "Secret", "Deployment", "StatefulSet", "ConfigMap", "CronJob", "Cluster"):
+            assert name.startswith(longest + "-"), (m["kind"], name)
+            assert len(name) <= (52 if m["kind"] == "CronJob" else 63), (m["kind"], name)

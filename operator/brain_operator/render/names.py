@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from brain_operator.render.common import child_name
 
 
@@ -58,3 +60,30 @@ def dashboard(brain: str) -> str:
 def brain_label(namespace: str, name: str) -> str:
     """Brains are namespaced; the metric label is ``<namespace>/<name>`` so two teams never collide."""
     return f"{namespace}/{name}"
+
+
+# The children whose name is `<brain>-<fixed part>` (an ingest child also carries the source's name
+# and is hashed to fit whatever the lengths).
+_FIXED: tuple[Callable[[str], str], ...] = (
+    db_credentials,
+    master_key,
+    database,
+    cnpg_app_secret,
+    embedder,
+    gateway,
+    gateway_config,
+    dashboard,
+    lambda brain: cronjob(brain, "distill"),
+    lambda brain: cronjob(brain, "digest"),
+)
+
+
+def keeps_plain_names(brain: str) -> bool:
+    """Whether every fixed child of `brain` is `<brain>-<part>`, not shortened with a hash."""
+    return all(fn(brain) == brain + fn("x")[1:] for fn in _FIXED)
+
+
+# The longest Brain name whose children all keep their plain names (the CRD refuses longer ones:
+# a hashed child name is correct but nobody recognises it in `kubectl get`, and a Brain name over
+# 63 characters could not be a label value at all). The distill CronJob sets it: 52 - len("-distill").
+MAX_BRAIN_NAME = max(n for n in range(1, 64) if keeps_plain_names("b" * n))
