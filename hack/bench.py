@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/pg_fixtures.py)
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 TEAM = ROOT / "tests" / "data" / "team_eval.json"
 NO_FLOOR = {"vector": 0.0, "lexical": 0.0, "trigram": 0.0}
@@ -175,25 +176,21 @@ async def quality(runs: int) -> str:
 
 async def selectivity() -> str:
     """The team set: does the floor keep unrelated questions out and every answer in?"""
-    from brain.embedder import LocalEmbedder
-    from brain.local.devdb import EmbeddedPostgres
-    from brain.local.eval import MODES, evaluate, load_dataset, load_into
+    from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
+
+    from brain.local.eval import GATEWAY, MODES, evaluate, load_dataset, load_into
     from brain.retrieval import RetrievalConfig
-    from brain.store import Store
 
     ds = load_dataset(json.loads(TEAM.read_text()))
-    embedder = LocalEmbedder()
-    pg = EmbeddedPostgres().start()
-    try:
-        store = await Store.open(await pg.create_database("bench_team"), dim=embedder.dim)
-        mapping = await load_into(store, embedder, ds)
-        floored = await evaluate(store, embedder, ds, mapping, modes=list(MODES), ks=[5])
-        bare = await evaluate(
-            store, embedder, ds, mapping, modes=["hybrid"], ks=[5], config=RetrievalConfig(floor=NO_FLOOR)
-        )
-        await store.close()
-    finally:
-        pg.stop()
+    embedder = offline_embedder(threads=None)
+    with postgres() as pg:
+        async with fresh_database(pg, "bench_team") as dsn, open_store(dsn, dim=embedder.dim) as store:
+            mapping = await load_into(store, embedder, ds)
+            # the leg modes, then what the gateway would inject (retrieval/compose: budget, persona, skills)
+            floored = await evaluate(store, embedder, ds, mapping, modes=[*MODES, GATEWAY], ks=[5])
+            bare = await evaluate(
+                store, embedder, ds, mapping, modes=["hybrid"], ks=[5], config=RetrievalConfig(floor=NO_FLOOR)
+            )
     modes = floored["modes"]
     out = [
         "## Selectivity: the team set (`tests/data/team_eval.json`)",

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the reference leg lives with the tests (tests/lexical_reference.py)
+sys.path.insert(0, str(ROOT))  # the suite's fixtures and the reference leg (tests/)
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 
 
@@ -30,9 +30,9 @@ def pct(values: list[float], q: float) -> float:
 
 async def main(sizes: list[int], runs: int = 3) -> str:
     from tests import lexical_reference as reference
+    from tests.pg_fixtures import fresh_database, open_store, postgres
 
     from brain.core.models import Actor, MemoryIn
-    from brain.local.devdb import EmbeddedPostgres
     from brain.local.eval import load_dataset
     from brain.store import Scope, Store
     from brain.store.lexical import bm25
@@ -51,71 +51,64 @@ async def main(sizes: list[int], runs: int = 3) -> str:
         "| memories | before p50 / p95 ms | after p50 / p95 ms | same top-10 | full-text GIN B / memory |",
         "|---|---|---|---|---|",
     ]
-    pg = EmbeddedPostgres().start()
-    try:
+    with postgres() as pg:
         for size in sizes:
-            name = f"bench_lex_{size}"
-            dsn = await pg.create_database(name)
-            store = await Store.open(dsn, dim=384)
-            actor = Actor(name="bench", role="owner", origin="import")
-            n, copy = 0, 0
-            while n < size:
-                batch = [
-                    (
-                        MemoryIn(
-                            body=m.body, title=m.title, namespace=f"bench-{copy}", valid_from=m.valid_from
-                        ),
-                        None,
-                    )
-                    for m in ds.memories[: size - n]
-                ]
-                for j in range(0, len(batch), 1000):
-                    await store.note_many(batch[j : j + 1000], actor=actor)
-                n += len(batch)
-                copy += 1
-            await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
-            space = await store.pool.fetchrow("SELECT pg_relation_size('memories_tsv') AS gin")
-            scope = Scope.of(["bench-1"])
+            async with fresh_database(pg, f"bench_lex_{size}") as dsn, open_store(dsn) as store:
+                actor = Actor(name="bench", role="owner", origin="import")
+                n, copy = 0, 0
+                while n < size:
+                    batch = [
+                        (
+                            MemoryIn(
+                                body=m.body, title=m.title, namespace=f"bench-{copy}", valid_from=m.valid_from
+                            ),
+                            None,
+                        )
+                        for m in ds.memories[: size - n]
+                    ]
+                    for j in range(0, len(batch), 1000):
+                        await store.note_many(batch[j : j + 1000], actor=actor)
+                    n += len(batch)
+                    copy += 1
+                await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+                space = await store.pool.fetchrow("SELECT pg_relation_size('memories_tsv') AS gin")
+                scope = Scope.of(["bench-1"])
 
-            async def before(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
-                hits = await reference.lexical_leg(store, q, scope, 80)
-                await reference.query_idf(store, q)
-                return [d for d, _ in hits]
+                async def before(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
+                    hits = await reference.lexical_leg(store, q, scope, 80)
+                    await reference.query_idf(store, q)
+                    return [d for d, _ in hits]
 
-            async def after(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
-                return [d for d, _ in (await bm25(store, q, scope, 80)).hits]
+                async def after(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
+                    return [d for d, _ in (await bm25(store, q, scope, 80)).hits]
 
-            for q in queries[:20]:  # warm-up: plans cached, pages in memory
-                await before(q)
-                await after(q)
-            same = 0
-            for q in queries:
-                same += (await before(q))[:10] == (await after(q))[:10]
-            # Interleaved, query by query, so load from anything else on the machine hits both alike.
-            p50s: dict[str, list[float]] = {"before": [], "after": []}
-            p95s: dict[str, list[float]] = {"before": [], "after": []}
-            for _ in range(runs):
-                lat: dict[str, list[float]] = {"before": [], "after": []}
+                for q in queries[:20]:  # warm-up: plans cached, pages in memory
+                    await before(q)
+                    await after(q)
+                same = 0
                 for q in queries:
-                    for label, fn in (("before", before), ("after", after)):
-                        t = time.perf_counter()
-                        await fn(q)
-                        lat[label].append((time.perf_counter() - t) * 1000)
-                for label, values in lat.items():
-                    p50s[label].append(pct(values, 0.5))
-                    p95s[label].append(pct(values, 0.95))
-            cells = [
-                f"{statistics.median(p50s[label]):.1f} / {statistics.median(p95s[label]):.1f}"
-                for label in ("before", "after")
-            ]
-            out.append(
-                f"| {size:,} | {cells[0]} | {cells[1]} | {same}/{len(queries)} | {space['gin'] / size:.0f} |"
-            )
-            print(out[-1], file=sys.stderr, flush=True)  # progress: a long run keeps what it measured
-            await store.close()
-            await pg.drop_database(name)
-    finally:
-        pg.stop()
+                    same += (await before(q))[:10] == (await after(q))[:10]
+                # Interleaved, query by query, so load from anything else on the machine hits both alike.
+                p50s: dict[str, list[float]] = {"before": [], "after": []}
+                p95s: dict[str, list[float]] = {"before": [], "after": []}
+                for _ in range(runs):
+                    lat: dict[str, list[float]] = {"before": [], "after": []}
+                    for q in queries:
+                        for label, fn in (("before", before), ("after", after)):
+                            t = time.perf_counter()
+                            await fn(q)
+                            lat[label].append((time.perf_counter() - t) * 1000)
+                    for label, values in lat.items():
+                        p50s[label].append(pct(values, 0.5))
+                        p95s[label].append(pct(values, 0.95))
+                cells = [
+                    f"{statistics.median(p50s[label]):.1f} / {statistics.median(p95s[label]):.1f}"
+                    for label in ("before", "after")
+                ]
+                out.append(
+                    f"| {size:,} | {cells[0]} | {cells[1]} | {same}/{len(queries)} | {space['gin'] / size:.0f} |"
+                )
+                print(out[-1], file=sys.stderr, flush=True)  # progress: a long run keeps what it measured
     return "\n".join(out)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -13,35 +12,32 @@ from brain.embedder import LocalEmbedder
 from brain.local.devdb import EmbeddedPostgres
 from brain.services.memory import MemoryService
 from brain.store import Store
+from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
 
 pytest_plugins = ["tests.kube_fixtures", "tests.gateway_fixtures"]
 
 
 @pytest.fixture(scope="session")
 def pg() -> Iterator[EmbeddedPostgres]:
-    server = EmbeddedPostgres().start()
-    yield server
-    server.stop()
+    with postgres() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
 def embedder() -> LocalEmbedder:
-    return LocalEmbedder(threads=2)
+    return offline_embedder(threads=2)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def dsn(pg: EmbeddedPostgres) -> AsyncIterator[str]:
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    url = await pg.create_database(name)
-    yield url
-    await pg.drop_database(name)
+    async with fresh_database(pg) as url:
+        yield url
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def store(dsn: str, embedder: LocalEmbedder) -> AsyncIterator[Store]:
-    s = await Store.open(dsn, dim=embedder.dim)
-    yield s
-    await s.close()
+    async with open_store(dsn, dim=embedder.dim) as s:
+        yield s
 
 
 @pytest.fixture

@@ -1,0 +1,52 @@
+"""The real parts the tests stand on, as plain context managers: the fixtures and the benches share them.
+
+tests/conftest.py wraps these in pytest fixtures; hack/bench*.py import them directly (with the
+repository root on sys.path), so a bench measures the same Postgres, database and store setup the
+suite tests instead of a copy that drifts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+from brain.embedder import LocalEmbedder
+from brain.local.devdb import EmbeddedPostgres
+from brain.store import Store
+
+
+@contextmanager
+def postgres() -> Iterator[EmbeddedPostgres]:
+    """One embedded Postgres with pgvector (as an unprivileged user when run as root), stopped after."""
+    server = EmbeddedPostgres().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def offline_embedder(threads: int | None = 2) -> LocalEmbedder:
+    """The offline ONNX model from the cache (what the gateway loads without an embedder URL)."""
+    return LocalEmbedder(threads=threads)
+
+
+@asynccontextmanager
+async def fresh_database(pg: EmbeddedPostgres, prefix: str = "t") -> AsyncIterator[str]:
+    """A new, empty database's DSN; dropped afterwards."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    url = await pg.create_database(name)
+    try:
+        yield url
+    finally:
+        await pg.drop_database(name)
+
+
+@asynccontextmanager
+async def open_store(dsn: str, dim: int = 384) -> AsyncIterator[Store]:
+    """The store on `dsn`, migrated; closed afterwards."""
+    store = await Store.open(dsn, dim=dim)
+    try:
+        yield store
+    finally:
+        await store.close()
