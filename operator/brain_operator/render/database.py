@@ -92,6 +92,13 @@ def _cnpg(inp: RenderInput) -> list[Manifest]:
     storage: dict[str, object] = {"size": cnpg.storage}
     if cnpg.storage_class_name:
         storage["storageClass"] = cnpg.storage_class_name
+    postgresql: dict[str, object] = {}
+    if cnpg.instances >= 2:
+        # Quorum commit to one standby: a write the gateway acknowledged is on two instances, so
+        # deleting (or killing) the primary loses none (e2e/pods/test_ha.py). "preferred" lets the
+        # surviving primary keep accepting writes while it is alone, instead of blocking them
+        # until a standby is back; those are async until the standby rejoins (docs/operations.md).
+        postgresql["synchronous"] = {"method": "any", "number": 1, "dataDurability": "preferred"}
     return [
         {
             "apiVersion": "postgresql.cnpg.io/v1",
@@ -101,6 +108,7 @@ def _cnpg(inp: RenderInput) -> list[Manifest]:
                 "instances": cnpg.instances,
                 "imageName": inp.images.cnpg,
                 "storage": storage,
+                **({"postgresql": postgresql} if postgresql else {}),
                 "bootstrap": {
                     "initdb": {
                         "database": DB_NAME,
