@@ -123,7 +123,8 @@ for image in "${wanted[@]}"; do
     cnpg)
       manager=$(bash hack/cnpg-build.sh) || die "building the CloudNativePG manager failed (hack/cnpg-build.sh above)"
       mkdir -p "$ctx/.build/cnpg"
-      cp "$manager" "$ctx/.build/cnpg/manager"
+      case $(uname -m) in x86_64) goarch=amd64 ;; aarch64) goarch=arm64 ;; *) goarch=$(uname -m) ;; esac
+      cp "$manager" "$ctx/.build/cnpg/manager_$goarch" # CNPG looks its instance manager up by GOARCH
       files=(images/cnpg) base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE") from=$DEB_BASE wargs=() ;;
     embedder) files=(pyproject.toml requirements/embedder.txt operator/brain operator/brain_operator images/embedder)
       base=(--build-arg "PYTHON_IMAGE=$PY_BASE") from=$PY_BASE wargs=("${wheel_args[@]}")
