@@ -196,8 +196,12 @@ def test_brain_is_ready_on_a_real_two_instance_cluster(ha: HA) -> None:
     primary = st["currentPrimary"]
     assert psql(ha.node, NS, primary, "select sync_state from pg_stat_replication") == "quorum"
     # A chat through the gateway Service gets the note from the Cluster.
-    r = ha.gw.chat(ASK)
-    assert r.status_code == 200 and "6543" in r.text, r.text
+    def served() -> bool:
+        r = ha.gw.chat(ASK)
+        assert r.status_code == 200, r.text
+        return "6543" in r.text
+
+    wait_for("a chat served the note", served, timeout=120, every=2)
     # A job (digest) runs against the same Secret and Service.
     digest, log = run_job(ha.node, NS, "team-digest")
     assert digest, f"the digest Job printed no summary:\n{log[-2000:]}"

@@ -120,6 +120,8 @@ def test_cloudnativepg_database_is_a_cluster() -> None:
         render(brain(deep_set(sample("brain.yaml"), "spec.database", {"cloudNativePG": {"instances": 1}})))
     )
     assert "postgresql" not in single[("Cluster", "team-db")]["spec"]
+    # A busy node must not fail the primary's isolation check (1 s by default) and restart it.
+    assert cluster["spec"]["probes"]["liveness"]["isolationCheck"]["requestTimeout"] >= 5000
 
 
 def test_secrets_are_rendered_only_when_not_supplied() -> None:

@@ -86,6 +86,19 @@ def _managed(inp: RenderInput) -> list[Manifest]:
     return [statefulset, svc]
 
 
+#: CNPG's probes allow 1 s for the instance manager's isolation check (can the primary reach the
+#: API server and its peers?) and restart a primary that fails it. On a busy node (e2e/pods, a load
+#: of 30 on 2 CPUs) that restarted a healthy primary: an unplanned failover. These allow 5 s; a
+#: deleted or crashed primary is still replaced at once (the pod is gone, no probe is waited for).
+CNPG_PROBES: dict[str, object] = {
+    "liveness": {
+        "timeoutSeconds": 10,
+        "isolationCheck": {"enabled": True, "requestTimeout": 5000, "connectionTimeout": 5000},
+    },
+    "readiness": {"timeoutSeconds": 10},
+}
+
+
 def _cnpg(inp: RenderInput) -> list[Manifest]:
     cnpg = inp.brain.spec.database.cloud_native_pg
     assert cnpg is not None
@@ -109,6 +122,7 @@ def _cnpg(inp: RenderInput) -> list[Manifest]:
                 "imageName": inp.images.cnpg,
                 "storage": storage,
                 **({"postgresql": postgresql} if postgresql else {}),
+                "probes": CNPG_PROBES,
                 "bootstrap": {
                     "initdb": {
                         "database": DB_NAME,
