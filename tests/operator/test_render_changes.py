@@ -122,6 +122,8 @@ def test_cloudnativepg_database_is_a_cluster() -> None:
     assert "postgresql" not in single[("Cluster", "team-db")]["spec"]
     # A busy node must not fail the primary's isolation check (1 s by default) and restart it.
     assert cluster["spec"]["probes"]["liveness"]["isolationCheck"]["requestTimeout"] >= 5000
+    # A deleted primary must not wait CNPG's 180 s for the gateways' pooled sessions to leave.
+    assert cluster["spec"]["smartShutdownTimeout"] <= 15
 
 
 def test_secrets_are_rendered_only_when_not_supplied() -> None:

@@ -99,6 +99,9 @@ CNPG_PROBES: dict[str, object] = {
 }
 
 
+CNPG_SMART_SHUTDOWN_SECONDS = 10
+
+
 def _cnpg(inp: RenderInput) -> list[Manifest]:
     cnpg = inp.brain.spec.database.cloud_native_pg
     assert cnpg is not None
@@ -123,6 +126,11 @@ def _cnpg(inp: RenderInput) -> list[Manifest]:
                 "storage": storage,
                 **({"postgresql": postgresql} if postgresql else {}),
                 "probes": CNPG_PROBES,
+                # A deleted primary first gets a *smart* shutdown, which waits for every client
+                # to disconnect; the gateways' pools never do, so CNPG's 180 s default was the
+                # failover time (measured on the real node). Past 10 s a fast shutdown ends the
+                # sessions; what they had in flight was never acknowledged (quorum commit).
+                "smartShutdownTimeout": CNPG_SMART_SHUTDOWN_SECONDS,
                 "bootstrap": {
                     "initdb": {
                         "database": DB_NAME,
