@@ -260,7 +260,7 @@ def test_primary_deleted_under_traffic(ha: HA) -> None:
     missing = []
     for o in acked:
         r = ha.gw.rest("GET", f"/memories/{o.memory_id}", "agent")
-        if r.status_code != 200 or r.json().get("body") != o.body:
+        if r.status_code != 200 or r.json()["memory"]["body"] != o.body:
             missing.append((o.memory_id, r.status_code))
     assert not missing, f"{len(missing)}/{len(acked)} acknowledged writes lost: {missing[:5]}"
     # The old primary comes back as a replica.
@@ -495,5 +495,5 @@ def test_pg_dump_into_a_new_managed_brain_and_pg_restore(ha: HA) -> None:
 
     wait_for("a chat on the restored Brain served the note", served, timeout=120, every=3)
     got = restored.rest("GET", f"/memories/{ha.note_id}", "agent")
-    assert got.status_code == 200 and got.json()["body"] == NOTE, got.text
+    assert got.status_code == 200 and got.json()["memory"]["body"] == NOTE, got.text
     ha.node.kubectl("delete", "namespace", ns, "--wait=false", check=False)
