@@ -7,7 +7,7 @@ export BRAIN_CACHE := $(CACHE)
 
 .PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help \
 	images base-images docker-up docker-down lock kind-up e2e chart-test chart-sync lint-dockerfiles agents \
-	node-build node-up node-down e2e-pods
+	node-build node-up node-down e2e-pods e2e-ha
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -91,6 +91,12 @@ node-down: ## stop the real node and its control plane; leaves no pods, mounts, 
 
 e2e-pods: install images ## the user story and its faults on real pods (real node; root)
 	$(VENV)/bin/pytest -q -s e2e/pods
+
+HA_IMAGES = operator gateway embedder jobs database cnpg cnpg-postgres
+e2e-ha: install images ## high availability on real pods: CloudNativePG failover, PDB, revocation, operator hand-over (real node; root; ~25 min)
+	bash hack/images.sh cnpg cnpg-postgres
+	BRAIN_E2E_HA=1 BRAIN_NODE_IMAGES="$$(for i in $(HA_IMAGES); do bash hack/images.sh --ref $$i; done | tr '\n' ' ')" \
+		$(VENV)/bin/pytest -q -s e2e/pods/test_ha.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Builds the images: operator, gateway, embedder, jobs (Python, from the hashed lock) and database
 # (Postgres 17 + pgvector). Starts Docker through hack/docker-up.sh when none answers.
+# Two more only on request (the high-availability e2e): cnpg (the CloudNativePG operator, its
+# manager built from Go module source by hack/cnpg-build.sh) and cnpg-postgres (its operand image).
 #
 #   bash hack/images.sh                 # all five, tag :dev
+#   bash hack/images.sh cnpg cnpg-postgres
 #   bash hack/images.sh gateway jobs    # some
 #   IMAGE_TAG=1.2.3 BASES=upstream bash hack/images.sh
 #   EMBEDDER_MODEL=BAAI/bge-small-en-v1.5 bash hack/images.sh embedder   # from the hub (needs one)
@@ -21,13 +24,19 @@ REG=${IMAGE_REGISTRY:-ghcr.io/brain-operator}
 TAG=${IMAGE_TAG:-dev}
 BASES=${BASES:-auto}
 ALL=(operator gateway embedder jobs database)
+OPTIONAL=(cnpg cnpg-postgres)
 log() { echo "images: $*" >&2; }
 die() {
   log "ERROR: $*"
   exit 1
 }
 ref_of() { # image → reference
-  if [ "$1" = database ]; then echo "$REG/postgres:17-pgvector-$TAG"; else echo "$REG/$1:$TAG"; fi
+  case $1 in
+    database) echo "$REG/postgres:17-pgvector-$TAG" ;;
+    cnpg) echo "$REG/cloudnative-pg:1.27.1-$TAG" ;;
+    cnpg-postgres) echo "$REG/cnpg-postgres:17-pgvector-$TAG" ;; # CNPG reads the major from the tag
+    *) echo "$REG/$1:$TAG" ;;
+  esac
 }
 if [ "${1:-}" = --ref ]; then
   ref_of "$2"
@@ -36,7 +45,7 @@ fi
 wanted=("$@")
 [ ${#wanted[@]} -gt 0 ] || wanted=("${ALL[@]}")
 for w in "${wanted[@]}"; do
-  [[ " ${ALL[*]} " == *" $w "* ]] || die "unknown image '$w' (one of: ${ALL[*]})"
+  [[ " ${ALL[*]} ${OPTIONAL[*]} " == *" $w "* ]] || die "unknown image '$w' (one of: ${ALL[*]} ${OPTIONAL[*]})"
 done
 
 bash hack/docker-up.sh || die "no Docker engine (hack/docker-up.sh failed above)"
@@ -75,7 +84,7 @@ WHEELS_DIR=${BRAIN_CACHE:-$HOME/.cache/brain-operator}/images-v1/wheels
 WHEEL_PORT=${WHEEL_PORT:-38417}
 wheel_args=()
 py_wanted=()
-for w in "${wanted[@]}"; do [ "$w" = database ] || py_wanted+=("$w"); done
+for w in "${wanted[@]}"; do [[ $w == database || $w == cnpg* ]] || py_wanted+=("$w"); done
 if [ "${WHEELS:-1}" = 1 ] && [ ${#py_wanted[@]} -gt 0 ]; then
   mkdir -p "$WHEELS_DIR"
   for w in "${py_wanted[@]}"; do
@@ -110,7 +119,13 @@ CREATED=$(git log -1 --format=%cI 2>/dev/null || echo unknown) # reproducible: t
 for image in "${wanted[@]}"; do
   ref=$(ref_of "$image")
   case $image in
-    database) files=(images/database) base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE") from=$DEB_BASE wargs=() ;;
+    database | cnpg-postgres) files=("images/$image") base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE") from=$DEB_BASE wargs=() ;;
+    cnpg)
+      manager=$(bash hack/cnpg-build.sh) || die "building the CloudNativePG manager failed (hack/cnpg-build.sh above)"
+      mkdir -p "$ctx/.build/cnpg"
+      case $(uname -m) in x86_64) goarch=amd64 ;; aarch64) goarch=arm64 ;; *) goarch=$(uname -m) ;; esac
+      cp "$manager" "$ctx/.build/cnpg/manager_$goarch" # CNPG looks its instance manager up by GOARCH
+      files=(images/cnpg) base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE") from=$DEB_BASE wargs=() ;;
     embedder) files=(pyproject.toml requirements/embedder.txt operator/brain operator/brain_operator images/embedder)
       base=(--build-arg "PYTHON_IMAGE=$PY_BASE") from=$PY_BASE wargs=("${wheel_args[@]}")
       if [ -n "${EMBEDDER_MODEL:-}" ]; then # the manifest's model from a model hub, not the offline MiniLM
@@ -127,6 +142,7 @@ for image in "${wanted[@]}"; do
     tail -n 30 "$ctx/build.log" >&2
     die "building $ref failed"
   fi
+  rm -rf "$ctx/.build/cnpg" # only the cnpg image's context carries the manager
   size=$(docker image inspect -f '{{.Size}}' "$ref")
   printf '%s\t%s\t%ss\t%s MB\t%s\n' "$image" "$ref" "$(($(date +%s) - start))" "$((size / 1000000))" "$from"
 done

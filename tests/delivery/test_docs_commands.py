@@ -592,6 +592,16 @@ CANNOT_RUN: dict[str, str] = {
     ),
     "kubectl -n team exec -i team-db-0 -- pg_restore -U brain -d brain --clean --if-exists < "
     "brain-2026-01-01.dump": KUBELET.format("an exec into Postgres"),
+    "primary=$(kubectl -n team get cluster team-db -o jsonpath='{.status.currentPrimary}')": (
+        "a CloudNativePG Cluster's status; e2e/pods/test_ha.py reads it on the real node"
+    ),
+    'kubectl -n team exec "$primary" -c postgres -- pg_dump -Fc -d brain > brain-$(date +%F).dump': KUBELET.format(
+        "an exec into a CloudNativePG instance (e2e/pods/test_ha.py does it on the real node)"
+    ),
+    "kubectl -n restored exec -i team-db-0 -c postgres -- pg_restore -U brain -d brain --clean --if-exists "
+    "--no-owner --single-transaction < brain-2026-01-01.dump": KUBELET.format(
+        "an exec into Postgres (e2e/pods/test_ha.py does it on the real node)"
+    ),
     "kubectl -n $NS port-forward svc/$B-gateway 4000:4000 &": KUBELET.format("a port-forward"),
     ".venv/bin/pytest -q tests/gateway/test_review.py tests/gateway/test_review_browser.py": (
         "test files of their own (a real gateway and a headless browser); the suite runs them"

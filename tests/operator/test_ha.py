@@ -117,3 +117,30 @@ def test_identical_replicas_elect_one(kc: Kubectl, peered: Callable[..., PeeredO
     wait_until("a replica reconciles", lambda: first.reconciles() + second.reconciles() > 0, timeout=60)
     wait_ready(kc)
     assert (first.reconciles() > 0) != (second.reconciles() > 0)
+
+
+def test_a_paused_replica_drops_its_series_of_the_brain(
+    kc: Kubectl, peered: Callable[..., PeeredOperator]
+) -> None:
+    """After a hand-over the replica that stopped being active must not keep exporting the Brain's
+    gauges it set while active: a Deployment-wide sum() would count the Brain twice, one of them
+    frozen. A higher-priority replica joining pauses the one that reconciled."""
+    label = f"{kc.ns}/team"
+    first = peered("first", "--priority", "100")
+    apply_samples(kc)
+    wait_ready(kc)
+    wait_until(
+        "the active replica exports brain_ready", lambda: first.metric("brain_ready", brain=label) == 1
+    )
+    higher = peered("higher", "--priority", "200")
+    wait_until(
+        "the higher replica exports brain_ready",
+        lambda: higher.metric("brain_ready", brain=label) == 1,
+        timeout=TAKEOVER_TIMEOUT,
+    )
+    wait_until(
+        "the paused replica drops its series of the Brain",
+        lambda: f'brain="{label}"' not in first.metrics(),
+        timeout=60,
+    )
+    assert "dropped this replica's series" in first.log(), first.log()

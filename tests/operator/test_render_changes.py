@@ -103,6 +103,27 @@ def test_cloudnativepg_database_is_a_cluster() -> None:
         for e in out[("Deployment", "team-gateway")]["spec"]["template"]["spec"]["containers"][0]["env"]
     }
     assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "team-db-app", "key": "uri"}
+    # The jobs read the same Secret CloudNativePG writes (its `uri` names the -rw Service).
+    cronjobs = [m for (kind, _), m in out.items() if kind == "CronJob"]
+    assert cronjobs
+    for cj in cronjobs:
+        [job] = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        refs = {e["name"]: e.get("valueFrom", {}).get("secretKeyRef") for e in job["env"]}
+        assert refs["BRAIN_DATABASE_URL"] == {"name": "team-db-app", "key": "uri"}, cj["metadata"]["name"]
+    # Two instances: an acknowledged write waits for the standby, so a failover loses none.
+    assert cluster["spec"]["postgresql"]["synchronous"] == {
+        "method": "any",
+        "number": 1,
+        "dataDurability": "preferred",
+    }
+    single = by_key(
+        render(brain(deep_set(sample("brain.yaml"), "spec.database", {"cloudNativePG": {"instances": 1}})))
+    )
+    assert "postgresql" not in single[("Cluster", "team-db")]["spec"]
+    # A busy node must not fail the primary's isolation check (1 s by default) and restart it.
+    assert cluster["spec"]["probes"]["liveness"]["isolationCheck"]["requestTimeout"] >= 5000
+    # A deleted primary must not wait CNPG's 180 s for the gateways' pooled sessions to leave.
+    assert cluster["spec"]["smartShutdownTimeout"] <= 15
 
 
 def test_secrets_are_rendered_only_when_not_supplied() -> None:

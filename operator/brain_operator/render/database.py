@@ -86,12 +86,35 @@ def _managed(inp: RenderInput) -> list[Manifest]:
     return [statefulset, svc]
 
 
+#: CNPG's probes allow 1 s for the instance manager's isolation check (can the primary reach the
+#: API server and its peers?) and restart a primary that fails it. On a busy node (e2e/pods, a load
+#: of 30 on 2 CPUs) that restarted a healthy primary: an unplanned failover. These allow 5 s; a
+#: deleted or crashed primary is still replaced at once (the pod is gone, no probe is waited for).
+CNPG_PROBES: dict[str, object] = {
+    "liveness": {
+        "timeoutSeconds": 10,
+        "isolationCheck": {"enabled": True, "requestTimeout": 5000, "connectionTimeout": 5000},
+    },
+    "readiness": {"timeoutSeconds": 10},
+}
+
+
+CNPG_SMART_SHUTDOWN_SECONDS = 10
+
+
 def _cnpg(inp: RenderInput) -> list[Manifest]:
     cnpg = inp.brain.spec.database.cloud_native_pg
     assert cnpg is not None
     storage: dict[str, object] = {"size": cnpg.storage}
     if cnpg.storage_class_name:
         storage["storageClass"] = cnpg.storage_class_name
+    postgresql: dict[str, object] = {}
+    if cnpg.instances >= 2:
+        # Quorum commit to one standby: a write the gateway acknowledged is on two instances, so
+        # deleting (or killing) the primary loses none (e2e/pods/test_ha.py). "preferred" lets the
+        # surviving primary keep accepting writes while it is alone, instead of blocking them
+        # until a standby is back; those are async until the standby rejoins (docs/operations.md).
+        postgresql["synchronous"] = {"method": "any", "number": 1, "dataDurability": "preferred"}
     return [
         {
             "apiVersion": "postgresql.cnpg.io/v1",
@@ -101,6 +124,13 @@ def _cnpg(inp: RenderInput) -> list[Manifest]:
                 "instances": cnpg.instances,
                 "imageName": inp.images.cnpg,
                 "storage": storage,
+                **({"postgresql": postgresql} if postgresql else {}),
+                "probes": CNPG_PROBES,
+                # A deleted primary first gets a *smart* shutdown, which waits for every client
+                # to disconnect; the gateways' pools never do, so CNPG's 180 s default was the
+                # failover time (measured on the real node). Past 10 s a fast shutdown ends the
+                # sessions; what they had in flight was never acknowledged (quorum commit).
+                "smartShutdownTimeout": CNPG_SMART_SHUTDOWN_SECONDS,
                 "bootstrap": {
                     "initdb": {
                         "database": DB_NAME,
