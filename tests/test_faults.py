@@ -187,8 +187,8 @@ async def test_key_checks_fall_back_to_recent_verdicts_while_the_database_hangs(
             for _ in range(3):  # answered from the last verdict, not after the outage
                 outcome = await frozen.outcome(verifier.verify(known))
                 assert outcome == ("Actor", True)
-            # A key never verified cannot be vouched for: refused, while the database is still frozen.
-            assert await frozen.outcome(verifier.verify(never)) == ("Unauthorized", True)
+            # A key never verified cannot be vouched for, nor called bad: "retry" (a 503), at once.
+            assert await frozen.outcome(verifier.verify(never)) == ("KeyStoreUnavailable", True)
         with pytest.raises(Unauthorized):
             await KeyVerifier(ks).verify("brk_not-a-key")
     finally:

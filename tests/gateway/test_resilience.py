@@ -67,9 +67,18 @@ async def test_postgres_stopped_requests_succeed_and_memory_returns(gw: Gateway,
     assert (
         await gw.chat("when does the settlement batch run?", headers={"x-brain-namespaces": ns})
     ).status_code == 200
+    from brain.services.keys import KeyStore
+
+    fresh, _ = await KeyStore(gw.store).create(f"fresh-{ns}", "agent", namespaces=[ns])  # never used yet
     await gw.store.close()
     await asyncio.to_thread(gw.pg.stop, False)  # keep the data: it comes back below
     try:
+        # A good key the gateway has not seen cannot be checked: "retry" (503), never "bad key" (401).
+        r = await gw.chat("when does the settlement batch run?", key=fresh)
+        assert r.status_code == 503, r.text
+        assert "retry" in r.text
+        r = await gw.rest("GET", "/search", key=fresh, params={"q": "settlement"})
+        assert r.status_code == 503 and r.json()["code"] == "key_store_unavailable", r.text
         for i, stream in enumerate((False, True, False)):
             r = await gw.chat(
                 f"when does the nightly settlement batch run? ({i})",

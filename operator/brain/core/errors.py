@@ -62,6 +62,16 @@ class Unauthorized(BrainError):
     status = 401
 
 
+class KeyStoreUnavailable(BrainError):
+    """The key could not be checked: the key database is down and this key has no recent verdict.
+
+    A 503, not a 401: the key may be perfectly good, and an agent told "unauthorized" gives up or
+    asks its user for a new key, where it should retry (`Retry-After`)."""
+
+    code = "key_store_unavailable"
+    status = 503
+
+
 class SchemaMismatch(BrainError):
     """The database was created for another embedding dimension or a newer schema."""
 

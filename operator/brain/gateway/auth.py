@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import Request
 
 from brain.core.contract import Env
-from brain.core.errors import Forbidden, Unauthorized
+from brain.core.errors import Forbidden, KeyStoreUnavailable, Unauthorized
 from brain.core.models import Actor
 from brain.gateway import metrics as gm
 from brain.gateway.runtime import get_runtime
@@ -50,8 +50,6 @@ def _reason(e: Unauthorized) -> str:
         if "revoked" in m
         else "expired"
         if "expired" in m
-        else "db_down"
-        if "unavailable" in m
         else "unknown"
     )
 
@@ -61,6 +59,9 @@ async def authenticate(key: str, surface: str) -> Actor:
         actor = await verifier().verify(key)
     except Unauthorized as e:
         gm.auth_failures.labels(surface, _reason(e)).inc()
+        raise
+    except KeyStoreUnavailable:
+        gm.auth_failures.labels(surface, "db_down").inc()
         raise
     if surface == "mcp" and actor.role == "owner":
         gm.auth_failures.labels(surface, "owner_on_mcp").inc()
@@ -78,7 +79,8 @@ def actor_of(user_api_key_dict: Any) -> Actor | None:
 
 
 async def user_api_key_auth(request: Request, api_key: str) -> Any:
-    """LiteLLM `custom_auth`: our key → `UserAPIKeyAuth` carrying the Actor; refusals are 401s."""
+    """LiteLLM `custom_auth`: our key → `UserAPIKeyAuth` carrying the Actor; refusals are 401s, a
+    key that cannot be checked right now a 503 (retry), never a 401 (which says the key is bad)."""
     from litellm.proxy._types import ProxyErrorTypes, ProxyException, UserAPIKeyAuth
 
     try:
@@ -87,6 +89,8 @@ async def user_api_key_auth(request: Request, api_key: str) -> Any:
         raise ProxyException(
             message=e.message, type=ProxyErrorTypes.auth_error, param="api_key", code=401
         ) from None
+    except KeyStoreUnavailable as e:
+        raise ProxyException(message=e.message, type="service_unavailable", param="api_key", code=503) from None
     digest = hash_key(api_key.removeprefix("Bearer ").strip())[:16]
     return UserAPIKeyAuth(
         api_key=f"brain-{digest}",

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from brain.core.errors import Conflict, Forbidden, InvalidInput, KeyStoreUnavailable, NotFound, Unauthorized
 from brain.core.models import Actor, check_namespace
 from brain.store import keys as key_rows
 from brain.store import outage
@@ -35,6 +35,7 @@ KEY_PREFIX = "brk_"
 ROLES = ("read", "agent", "owner")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}$")
 MASTER_NAME = "master"
+_UNCHECKED = "the key database is unavailable and this key was not verified recently; retry shortly"
 
 
 def generate_key() -> str:
@@ -234,7 +235,7 @@ class KeyVerifier:
         if self.keys is None:
             if stale:
                 return hit.info if hit is not None else None
-            raise Unauthorized("the key database is unavailable and this key was not verified recently")
+            raise KeyStoreUnavailable(_UNCHECKED)
         # A hanging database must not hold requests: with a verdict to fall back on, a lookup gets a
         # short wait, none while a re-check is already in flight or the database just failed one.
         if stale and (digest in self._refreshing or now < self._db_down_until):
@@ -247,9 +248,7 @@ class KeyVerifier:
             if stale:
                 self._db_down_until = time.monotonic() + self.negative_ttl
                 return hit.info if hit is not None else None  # a key verified within the hour keeps working
-            raise Unauthorized(
-                "the key database is unavailable and this key was not verified recently"
-            ) from e
+            raise KeyStoreUnavailable(_UNCHECKED) from e
         self._remember(digest, info, now)
         return info
 
