@@ -142,6 +142,17 @@ def test_user_story(
             timeout=120,
         )
         assert (health["database"], health["embedder"]) == ("ok", "ok"), health
+        # The operator reads the per-namespace counts with the Brain's master key (the gateway shows
+        # them to owners only): the laptop's gateway has its own, so the Brain's Secret takes it.
+        k(
+            "patch",
+            "secret",
+            "team-master-key",
+            "-n",
+            ns,
+            "-p",
+            json.dumps({"stringData": {"masterKey": stack.master}}),
+        )
         k("annotate", "brain", "team", "-n", ns, f"brain.dev/health-url={stack.url}/brain/v1/health")
         before = index_when(e2e_cluster, ns, "read from the local gateway", lambda i: "totalEntries" in i)
         assert before["totalEntries"] == 0 and not before.get("lastIngest")

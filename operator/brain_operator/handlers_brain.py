@@ -14,6 +14,7 @@ for one to come back (or for the finalizer to be removed by hand).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -74,7 +75,8 @@ def register(registry: kopf.OperatorRegistry, cfg: OperatorConfig) -> None:
             return
         rt = get_runtime()
         url = rt.cfg.health_url(name, namespace, dict(annotations))
-        health = await fetch_health(url)
+        master_key = await asyncio.to_thread(rt.reconciler.master_key, dict(kw.get("body") or {}))
+        health = await fetch_health(url, key=master_key)
         if kw.get("stopped"):  # kopf passes timers their stop flag too (TimerFn does not say so)
             # Paused by peering while reading: kopf leaves a timer that overruns orphaned, and its
             # reconcile would set this standby's gauges again (seen on real pods after a hand-over).

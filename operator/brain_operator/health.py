@@ -65,12 +65,14 @@ def _reindex(raw: Any) -> dict[str, Any] | None:
     return {k: raw[k] for k in keys if raw.get(k) is not None}
 
 
-async def fetch_health(url: str, timeout: float = 3.0) -> Health:
+async def fetch_health(url: str, timeout: float = 3.0, key: str | None = None) -> Health:
     """Never raises. The error text is deliberately stable (no timings, no ports) so an unreachable
-    gateway does not produce a new status write on every poll."""
+    gateway does not produce a new status write on every poll. `key` (the master key) makes the
+    gateway include the per-namespace counts, which it never shows without an owner key."""
+    headers = {"authorization": f"Bearer {key}"} if key else {}
     try:
         async with httpx.AsyncClient(timeout=timeout) as client:
-            resp = await client.get(url)
+            resp = await client.get(url, headers=headers)
             resp.raise_for_status()
             return parse_health(resp.json())
     except httpx.HTTPStatusError as exc:

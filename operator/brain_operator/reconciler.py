@@ -45,7 +45,7 @@ from brain_operator.render.common import (
 from brain_operator.render.gateway import config_hash
 from brain_operator.render.jobs import render_ingest_job, source_hash
 from brain_operator.render.litellm_config import check_policies
-from brain_operator.render.secrets import needs_db_password, needs_master_key
+from brain_operator.render.secrets import master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
 from brain_operator.status import (
     Check,
@@ -149,6 +149,16 @@ class Reconciler:
             live = self.kube.get(SECRET, ns, names.master_key(name))
             key = _decode(live, "masterKey") or "sk-brain-" + secrets.token_urlsafe(32)
         return GeneratedSecrets(db_password=password, master_key=key)
+
+    def master_key(self, body: dict[str, Any]) -> str | None:
+        """The gateway's master key, so the health poll may read the per-namespace counts that the
+        gateway shows only to an owner. None (the public figures) if it cannot be read."""
+        try:
+            brain = Brain.model_validate(body)
+            secret, key = master_key_ref(RenderInput(brain=brain))
+            return _decode(self.kube.get(SECRET, brain.metadata.namespace or "default", secret), key)
+        except (ValidationError, KubeError):
+            return None
 
     def _capabilities(self) -> Capabilities:
         return Capabilities(

@@ -196,6 +196,15 @@ async def drive_gateway(gw: Gateway, ns: str) -> None:
     await gw.settle(ns, events=3)
 
 
+def master_key_secret(key: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "team-master-key"},
+        "stringData": {"masterKey": key},
+    }
+
+
 def refuse_a_reconcile(kc: Kubectl, op: Operator, health_url: str) -> None:
     """A second Brain whose Secrets a ResourceQuota forbids: the API server answers 403 and the
     operator counts a failed reconcile. (Existing Secrets are only updated, which the quota allows.)"""
@@ -239,6 +248,8 @@ async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
         # The Brain: children written, status and brain_ready set, index gauges from the gateway.
         brain = sample("brain.yaml")
         brain["metadata"]["annotations"] = {"brain.dev/health-url": health_url}
+        # The operator reads the per-namespace counts with the Brain's master key: this gateway's.
+        await asyncio.to_thread(kc.apply, master_key_secret(gw.keys["master"]))
         await asyncio.to_thread(kc.provide_volume, "data-team-db-0")
         await asyncio.to_thread(kc.apply, brain)
 

@@ -4,6 +4,7 @@ operator converges without duplicates; index health flows into status and metric
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -263,12 +264,16 @@ HEALTH = {
 }
 
 
+AUTH_SEEN: list[str] = []
+
+
 @pytest.fixture
 def health_server() -> Iterator[tuple[str, dict[str, Any]]]:
     doc = json.loads(json.dumps(HEALTH))
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            AUTH_SEEN.append(self.headers.get("authorization") or "")
             time.sleep(float(doc.get("_delay", 0)))
             body = json.dumps(doc).encode()
             self.send_response(200 if self.path == "/brain/v1/health" else 404)
@@ -300,6 +305,9 @@ def test_index_health_flows_into_status_and_metrics(
     assert status["entriesByKind"] == {"note": 3, "skill": 1} and status["totalEntries"] == 4
     assert status["staleEntries"] == 2 and status["embeddingDim"] == 384
     assert conditions(kc.get("brain", "team"))["IndexHealthy"]["status"] == "True"
+    # The poll carries the Brain's master key: the gateway shows per-namespace counts to owners only.
+    master = base64.b64decode(kc.get("secret", "team-master-key")["data"]["masterKey"]).decode()
+    assert f"Bearer {master}" in AUTH_SEEN
     label = f"{kc.ns}/team"
     assert operator.metric("brain_index_entries", brain=label, kind="note") == 3
     assert operator.metric("brain_index_stale_entries", brain=label) == 2

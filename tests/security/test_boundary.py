@@ -165,6 +165,22 @@ async def test_public_metrics_name_no_key_namespace_or_upstream(gw: Gateway, ns:
         assert metric in public, metric
 
 
+async def test_the_health_names_no_namespace_without_an_owner_key(gw: Gateway, ns: str) -> None:
+    """Namespaces name teams and projects; the operator sends the master key to read them."""
+    r = await gw.rest("POST", "/memories", json={"body": "the health probe counts this one", "namespace": ns})
+    assert r.status_code == 201, r.text
+    async with httpx.AsyncClient(timeout=30) as c:
+        public = await c.get(f"{gw.url}/brain/v1/health")
+        agent = await c.get(f"{gw.url}/brain/v1/health", headers=gw.headers("agent"))
+        owner = await c.get(f"{gw.url}/brain/v1/health", headers=gw.headers("owner"))
+        master = await c.get(f"{gw.url}/brain/v1/health", headers=gw.headers("master"))
+    for view in (public, agent):
+        assert view.status_code == 200 and ns not in view.text, view.text
+        assert view.json()["index"]["entriesByKind"]["note"] >= 1  # the totals stay public
+    for view in (owner, master):
+        assert view.json()["index"]["entriesByNamespace"][ns] == 1, view.text
+
+
 async def test_cors_is_off_by_default(gw: Gateway) -> None:
     evil = {"origin": "https://evil.example", "access-control-request-method": "POST"}
     async with httpx.AsyncClient(timeout=30) as c:

@@ -2,7 +2,7 @@
 
 One ASGI app serves everything on one port:
 - `/healthz`, `/readyz`, `/metrics`, `/brain/v1/health` — probes, Prometheus, index health (no key;
-  `/metrics` without identity labels unless an owner key asks);
+  `/metrics` without identity labels and the health without namespace names unless an owner key asks);
 - `/brain/v1/...` — the REST API (OpenAPI at `/brain/v1/openapi.json`), `/mcp` (and `/mcp/`) — MCP;
 - `/review` and `/review/assets/*` — the owner's review page (`review.py`; static, data from the API);
 - the model APIs of LiteLLM's proxy (`boundary.MODEL_ROUTES`: chat, messages, responses, models),
@@ -39,6 +39,7 @@ from brain.gateway.config import write_effective_config
 from brain.gateway.heartbeat import SSEHeartbeat
 from brain.gateway.mcp_server import MCPEndpoint
 from brain.gateway.metrics import public_exposition
+from brain.gateway.readiness import public_health
 from brain.gateway.runtime import DB_ERRORS, Runtime, get_runtime, set_runtime
 from brain.gateway.settings import GatewaySettings, load_settings
 
@@ -117,11 +118,19 @@ def create_app(
         return Response(public_exposition(REGISTRY), media_type=CONTENT_TYPE_LATEST)
 
     @app.get(rest.PREFIX + "/health", tags=["health"], summary="database, embedder and index numbers")
-    async def brain_health() -> JSONResponse:
+    async def brain_health(request: Request) -> JSONResponse:
+        """Public: totals only. With an owner key (the operator sends the master key): the counts
+        per memory namespace too, whose names say which teams exist."""
         rt = get_runtime()
         if rt is None:
             return JSONResponse({"status": "degraded", "database": "down", "embedder": "down", "index": None})
-        return JSONResponse(await rt.health())
+        doc = await rt.health()
+        key = key_from_headers(request.headers)
+        if key:
+            with contextlib.suppress(BrainError):  # a bad or unchecked key still gets the public view
+                if (await authenticate(key, "rest")).role == "owner":
+                    return JSONResponse(doc)
+        return JSONResponse(public_health(doc))
 
     app.include_router(rest.router)
     app.include_router(rest.owner_router)

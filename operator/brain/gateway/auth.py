@@ -90,7 +90,9 @@ async def user_api_key_auth(request: Request, api_key: str) -> Any:
             message=e.message, type=ProxyErrorTypes.auth_error, param="api_key", code=401
         ) from None
     except KeyStoreUnavailable as e:
-        raise ProxyException(message=e.message, type="service_unavailable", param="api_key", code=503) from None
+        raise ProxyException(
+            message=e.message, type="service_unavailable", param="api_key", code=503
+        ) from None
     digest = hash_key(api_key.removeprefix("Bearer ").strip())[:16]
     return UserAPIKeyAuth(
         api_key=f"brain-{digest}",

@@ -77,6 +77,15 @@ async def health(
     return {"status": status, "database": database, "embedder": embedder_state, "index": index}
 
 
+def public_health(doc: dict[str, Any]) -> dict[str, Any]:
+    """The health anyone may read: no memory namespace names (they name teams and projects)."""
+    index = doc.get("index")
+    if not isinstance(index, dict):
+        return doc
+    private = ("entries", "entriesByNamespace")
+    return {**doc, "index": {k: v for k, v in index.items() if k not in private}}
+
+
 async def embedder_health(embedder: Embedder | None, client: EmbeddingClient | None) -> str:
     """A remote embedder is asked (`ready`); an in-process one is ok once loaded."""
     if client is None:
