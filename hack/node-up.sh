@@ -14,7 +14,7 @@
 # ports, see hack/node-lib.sh); both run side by side. Environment (all optional):
 #   BRAIN_NODE_STATE     state folder [/tmp/brain-node]
 #   BRAIN_NODE_ETCD_PORT / BRAIN_NODE_ETCD_PEER_PORT / BRAIN_NODE_APISERVER_PORT [43379/43380/47443]
-#   BRAIN_NODE_IMAGES    images to import from Docker, space-separated [the five of hack/images.sh]
+#   BRAIN_NODE_IMAGES    images to import from Docker, space-separated [the six of hack/images.sh]
 #   BRAIN_NODE_NETNS, BRAIN_NODE_HOST_IP, BRAIN_NODE_IP, BRAIN_NODE_POD_CIDR: see hack/node-lib.sh
 set -euo pipefail
 
@@ -37,7 +37,7 @@ IMAGES=()
 if [[ -n ${BRAIN_NODE_IMAGES:-} ]]; then
   read -r -a IMAGES <<<"$BRAIN_NODE_IMAGES"
 else
-  for i in operator gateway embedder jobs database; do IMAGES+=("$(bash "$ROOT/hack/images.sh" --ref "$i")"); done
+  for i in operator gateway embedder jobs database cloudflared; do IMAGES+=("$(bash "$ROOT/hack/images.sh" --ref "$i")"); done
 fi
 bash "$ROOT/hack/docker-up.sh" || die "no Docker engine to take the images from (hack/docker-up.sh failed above)"
 missing=()

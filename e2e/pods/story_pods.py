@@ -37,6 +37,7 @@ def helm_values() -> list[str]:
         "dataPlaneImages.embedder": f"{REG}/embedder:{TAG}",
         "dataPlaneImages.jobs": f"{REG}/jobs:{TAG}",
         "dataPlaneImages.postgres": f"{REG}/postgres:17-pgvector-{TAG}",
+        "dataPlaneImages.cloudflared": f"{REG}/cloudflared:{TAG}",
         "operator.healthSeconds": "2",
     }
     return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
