@@ -25,8 +25,8 @@ CHART = ROOT / "charts" / "brain-operator"
 SAMPLES = ROOT / "samples"
 REG = "ghcr.io/brain-operator"
 TAG = "dev"
-#: the model the embedder image bakes offline (images/embedder/Dockerfile); the sample's bge-small
-#: needs a model hub at build time, which this machine has not.
+#: the model the embedder image bakes offline (images/embedder/Dockerfile), which the sample names
+#: too; kept explicit so the story does not depend on the sample's choice.
 EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 

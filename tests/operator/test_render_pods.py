@@ -120,7 +120,7 @@ def test_data_plane_contract() -> None:
         "--port",
         "8080",
         "--model",
-        "BAAI/bge-small-en-v1.5",
+        "sentence-transformers/all-MiniLM-L6-v2",
     ]
     gw = out[("Deployment", "team-gateway")]["spec"]["template"]["spec"]["containers"][0]
     assert gw["command"] + gw["args"] == [
