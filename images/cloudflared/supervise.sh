@@ -6,7 +6,9 @@
 # whole gateway pod would leave its Service. Restarting inside the container keeps the gateway
 # serving in the cluster while the tunnel retries; each restart is logged on stderr
 # (`kubectl logs <gateway pod> -c cloudflared`). SIGTERM/SIGINT stop cloudflared and the loop.
+# Only `tunnel ...` is supervised; anything else (`--version`, `help`) runs once, as it is.
 set -u
+if [ "${1:-}" != tunnel ]; then exec cloudflared "$@"; fi
 child=""
 stop() {
   if [ -n "$child" ]; then

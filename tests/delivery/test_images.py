@@ -282,3 +282,19 @@ def test_cloudflared_supervisor_restarts_a_failing_run_and_stops_on_sigterm(tmp_
     err = proc.stderr.read()
     assert re.search(r"cloudflared exited with code 3; restart 2 in 2s", err), err
     assert not Path(f"/proc/{hung}").exists(), "SIGTERM left the running cloudflared behind"
+
+
+def test_cloudflared_supervisor_runs_anything_but_a_tunnel_once(tmp_path: Path) -> None:
+    """`docker run <image>` (CMD --version) prints the version and exits, instead of looping."""
+    fake = tmp_path / "cloudflared"
+    fake.write_text('#!/bin/sh\necho "cloudflared $*"\nexit 0\n')
+    fake.chmod(0o755)
+    script = ROOT / "images" / "cloudflared" / "supervise.sh"
+    proc = subprocess.run(
+        ["sh", str(script), "--version"],
+        env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0 and proc.stdout == "cloudflared --version\n" and not proc.stderr, proc
