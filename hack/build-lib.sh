@@ -11,13 +11,19 @@ find_go() {
   fi
 }
 
+# mark_used DIR: note that DIR's build was just used (prune_old_builds keeps it a day).
+mark_used() { touch "$1" 2>/dev/null || true; }
+
 # prune_old_builds PREFIX KEEP: remove $CACHE/PREFIX* folders other than KEEP, except those whose
-# binaries a running process still executes (a live node or control plane keeps its build).
+# binaries a running process still executes (a live node or control plane keeps its build) and
+# those used in the last day (mark_used): two checkouts of different trees on one machine (git
+# worktrees, a branch switch) would otherwise delete each other's build on every run.
 prune_old_builds() {
   local prefix=$1 keep=$2 in_use old
   in_use=$(for e in /proc/[0-9]*/exe; do readlink "$e" 2>/dev/null; done | grep -F "$CACHE/$prefix" || true)
   for old in "$CACHE/$prefix"*; do
     [[ -d $old && $old != "$keep" ]] || continue
+    [[ -n $(find "$old" -maxdepth 0 -mmin -1440 2>/dev/null) ]] && continue
     if grep -qF "$old/" <<<"$in_use"; then continue; fi
     log "removing old build $old"
     rm -rf "$old"

@@ -38,6 +38,7 @@ DIR=$CACHE/cloudflared-$CLOUDFLARED_VERSION-$hash
 OUT=$DIR/bin/cloudflared
 
 if [[ -x $OUT ]]; then
+  mark_used "$DIR"
   echo "$OUT"
   exit 0
 fi
@@ -45,6 +46,7 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/cloudflared-build.lock"
 flock 9
 if [[ -x $OUT ]]; then
+  mark_used "$DIR"
   echo "$OUT"
   exit 0
 fi
