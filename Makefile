@@ -53,7 +53,7 @@ chart-test: install ## helm lint/template checks, promtool rule tests, install o
 lint-dockerfiles: ## hadolint images/*/Dockerfile (fetched once into the cache)
 	bash hack/lint-dockerfiles.sh
 
-images: ## build the five images (operator, gateway, embedder, jobs, database) from the lock; starts Docker
+images: ## build the six images (operator, gateway, embedder, jobs, database, cloudflared); starts Docker
 	bash hack/images.sh
 
 base-images: ## Debian-built bases (mmdebstrap + docker import) for where no registry is reachable

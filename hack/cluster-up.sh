@@ -162,34 +162,13 @@ kubeconfig "$STATE/controller-manager.kubeconfig" controller-manager
 kubeconfig "$STATE/scheduler.kubeconfig" scheduler
 kubeconfig "$STATE/kwok.kubeconfig" kwok
 
-# start NAME ARGS...: detached (own session), logs to $STATE/logs/NAME.log, pid file.
-start() {
-  local name=$1
-  shift
-  # 8>&-: the daemon must not inherit (and so hold forever) the $STATE.lock descriptor.
-  setsid "$BIN/$name" "$@" </dev/null >"$STATE/logs/$name.log" 2>&1 8>&- &
-  echo $! >"$STATE/pids/$name.pid"
-}
-
-# wait_for WHAT SECONDS COMMAND...: poll until COMMAND succeeds; fail with the logs.
-wait_for() {
-  local what=$1 secs=$2 i
-  shift 2
-  for ((i = 0; i < secs * 5; i++)); do
-    "$@" >/dev/null 2>&1 && return 0
-    for c in "${COMPONENTS[@]}"; do
-      if [[ -f $STATE/pids/$c.pid ]] && ! pid_alive "$c"; then
-        tail -n 30 "$STATE/logs/$c.log" >&2 || true
-        die "$c exited while waiting for $what (log: $STATE/logs/$c.log)"
-      fi
-    done
-    sleep 0.2
-  done
-  for c in "${COMPONENTS[@]}"; do
-    [[ -f $STATE/logs/$c.log ]] && { echo "--- $c" >&2; tail -n 15 "$STATE/logs/$c.log" >&2; }
-  done
-  die "timed out after ${secs}s waiting for $what (logs: $STATE/logs)"
-}
+# start / wait_for (hack/daemon-lib.sh) for the control plane's processes.
+DAEMON_DIR=$STATE DAEMON_BIN=$BIN
+DAEMON_NAMES=("${COMPONENTS[@]}")
+DAEMON_PREFIX=()
+daemon_alive() { pid_alive "$1"; }
+# shellcheck source=hack/daemon-lib.sh
+source "$ROOT/hack/daemon-lib.sh"
 
 # --- etcd ---------------------------------------------------------------------------------
 start etcd --name=brain --data-dir="$STATE/etcd" \

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Builds the images: operator, gateway, embedder, jobs (Python, from the hashed lock) and database
-# (Postgres 17 + pgvector). Starts Docker through hack/docker-up.sh when none answers.
+# Builds the images: operator, gateway, embedder, jobs (Python, from the hashed lock), database
+# (Postgres 17 + pgvector) and cloudflared (the tunnel sidecar, its binary from
+# hack/cloudflared-build.sh). Starts Docker through hack/docker-up.sh when none answers.
 # Two more only on request (the high-availability e2e): cnpg (the CloudNativePG operator, its
 # manager built from Go module source by hack/cnpg-build.sh) and cnpg-postgres (its operand image).
 #
-#   bash hack/images.sh                 # all five, tag :dev
+#   bash hack/images.sh                 # all six, tag :dev
 #   bash hack/images.sh cnpg cnpg-postgres
 #   bash hack/images.sh gateway jobs    # some
 #   IMAGE_TAG=1.2.3 BASES=upstream bash hack/images.sh
@@ -23,7 +24,7 @@ cd "$ROOT"
 REG=${IMAGE_REGISTRY:-ghcr.io/brain-operator}
 TAG=${IMAGE_TAG:-dev}
 BASES=${BASES:-auto}
-ALL=(operator gateway embedder jobs database)
+ALL=(operator gateway embedder jobs database cloudflared)
 OPTIONAL=(cnpg cnpg-postgres)
 log() { echo "images: $*" >&2; }
 die() {
@@ -84,7 +85,7 @@ WHEELS_DIR=${BRAIN_CACHE:-$HOME/.cache/brain-operator}/images-v1/wheels
 WHEEL_PORT=${WHEEL_PORT:-38417}
 wheel_args=()
 py_wanted=()
-for w in "${wanted[@]}"; do [[ $w == database || $w == cnpg* ]] || py_wanted+=("$w"); done
+for w in "${wanted[@]}"; do [[ $w == database || $w == cloudflared || $w == cnpg* ]] || py_wanted+=("$w"); done
 if [ "${WHEELS:-1}" = 1 ] && [ ${#py_wanted[@]} -gt 0 ]; then
   mkdir -p "$WHEELS_DIR"
   for w in "${py_wanted[@]}"; do
@@ -126,6 +127,11 @@ for image in "${wanted[@]}"; do
       case $(uname -m) in x86_64) goarch=amd64 ;; aarch64) goarch=arm64 ;; *) goarch=$(uname -m) ;; esac
       cp "$manager" "$ctx/.build/cnpg/manager_$goarch" # CNPG looks its instance manager up by GOARCH
       files=(images/cnpg) base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE") from=$DEB_BASE wargs=() ;;
+    cloudflared) # a Go build, cached in $BRAIN_CACHE/cloudflared-<version>-<hash> (minutes the first time)
+      bin=$(bash hack/cloudflared-build.sh) || die "building cloudflared failed (hack/cloudflared-build.sh above)"
+      cp "$bin" "$ctx/.build/cloudflared"
+      files=(images/cloudflared) from=$DEB_BASE wargs=()
+      base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE" --build-arg "CLOUDFLARED_VERSION=$("$bin" --version | awk '{print $3}')") ;;
     embedder) files=(pyproject.toml requirements/embedder.txt operator/brain operator/brain_operator images/embedder)
       base=(--build-arg "PYTHON_IMAGE=$PY_BASE") from=$PY_BASE wargs=("${wheel_args[@]}")
       if [ -n "${EMBEDDER_MODEL:-}" ]; then # the manifest's model from a model hub, not the offline MiniLM
@@ -145,4 +151,5 @@ for image in "${wanted[@]}"; do
   rm -rf "$ctx/.build/cnpg" # only the cnpg image's context carries the manager
   size=$(docker image inspect -f '{{.Size}}' "$ref")
   printf '%s\t%s\t%ss\t%s MB\t%s\n' "$image" "$ref" "$(($(date +%s) - start))" "$((size / 1000000))" "$from"
+  rm -f "$ctx/.build/cloudflared" # only cloudflared's context carries it
 done

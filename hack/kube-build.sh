@@ -20,14 +20,13 @@ HELM_VERSION=v3.22.0
 CACHE=${BRAIN_CACHE:-$HOME/.cache/brain-operator}
 
 log() { echo "kube-build: $*" >&2; }
-
-GO=${GO:-}
-if [[ -z $GO ]]; then
-  if command -v go >/dev/null 2>&1; then GO=$(command -v go)
-  elif [[ -x /usr/local/go/bin/go ]]; then GO=/usr/local/go/bin/go
-  else log "no Go toolchain found (need go >= 1.26 on PATH or at /usr/local/go/bin/go)"; exit 1
-  fi
-fi
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+# shellcheck source=hack/build-lib.sh
+source "$ROOT/hack/build-lib.sh"
+find_go
 
 hash=$(
   {
@@ -46,6 +45,7 @@ complete() {
 }
 
 if complete; then
+  mark_used "$DIR"
   echo "$BIN"
   exit 0
 fi
@@ -54,6 +54,7 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/kube-build.lock"
 flock 9 # another build of the same tree (a parallel test worker) finishes first
 if complete; then
+  mark_used "$DIR"
   echo "$BIN"
   exit 0
 fi
@@ -88,12 +89,6 @@ mv "$tmp" "$BIN"
 trap - EXIT
 log "built in $(($(date +%s) - start)) s: $(du -sh "$BIN" | cut -f1) in $BIN"
 
-# Drop builds of other versions/trees unless a running process still uses their binaries.
-in_use=$(for e in /proc/[0-9]*/exe; do readlink "$e" 2>/dev/null; done | grep -F "$CACHE/kube-" || true)
-for old in "$CACHE"/kube-v*; do
-  [[ -d $old && $old != "$DIR" ]] || continue
-  if grep -qF "$old/" <<<"$in_use"; then continue; fi
-  log "removing old build $old"
-  rm -rf "$old"
-done
+# Drop builds of other versions/trees unless in use (hack/build-lib.sh).
+prune_old_builds kube-v "$DIR"
 echo "$BIN"

@@ -5,15 +5,17 @@
 #   bin=$(bash hack/node-build.sh)     # builds only if the versioned cache folder is missing
 #
 # Cache: ${BRAIN_CACHE:-$HOME/.cache/brain-operator}/node-<k8s>-<hash>/ where <hash> covers
-# hack/kube/{go.mod,go.sum}, hack/node/pause/*, hack/node/oci-image.py, the pinned versions, BUILD_REV
-# and the Go version: only what changes the binaries (node-up's config files are not in it, so
-# editing them never rebuilds). Bump BUILD_REV when a change here changes what is built.
-# Cold build measured here: 25 min on 2 busy vCPUs (kubelet+kube-proxy 3, containerd 8, CoreDNS 13).
+# hack/kube/{go.mod,go.sum}, hack/node/pause/*, hack/node/coredns/*, hack/node/oci-image.py, the
+# pinned versions, the build tags, BUILD_REV and the Go version: only what changes the binaries
+# (node-up's config files are not in it, so editing them never rebuilds). Bump BUILD_REV when a
+# change here changes what is built. Cold figures: docs/control-plane.md ("Measured").
 #
 # bin/:    kubelet, kube-proxy (k8s.io/kubernetes/cmd/..., built against a copy of hack/kube's
 #          go.mod through -modfile, so the control plane's module and cache hash stay as they are),
-#          containerd, containerd-shim-runc-v2, ctr (go install ...@$CONTAINERD_VERSION),
-#          coredns (go install github.com/coredns/coredns@$COREDNS_VERSION), pause (hack/node/pause).
+#          containerd, containerd-shim-runc-v2, ctr (go install ...@$CONTAINERD_VERSION with
+#          $CONTAINERD_TAGS: no devmapper, zfs or OpenTelemetry exporter, which the node never uses),
+#          coredns (hack/node/coredns: CoreDNS $COREDNS_VERSION with only the Corefile's five
+#          plugins, not upstream's every plugin and cloud SDK), pause (hack/node/pause).
 # images/: pause.tar and coredns.tar, OCI archives made here (no registry, no Docker) by
 #          hack/node/oci-image.py, ready for `ctr -n k8s.io images import`.
 # Debian's runc and containernetworking-plugins are installed with apt-get when missing (root).
@@ -23,7 +25,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 K8S_VERSION=v1.37.2 # the control plane's (hack/kube/go.mod)
 CONTAINERD_VERSION=v2.4.2
 COREDNS_VERSION=v1.14.7
-BUILD_REV=1
+# btrfs is already out (it needs cgo); the CRI plugin, overlayfs and runc shim stay.
+CONTAINERD_TAGS="no_devmapper no_zfs no_tracing"
+BUILD_REV=2
 CACHE=${BRAIN_CACHE:-$HOME/.cache/brain-operator}
 
 log() { echo "node-build: $*" >&2; }
@@ -32,13 +36,9 @@ die() {
   exit 1
 }
 
-GO=${GO:-}
-if [[ -z $GO ]]; then
-  if command -v go >/dev/null 2>&1; then GO=$(command -v go)
-  elif [[ -x /usr/local/go/bin/go ]]; then GO=/usr/local/go/bin/go
-  else die "no Go toolchain found (need go >= 1.26 on PATH or at /usr/local/go/bin/go)"
-  fi
-fi
+# shellcheck source=hack/build-lib.sh
+source "$ROOT/hack/build-lib.sh"
+find_go
 
 # --- Debian packages: runc and the CNI plugins -------------------------------------------
 CNI_DIR=/usr/lib/cni
@@ -60,8 +60,9 @@ fi
 hash=$(
   {
     "$GO" env GOVERSION GOOS GOARCH
-    echo "$K8S_VERSION $CONTAINERD_VERSION $COREDNS_VERSION $BUILD_REV"
-    cat "$ROOT/hack/kube/go.mod" "$ROOT/hack/kube/go.sum" "$ROOT"/hack/node/pause/* "$ROOT/hack/node/oci-image.py"
+    echo "$K8S_VERSION $CONTAINERD_VERSION $COREDNS_VERSION $CONTAINERD_TAGS $BUILD_REV"
+    cat "$ROOT/hack/kube/go.mod" "$ROOT/hack/kube/go.sum" "$ROOT"/hack/node/pause/* "$ROOT"/hack/node/coredns/* \
+      "$ROOT/hack/node/oci-image.py"
   } | sha256sum | cut -c1-12
 )
 DIR=$CACHE/node-$K8S_VERSION-$hash
@@ -75,6 +76,7 @@ complete() {
 }
 
 if complete; then
+  mark_used "$DIR"
   echo "$BIN"
   exit 0
 fi
@@ -82,6 +84,7 @@ mkdir -p "$CACHE"
 exec 9>"$CACHE/node-build.lock"
 flock 9
 if complete; then
+  mark_used "$DIR"
   echo "$BIN"
   exit 0
 fi
@@ -116,14 +119,19 @@ done
 )
 log "kubelet, kube-proxy built ($(($(date +%s) - start)) s)"
 
-GOBIN=$tmp/bin "${NICE[@]}" "$GO" install -p "$P" -trimpath -ldflags="-s -w" \
+GOBIN=$tmp/bin "${NICE[@]}" "$GO" install -p "$P" -trimpath -tags "$CONTAINERD_TAGS" -ldflags="-s -w" \
   "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
   "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
   "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION"
 log "containerd built ($(($(date +%s) - start)) s)"
 
-GOBIN=$tmp/bin "${NICE[@]}" "$GO" install -p "$P" -trimpath -ldflags="-s -w" \
-  "github.com/coredns/coredns@$COREDNS_VERSION"
+# hack/node/coredns's go.mod pins $COREDNS_VERSION; its go.sum is committed (-mod=readonly).
+(
+  cd "$ROOT/hack/node/coredns"
+  grep -q "github.com/coredns/coredns $COREDNS_VERSION\$" go.mod || die "hack/node/coredns/go.mod does not require CoreDNS $COREDNS_VERSION"
+  "${NICE[@]}" "$GO" build -p "$P" -trimpath -mod=readonly \
+    -ldflags="-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" -o "$tmp/bin/coredns" .
+)
 log "coredns built ($(($(date +%s) - start)) s)"
 
 (cd "$ROOT/hack/node/pause" && "$GO" build -trimpath -ldflags="-s -w" -o "$tmp/bin/pause" .)
@@ -144,12 +152,5 @@ rm -rf "$tmp"
 trap - EXIT
 log "built in $(($(date +%s) - start)) s: $(du -sh "$DIR" | cut -f1) in $DIR"
 
-# Drop other node builds unless a running process still uses their binaries.
-in_use=$(for e in /proc/[0-9]*/exe; do readlink "$e" 2>/dev/null; done | grep -F "$CACHE/node-" || true)
-for old in "$CACHE"/node-v*; do
-  [[ -d $old && $old != "$DIR" ]] || continue
-  if grep -qF "$old/" <<<"$in_use"; then continue; fi
-  log "removing old build $old"
-  rm -rf "$old"
-done
+prune_old_builds node-v "$DIR"
 echo "$BIN"

@@ -14,7 +14,11 @@
 # ports, see hack/node-lib.sh); both run side by side. Environment (all optional):
 #   BRAIN_NODE_STATE     state folder [/tmp/brain-node]
 #   BRAIN_NODE_ETCD_PORT / BRAIN_NODE_ETCD_PEER_PORT / BRAIN_NODE_APISERVER_PORT [43379/43380/47443]
-#   BRAIN_NODE_IMAGES    images to import from Docker, space-separated [the five of hack/images.sh]
+#   BRAIN_NODE_IMAGES    images to import from Docker, space-separated [the six of hack/images.sh]
+#   BRAIN_NODE_IMAGE_CACHE  1: containerd's root (its image store) lives in
+#                        $BRAIN_CACHE/node-containerd-v1 and survives node-down, so only images whose
+#                        Docker image ID changed are imported again [1]; 0: in the state folder,
+#                        imported every run and deleted by node-down
 #   BRAIN_NODE_NETNS, BRAIN_NODE_HOST_IP, BRAIN_NODE_IP, BRAIN_NODE_POD_CIDR: see hack/node-lib.sh
 set -euo pipefail
 
@@ -37,7 +41,7 @@ IMAGES=()
 if [[ -n ${BRAIN_NODE_IMAGES:-} ]]; then
   read -r -a IMAGES <<<"$BRAIN_NODE_IMAGES"
 else
-  for i in operator gateway embedder jobs database; do IMAGES+=("$(bash "$ROOT/hack/images.sh" --ref "$i")"); done
+  for i in operator gateway embedder jobs database cloudflared; do IMAGES+=("$(bash "$ROOT/hack/images.sh" --ref "$i")"); done
 fi
 bash "$ROOT/hack/docker-up.sh" || die "no Docker engine to take the images from (hack/docker-up.sh failed above)"
 missing=()
@@ -147,31 +151,13 @@ EOF
 client_cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
 client_cert kube-proxy "/CN=system:kube-proxy"
 
-# start NAME ARGS...: in the node's netns, detached, logs and pid file in the state folder.
-start() {
-  local name=$1
-  shift
-  setsid "${NS[@]}" "$BIN/$name" "$@" </dev/null >"$NODE_STATE/logs/$name.log" 2>&1 7>&- &
-  echo $! >"$NODE_STATE/pids/$name.pid"
-}
-wait_for() { # WHAT SECONDS COMMAND...
-  local what=$1 secs=$2 i d
-  shift 2
-  for ((i = 0; i < secs * 2; i++)); do
-    "$@" >/dev/null 2>&1 && return 0
-    for d in "${NODE_DAEMONS[@]}"; do
-      if [[ -f $NODE_STATE/pids/$d.pid ]] && ! node_pid_alive "$d"; then
-        tail -n 30 "$NODE_STATE/logs/$d.log" >&2 || true
-        die "$d exited while waiting for $what (log: $NODE_STATE/logs/$d.log)"
-      fi
-    done
-    sleep 0.5
-  done
-  for d in "${NODE_DAEMONS[@]}"; do
-    [[ -f $NODE_STATE/logs/$d.log ]] && { echo "--- $d" >&2; tail -n 20 "$NODE_STATE/logs/$d.log" >&2; }
-  done
-  die "timed out after ${secs}s waiting for $what (logs: $NODE_STATE/logs)"
-}
+# start / wait_for (hack/daemon-lib.sh): containerd, kubelet and kube-proxy in the node's netns.
+DAEMON_DIR=$NODE_STATE DAEMON_BIN=$BIN
+DAEMON_NAMES=("${NODE_DAEMONS[@]}")
+DAEMON_PREFIX=("${NS[@]}")
+daemon_alive() { node_pid_alive "$1"; }
+# shellcheck source=hack/daemon-lib.sh
+source "$ROOT/hack/daemon-lib.sh"
 
 # --- containerd -------------------------------------------------------------------------------
 cat >"$NODE_STATE/cni/net.d/10-brain.conflist" <<EOF
@@ -186,9 +172,14 @@ cat >"$NODE_STATE/cni/net.d/10-brain.conflist" <<EOF
   ]
 }
 EOF
+# containerd's root: images, their unpacked snapshots, metadata. Cached between runs (see the
+# header); containers never survive a run (node-down deletes them, and so does the start below).
+CACHE=${BRAIN_CACHE:-$HOME/.cache/brain-operator}
+if [[ ${BRAIN_NODE_IMAGE_CACHE:-1} == 1 ]]; then CTRD_ROOT=$CACHE/node-containerd-v1; else CTRD_ROOT=$NODE_STATE/containerd/root; fi
+mkdir -p "$CTRD_ROOT"
 cat >"$NODE_STATE/containerd/config.toml" <<EOF
 version = 3
-root = "$NODE_STATE/containerd/root"
+root = "$CTRD_ROOT"
 state = "$NODE_STATE/containerd/state"
 disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 [grpc]
@@ -227,11 +218,32 @@ CTR=("$BIN/ctr" --address "$CONTAINERD_SOCK" -n k8s.io)
 wait_for containerd 60 "${CTR[@]}" version
 
 # --- images: ours from Docker, pause and CoreDNS from node-build, by import -------------------
+# A cached root may hold what a killed run left: no container or sandbox may outlive a node.
+for c in $("${CTR[@]}" containers ls -q 2>/dev/null); do "${CTR[@]}" containers delete "$c" >/dev/null 2>&1 || true; done
+for sb in $("${CTR[@]}" sandboxes ls 2>/dev/null | awk 'NR > 1 {print $1}'); do
+  "${CTR[@]}" sandboxes rm -f "$sb" >/dev/null 2>&1 || true
+done
+# pause and CoreDNS: small archives from node-build, imported every run (a second or two).
 ti=$(date +%s)
 for f in "$NODE_DIR"/images/*.tar; do "${CTR[@]}" images import --local "$f" >/dev/null; done
-docker save "${IMAGES[@]}" | "${CTR[@]}" images import --local - >/dev/null \
-  || die "importing ${IMAGES[*]} into containerd failed"
-log "images imported in $(($(date +%s) - ti)) s"
+# Ours: only what changed. $CTRD_ROOT/imported lists "<ref> <Docker image ID>" (the digest of the
+# image's config, so a rebuilt image has a new one) of what is in containerd's store.
+STAMP=$CTRD_ROOT/imported
+have=$("${CTR[@]}" images ls -q 2>/dev/null || true)
+imported() { grep -qxF "$1 $2" "$STAMP" 2>/dev/null && grep -qxF "$1" <<<"$have"; }
+new_stamp=()
+todo=()
+for i in "${IMAGES[@]}"; do
+  id=$(docker image inspect -f '{{.Id}}' "$i")
+  imported "$i" "$id" || todo+=("$i")
+  new_stamp+=("$i $id")
+done
+if ((${#todo[@]})); then
+  docker save "${todo[@]}" | "${CTR[@]}" images import --local - >/dev/null \
+    || die "importing ${todo[*]} into containerd failed"
+fi
+printf '%s\n' "${new_stamp[@]}" >"$STAMP"
+log "images imported in $(($(date +%s) - ti)) s (${#todo[@]} of ${#IMAGES[@]} from Docker changed)"
 
 # --- kubelet ----------------------------------------------------------------------------------
 : >"$NODE_STATE/resolv.conf"

@@ -6,6 +6,7 @@ user's view of the gateway through its Service address (routed from the host to 
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Callable
@@ -24,9 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "brain-operator"
 SAMPLES = ROOT / "samples"
 REG = "ghcr.io/brain-operator"
-TAG = "dev"
-#: the model the embedder image bakes offline (images/embedder/Dockerfile); the sample's bge-small
-#: needs a model hub at build time, which this machine has not.
+#: hack/images.sh's IMAGE_TAG: two people sharing one Docker store test their own builds.
+TAG = os.environ.get("IMAGE_TAG", "dev")
+#: the model the embedder image bakes offline (images/embedder/Dockerfile), which the sample names
+#: too; kept explicit so the story does not depend on the sample's choice.
 EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -37,6 +39,7 @@ def helm_values() -> list[str]:
         "dataPlaneImages.embedder": f"{REG}/embedder:{TAG}",
         "dataPlaneImages.jobs": f"{REG}/jobs:{TAG}",
         "dataPlaneImages.postgres": f"{REG}/postgres:17-pgvector-{TAG}",
+        "dataPlaneImages.cloudflared": f"{REG}/cloudflared:{TAG}",
         "operator.healthSeconds": "2",
     }
     return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]

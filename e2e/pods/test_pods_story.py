@@ -9,7 +9,10 @@ step asserted the way a user would notice it:
    repository served inside the cluster, and its entries become searchable;
 4. two agents' sessions are captured, distill's Job proposes a learning (scripted upstream), the
    owner approves it, and the next chat is served it; the digest Job runs;
-5. status.index and the operator's metrics show the counts.
+5. status.index and the operator's metrics show the counts;
+6. the Brain has `spec.tunnel` (a well-formed, fake token) from the start: with no route to
+   Cloudflare the cloudflared sidecar keeps retrying, restarted in place by its entrypoint, and the
+   gateway pods stay Ready in their Service and answer chats the whole time.
 
 Then faults on the same pods (figures printed into the test output), and `helm uninstall`.
 Only the LLM provider is fake (brain.local.fakeupstream in a pod).
@@ -34,6 +37,7 @@ from tests.gateway_fixtures import metric
 from e2e.story import wait_for
 from e2e.test_user_story import CI_ANSWERS, CI_QUESTION, CONVENTION, DECISION, LEARNING, NOTE, SOURCE
 
+from . import tunnel
 from .conftest import RealNode
 from .story_pods import (
     CHART,
@@ -111,7 +115,8 @@ def stack(real_node: RealNode) -> Iterator[Stack]:
     # The policy first: applied after the Brain it changes the gateway's config, and so rolls the
     # gateways once more right after they started (minutes of LiteLLM boots on a small node).
     node.kubectl("apply", "-n", NS, "-f", str(SAMPLES / "routingpolicy.yaml"))
-    node.kubectl("apply", "-n", NS, "-f", "-", input=brain_manifest(NS))
+    node.kubectl("apply", "-n", NS, "-f", "-", input=tunnel.secret_manifest())
+    node.kubectl("apply", "-n", NS, "-f", "-", input=tunnel.with_tunnel(brain_manifest(NS)))
     try:
         node.kubectl("wait", "brain/team", "-n", NS, "--for=condition=Ready", "--timeout=600s", timeout=620)
     except AssertionError:
@@ -291,6 +296,82 @@ def _children(s: Stack) -> list[str]:
         "name",
     )
     return sorted(out.split())
+
+
+def _endpoints_ready(s: Stack) -> int:
+    """How many gateway pod addresses the Service's EndpointSlices mark ready (what kube-proxy uses)."""
+    slices = s.node.json("get", "endpointslices", "-n", NS, "-l", "kubernetes.io/service-name=team-gateway")
+    return sum(
+        1
+        for sl in slices["items"]
+        for e in sl.get("endpoints") or []
+        if (e.get("conditions") or {}).get("ready") and not (e.get("conditions") or {}).get("terminating")
+    )
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(900)
+def test_a_tunnel_that_cannot_connect_never_takes_the_gateway_out(stack: Stack) -> None:
+    """docs/operations.md, "When the tunnel cannot connect": the sidecar has no probes, and its image
+    restarts cloudflared in place, so a pod stays Ready (every container running) while it retries."""
+    s, gw = stack, stack.gw
+    pods = [
+        p
+        for p in s.node.json("get", "pods", "-n", NS, "-l", "app.kubernetes.io/component=gateway")["items"]
+        if not p["metadata"].get("deletionTimestamp")
+    ]
+    names = sorted(p["metadata"]["name"] for p in pods)
+    assert len(names) == 2, names
+    for p in pods:
+        assert [c["name"] for c in p["spec"]["containers"]] == ["gateway", "cloudflared"], p["metadata"][
+            "name"
+        ]
+
+    def sidecar_log(pod: str) -> str:
+        return s.k("logs", pod, "-n", NS, "-c", "cloudflared", "--tail=400", check=False)
+
+    def restarts() -> dict[str, list[int]]:
+        return {pod: tunnel.supervised_restarts(sidecar_log(pod)) for pod in names}
+
+    wait_for(
+        "each cloudflared sidecar restarted in place at least twice",
+        lambda: all(len(r) >= 2 for r in restarts().values()),
+        timeout=240,
+        every=5,
+    )
+    before = restarts()
+    # A window of chats through the Service while the tunnel keeps failing: every one answered, and
+    # both pods stay ready endpoints of the Service at every look.
+    t0, answered, failed, endpoint_counts = time.monotonic(), 0, [], set()
+    while time.monotonic() - t0 < 45 or answered < 10:
+        r = gw.chat("Which port does the staging database use?")
+        if r.status_code == 200:
+            answered += 1
+        else:
+            failed.append(f"{r.status_code}: {r.text[:200]}")
+        endpoint_counts.add(_endpoints_ready(s))
+        time.sleep(0.5)
+    after = restarts()
+    tail = {pod: sidecar_log(pod).strip().splitlines()[-3:] for pod in names}
+    print(
+        f"\ntunnel without a route: {answered} chats answered, {len(failed)} failed in "
+        f"{time.monotonic() - t0:.0f} s; ready endpoints seen {sorted(endpoint_counts)}; "
+        f"supervised restarts {[len(after[p]) for p in names]}; sidecar log tail {tail}"
+    )
+    assert not failed, failed
+    assert endpoint_counts == {2}, endpoint_counts
+    # Still retrying: the runs keep failing and the entrypoint keeps starting new ones (backoff
+    # grows to 60 s, so at least one more in the window or since the wait above).
+    assert all(len(after[p]) > len(before[p]) or len(after[p]) >= 5 for p in names), (before, after)
+    for p in s.node.json("get", "pods", "-n", NS, "-l", "app.kubernetes.io/component=gateway")["items"]:
+        if p["metadata"]["name"] not in names:
+            continue
+        side = next(c for c in p["status"]["containerStatuses"] if c["name"] == "cloudflared")
+        assert side["ready"] and "running" in side["state"] and side["restartCount"] == 0, side
+        ready = {c["type"]: c["status"] for c in p["status"]["conditions"]}
+        assert ready["Ready"] == "True", (p["metadata"]["name"], ready)
+    conditions = {c["type"]: c["status"] for c in s.brain_status().get("conditions") or []}
+    assert conditions.get("GatewayReady") == "True", conditions
 
 
 @pytest.mark.e2e

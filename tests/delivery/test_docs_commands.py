@@ -238,7 +238,7 @@ def check_make_up(r: Result, stack: Stack) -> None:
     r.has("brain is up", f"{stack.url}/mcp", "owner key", "agent key", "echo upstream on :")
     health = httpx.get(stack.url + "/brain/v1/health", timeout=10).json()
     assert health["database"] == "ok", health
-    # The sample names bge-small; locally the bundled MiniLM embeds, and vectors are labelled with it.
+    # The sample names the bundled MiniLM; locally it embeds, and vectors are labelled with it.
     assert health["index"]["embeddingModel"] == "sentence-transformers/all-MiniLM-L6-v2", health
     assert "the bundled offline sentence-transformers/all-MiniLM-L6-v2" in (stack.tmp / "up.err").read_text()
 

@@ -52,7 +52,7 @@ def exec_form(stage: Stage, op: str) -> list[str]:
     return parsed
 
 
-@pytest.mark.parametrize("image", [*IMAGES, "database"])
+@pytest.mark.parametrize("image", [*IMAGES, "database", "cloudflared"])
 def test_no_registry_needed_before_the_build(image: str) -> None:
     """`# syntax=` makes BuildKit pull a frontend image before anything else: not where no registry is."""
     text = (ROOT / "images" / image / "Dockerfile").read_text()
@@ -219,3 +219,82 @@ def test_bad_image_name_is_refused_naming_the_images() -> None:
     assert (
         "unknown image 'gatway'" in proc.stderr and "operator gateway embedder jobs database" in proc.stderr
     )
+
+
+def test_cloudflared_image_is_our_debian_base_non_root_with_the_restart_loop() -> None:
+    """images/cloudflared: the binary from hack/cloudflared-build.sh on the same Debian base as the
+    database image, uid 65532 (the pod's runAsUser), and supervise.sh as the entrypoint, which the
+    sidecar's rendered args (no command) reach."""
+    from brain_operator.render.common import APP_UID, DEFAULT_IMAGES
+
+    (stage,) = parse("cloudflared")
+    text = (ROOT / "images" / "cloudflared" / "Dockerfile").read_text()
+    assert re.search(r"ARG DEBIAN_IMAGE=docker\.io/library/debian:trixie-slim", text)
+    assert stage.base == "${DEBIAN_IMAGE}"
+    assert [rest for o, rest in stage.instructions if o == "USER"] == [f"{APP_UID}:{APP_UID}"]
+    assert exec_form(stage, "ENTRYPOINT") == ["/usr/local/bin/cloudflared-supervise"]
+    copies = [rest for o, rest in stage.instructions if o == "COPY"]
+    assert ".build/cloudflared /usr/local/bin/cloudflared" in copies
+    labels = " ".join(rest for o, rest in stage.instructions if o == "LABEL")
+    for key in OCI_LABELS:
+        assert f"org.opencontainers.image.{key}=" in labels, key
+    assert DEFAULT_IMAGES["cloudflared"].startswith("ghcr.io/brain-operator/cloudflared:")
+    assert "cloudflared" in (HACK / "images.sh").read_text().split("ALL=(", 1)[1].split(")", 1)[0]
+
+
+def test_cloudflared_supervisor_restarts_a_failing_run_and_stops_on_sigterm(tmp_path: Path) -> None:
+    """supervise.sh with a stand-in `cloudflared` that fails at once (as the real one does with no
+    route to Cloudflare): it keeps starting new runs, logs each restart with the exit code and
+    passes the arguments through; SIGTERM ends it with 0 and stops the run in progress."""
+    import signal
+    import time
+
+    runs = tmp_path / "runs"
+    fake = tmp_path / "cloudflared"
+    pid = tmp_path / "pid"
+    fake.write_text(
+        f'#!/bin/sh\necho "$@" >> {runs}\n[ -e {tmp_path}/hang ] && echo $$ > {pid} && exec sleep 600\nexit 3\n'
+    )
+    fake.chmod(0o755)
+    script = ROOT / "images" / "cloudflared" / "supervise.sh"
+    proc = subprocess.Popen(
+        ["sh", str(script), "tunnel", "--no-autoupdate", "run"],
+        env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not runs.exists() or len(runs.read_text().splitlines()) < 3):
+            time.sleep(0.2)
+        (tmp_path / "hang").touch()  # the next run stays up, like a connected tunnel
+        assert len(runs.read_text().splitlines()) >= 3, "the supervisor did not restart the failing run"
+        assert set(runs.read_text().splitlines()) == {"tunnel --no-autoupdate run"}
+        while time.monotonic() < deadline and not pid.exists():
+            time.sleep(0.2)
+        hung = int(pid.read_text())
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    assert re.search(r"cloudflared exited with code 3; restart 2 in 2s", err), err
+    assert not Path(f"/proc/{hung}").exists(), "SIGTERM left the running cloudflared behind"
+
+
+def test_cloudflared_supervisor_runs_anything_but_a_tunnel_once(tmp_path: Path) -> None:
+    """`docker run <image>` (CMD --version) prints the version and exits, instead of looping."""
+    fake = tmp_path / "cloudflared"
+    fake.write_text('#!/bin/sh\necho "cloudflared $*"\nexit 0\n')
+    fake.chmod(0o755)
+    script = ROOT / "images" / "cloudflared" / "supervise.sh"
+    proc = subprocess.run(
+        ["sh", str(script), "--version"],
+        env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0 and proc.stdout == "cloudflared --version\n" and not proc.stderr, proc

@@ -216,7 +216,7 @@ def test_index_health_flows_into_status_and_metrics() -> None:
             "lastIngest": "2026-01-01T00:00:00Z",
             "lastDistill": None,
             "lastDigest": None,
-            "embeddingModel": "BAAI/bge-small-en-v1.5",
+            "embeddingModel": "sentence-transformers/all-MiniLM-L6-v2",
             "embeddingDim": 384,
         },
     }

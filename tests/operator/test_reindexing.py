@@ -13,7 +13,7 @@ from .fakekube import FakeKube
 from .helpers import sample
 
 NS = "team-ns"
-OLD, NEW = "sentence-transformers/all-MiniLM-L6-v2", "BAAI/bge-small-en-v1.5"  # samples/brain.yaml: NEW
+OLD, NEW = "BAAI/bge-small-en-v1.5", "sentence-transformers/all-MiniLM-L6-v2"  # samples/brain.yaml: NEW
 
 
 def _health(live: str, reindex: dict[str, Any] | None) -> Any:

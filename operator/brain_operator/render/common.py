@@ -36,7 +36,7 @@ DEFAULT_IMAGES = {
     "jobs": "ghcr.io/brain-operator/jobs:0.1.0",
     "operator": "ghcr.io/brain-operator/operator:0.1.0",
     "postgres": "pgvector/pgvector:pg17",
-    "cloudflared": "cloudflare/cloudflared:2025.4.0",
+    "cloudflared": "ghcr.io/brain-operator/cloudflared:0.1.0",  # images/cloudflared: restarts in place
     "cnpg": "ghcr.io/cloudnative-pg/postgresql:17-standard-bookworm",
 }
 

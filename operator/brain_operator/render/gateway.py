@@ -66,6 +66,16 @@ def config_hash(inp: RenderInput) -> str:
 
 
 def _cloudflared(inp: RenderInput) -> dict[str, Any] | None:
+    """The tunnel sidecar, deliberately without probes.
+
+    A pod is Ready only while every container is running and passes its readiness probe, so any
+    probe here would tie the gateway's place in its Service to Cloudflare being reachable:
+    cloudflared's ``/ready`` answers 503 until an edge connection is up, and a liveness failure or
+    an exit puts the container into CrashLoopBackOff (not running, so not Ready). Our image's
+    entrypoint restarts cloudflared inside the container instead (images/cloudflared/supervise.sh);
+    the tunnel's state shows in that container's log and in cloudflared's metrics on
+    ``tunnel-metrics`` (docs/operations.md, "When the tunnel cannot connect").
+    """
     tunnel = inp.brain.spec.tunnel
     if tunnel is None or tunnel.token_secret_ref is None:
         return None
@@ -87,7 +97,6 @@ def _cloudflared(inp: RenderInput) -> dict[str, Any] | None:
         "resources": resources("cloudflared", None),
         "securityContext": container_security_context(),
         "volumeMounts": [TMP_MOUNT],
-        **http_probes("tunnel-metrics", live="/ready", ready="/ready"),
     }
 
 
