@@ -43,7 +43,7 @@ from brain.local.up import gateway_command, spawn, stop, wait_http
 from brain.services.keys import KeyStore
 from brain.store import Store
 from brain_operator.render.litellm_config import render_litellm_config
-from tests.gateway_fixtures import MASTER, Served, brain_spec, router_policy
+from tests.gateway_fixtures import MASTER, Served, brain_spec, metric, router_policy
 
 NEW = f"{DEFAULT_MODEL}@rp384"
 NS = "shared"
@@ -145,6 +145,9 @@ async def traffic(brain: Brain, seen: list[Seen], stop_at: asyncio.Event, curren
             g = current[0]
             url = brain.gateways[g][0]
             query, want = list(PROBES.items())[i % len(PROBES)]
+            # each round another text (one gap widened: the tokenizer sees the same words), so the
+            # gateway's query cache never answers for the embedder Service
+            query = query.replace(" ", " " * (2 + i // len(PROBES)), 1)
             t = time.monotonic()
             r = await c.get(f"{url}/brain/v1/search", params={"q": query, "limit": 3}, headers=headers)
             body = r.json() if r.status_code == 200 else {}
@@ -210,7 +213,9 @@ async def test_a_model_change_under_http_traffic_fails_no_request_and_never_rank
         brain.embedder.app = embedder_app(lambda: load_embedder(NEW, base=embedder))
         await brain.embedder.start()
         rolled = time.monotonic()
-        await asyncio.sleep(3)  # the old gateway meets the new model's Service
+        # the old gateway meets the new model's Service, past its breaker's cooldown (10 s) after
+        # the restart's failed calls
+        await asyncio.sleep(15)
         job_started = time.monotonic()
         summary = await run_job(brain)
         swapped = time.monotonic()
@@ -247,6 +252,11 @@ async def test_a_model_change_under_http_traffic_fails_no_request_and_never_rank
     assert {s.vector_model for s in searches if s.gateway == 0 and s.started > swapped} == {None}
     new_ranked = {s.vector_model for s in searches if s.started > moved}
     assert NEW in new_ranked and new_ranked <= {NEW, None}
+    # ...because it refused the new model's query vectors (a query compared with the other model's
+    # vectors scores below the floor, so the answer would have been empty, not wrong)
+    async with httpx.AsyncClient(timeout=10) as c:
+        old_metrics = (await c.get(f"{old_url}/metrics")).text
+    assert metric(old_metrics, "brain_retrieval_degraded_total", cause="model_mismatch") > 0
     # the swap: the live model is the new one, and no old-model vector is left
     stats = await brain.store.index_stats()
     assert stats["liveModel"] == NEW and stats["reindex"] is None
