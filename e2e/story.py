@@ -29,6 +29,7 @@ import httpx
 import yaml
 from tests.gateway_fixtures import metric
 
+from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
 from brain.local.devdb import free_port
 
 from .conftest import E2ECluster
@@ -129,6 +130,7 @@ class LocalStack:
     url: str
     fake_url: str
     embedder_url: str
+    manifest: Path = Path()
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     keys: dict[str, str] = field(default_factory=dict)
     master: str = ""
@@ -193,9 +195,13 @@ def brainctl_bin() -> str:
 
 
 def local_manifest(dest: Path, upstream_port: int) -> Path:
-    """samples/brain.yaml, the same file a cluster gets, with its loopback echo model moved to a free port
-    (the sample's :4001 may be taken by another `brainctl up` on this machine)."""
+    """samples/brain.yaml with its loopback echo model moved to a free port (the sample's :4001 may be
+    taken by another `brainctl up` on this machine) and the embedding model this machine holds, which
+    `brainctl up` embeds with whatever the manifest says. The story applies this file to the cluster
+    too: a Brain naming another model than its gateway reports is a model change, and the operator
+    would start a migration Job nobody asked for."""
     brain = yaml.safe_load((SAMPLES / "brain.yaml").read_text())
+    brain["spec"]["embedding"]["model"] = OFFLINE_MODEL
     for m in brain["spec"]["gateway"]["models"]:
         base = urllib.parse.urlparse(m["apiBase"])
         if base.hostname in ("127.0.0.1", "localhost"):
@@ -223,6 +229,7 @@ def local_stack() -> Iterator[LocalStack]:
         url=f"http://127.0.0.1:{up_port}",
         fake_url=f"http://127.0.0.1:{fake_port}",
         embedder_url=f"http://127.0.0.1:{emb_port}",
+        manifest=manifest,
     )
     up = _spawn(
         [

@@ -1,13 +1,15 @@
 """The user story, end to end on this machine, asserted step by step as a user would notice it.
 
 1. The chart is helm-installed, the operator runs, the samples are applied: the Brain gets its stack.
-2. The data plane runs as local processes, as `make up` runs it (`brainctl up` on samples/brain.yaml).
+2. The data plane runs as local processes, as `make up` runs it (`brainctl up` on samples/brain.yaml,
+   with the embedding model this machine holds; the cluster's Brain is the same file).
 3. The MemorySource imports a small git repository, run the way its CronJob runs: the content is searchable.
 4. An agent key writes a note over MCP.
 5. A chat request through the gateway gets that note injected, fenced as data.
 6. Agents' sessions are captured; distill (its CronJob, scripted LLM) proposes; an owner approves over REST;
    the approved memory is served.
-7. With the Brain annotated to read the local gateway's health, status.index and the metrics move.
+7. With the Brain annotated to read the local gateway's health, status.index and the metrics move; the
+   index is built by the Brain's model, so the operator starts no migration Job (Reindexing: Current).
 8. Retire: an owner retires the approved memory and a file removed upstream is retired by the next
    import; neither is served any more. A repository emptied by mistake retires nothing (the guard).
 
@@ -110,7 +112,8 @@ def test_user_story(
     # ---- 1. the chart, the operator, the samples ----------------------------------------------------
     op: InstalledOperator
     with helm_installed_operator(e2e_cluster, ns, tmp_path, "operator.healthSeconds=2") as op:
-        for sample in ("brain.yaml", "routingpolicy.yaml", "memorysource-git.yaml"):
+        k("apply", "-n", ns, "-f", str(stack.manifest))  # the manifest `brainctl up` runs (story.py)
+        for sample in ("routingpolicy.yaml", "memorysource-git.yaml"):
             k("apply", "-n", ns, "-f", str(SAMPLES / sample))
 
         def children() -> bool:
@@ -272,6 +275,26 @@ def test_user_story(
         )
         assert after["totalEntries"] == 6 > before["totalEntries"]
         assert after["embeddedRatio"] == 1.0 and after["embeddingDim"] == 384
+        brain_model = json.loads(k("get", "brain", "team", "-n", ns, "-o", "json"))["spec"]["embedding"][
+            "model"
+        ]
+        assert after["liveModel"] == brain_model == OFFLINE_MODEL
+        # the gateway's index is built by the model the Brain names: no model change, no migration Job
+        reindexing = wait_for(
+            "the Reindexing condition",
+            lambda: next(
+                (
+                    c
+                    for c in brain_status(e2e_cluster, ns).get("conditions") or []
+                    if c["type"] == "Reindexing"
+                ),
+                None,
+            ),
+            timeout=30,
+        )
+        assert reindexing["reason"] == "Current", reindexing
+        jobs = k("get", "jobs", "-n", ns, "-l", "brain.dev/brain=team", "-o", "name").split()
+        assert not [j for j in jobs if "team-reindex-" in j], jobs
         label = f"{ns}/team"
         wait_for(
             "the operator's index gauges",

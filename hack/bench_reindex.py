@@ -1,11 +1,16 @@
 """`make bench` part: a model migration (brain/store/reindex.py) against the model alone.
 
-N memories (LoCoMo turns copied into namespaces until the store holds N, live vectors from the
-base model, jittered) are migrated to a second model (`<base>@rp384`, brain/embedder/variants.py)
+N memories are migrated to a second model (`<base>@rp384`, brain/embedder/variants.py)
 while a client keeps querying. Reported: the migration's wall time against the same model embedding
 the same texts alone in the same run (the migration's overhead is the difference), and retrieval
 p50/p95 during the migration against idle. `--size` sets N (default 10 000; see docs/performance.md
 for 100k). Prints Markdown.
+
+`--corpus short` (the default) stores N distinct short team notes (a title and a body of ~15 tokens
+together, drawn from templates below), the size most captured memories have; their live vectors are
+the base model's vectors of the first 1 000 notes, jittered, so setting up 100k does not cost a
+third full embedding. `--corpus locomo` stores LoCoMo dialogue turns (~30 tokens) copied into
+namespaces until the store holds N.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
@@ -21,8 +27,118 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/pg_fixtures.py)
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
+
+
+SERVICES = [
+    "billing",
+    "auth",
+    "search",
+    "checkout",
+    "payments",
+    "ingest",
+    "webapp",
+    "mobile",
+    "gateway",
+    "reports",
+    "notifications",
+    "scheduler",
+    "inventory",
+    "shipping",
+    "CLI",
+    "analytics",
+    "admin",
+    "exports",
+    "importer",
+    "ledger",
+    "pricing",
+    "wiki",
+    "onboarding",
+    "mailer",
+    "crawler",
+    "CDN",
+    "flags",
+    "audit",
+    "datalake",
+    "builds",
+]
+_SLOTS: dict[str, list[str]] = {
+    "s": SERVICES,
+    "b": ["main", "release", "stable", "deploy", "trunk", "prod"],
+    "d": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"],
+    "h": ["standup", "lunch", "the freeze", "QA", "the nightly"],
+    "c": ["ops", "alerts", "oncall", "incidents", "help"],
+    "k": ["Loki", "Elasticsearch", "S3", "Datadog", "CloudWatch"],
+    "f": ["config.yaml", "a ConfigMap", "Vault", "settings.toml", "flags"],
+    "x": ["make test", "pytest -x", "npm test", "go test", "tox"],
+    "db": ["Postgres", "the replica", "Redis", "MySQL", "pgbouncer"],
+    "p": [
+        "Ana",
+        "Ben",
+        "Chen",
+        "Dana",
+        "Eli",
+        "Fatima",
+        "Goran",
+        "Hana",
+        "Ivo",
+        "Jun",
+        "Kai",
+        "Lena",
+        "Mo",
+        "Nia",
+        "Omar",
+        "Pia",
+        "Quinn",
+        "Rui",
+        "Sara",
+        "Tom",
+    ],
+    "a": ["schema", "API", "retries", "timeouts", "alerts"],
+    "r": ["disk full", "expired cert", "bad migration", "DNS", "leaked connections"],
+    "n": [str(i) for i in range(2, 120)],
+    "v": [str(i) for i in range(1, 40)],
+}
+_TEMPLATES = [  # (title, body): ~10-15 tokens together, the size of a typical team note
+    ("{s} deploys", "{s} deploys from {b} on {d}s after {h}."),
+    ("{s} on-call", "{p} is on call for {s} on {d}; use #{c}."),
+    ("{s} logs", "{s} logs go to {k}, kept {n} days."),
+    ("{s} config", "{s} reads config from {f} since v{v}."),
+    ("{s} tests", "{s} tests: {x}, about {n} minutes."),
+    ("{s} database", "{s} uses {db}, pool of {n}."),
+    ("{s} owner", "{p} owns the {s} {a}; ask before v{v}."),
+    ("{s} incident", "{s} broke on {d}: {r}. {p} fixed it."),
+]
+
+
+def short_memories(n: int, seed: int = 7) -> list[tuple[str, str]]:
+    """n distinct short (title, body) notes, drawn without replacement from the templates' space."""
+    slots = [[k for k in _SLOTS if "{" + k + "}" in t + b] for t, b in _TEMPLATES]
+    sizes = [int(np.prod([len(_SLOTS[k]) for k in ks])) for ks in slots]
+    if n > sum(sizes):
+        raise ValueError(f"--size {n}: the short corpus holds {sum(sizes)} distinct notes")
+    starts = np.cumsum([0, *sizes])
+    out = []
+    for x in np.random.default_rng(seed).choice(sum(sizes), size=n, replace=False):
+        t = int(np.searchsorted(starts, x, side="right")) - 1
+        j = int(x - starts[t])
+        fill = {}
+        for k in slots[t]:
+            j, r = divmod(j, len(_SLOTS[k]))
+            fill[k] = _SLOTS[k][r]
+        title, body = (s.format(**fill) for s in _TEMPLATES[t])
+        out.append((title, body[0].upper() + body[1:]))
+    return out
+
+
+def short_queries() -> list[str]:
+    asks = [
+        "who owns the {s} API?",
+        "where do {s} logs go?",
+        "how do I run the {s} tests?",
+        "what broke {s}?",
+    ]
+    return [a.format(s=s) for s in SERVICES for a in asks][:100]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -34,93 +150,122 @@ async def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=10_000)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--corpus", choices=["short", "locomo"], default="short")
     args = p.parse_args()
 
-    from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
-
     from brain.core.models import Actor, MemoryIn
+    from brain.embedder import LocalEmbedder
     from brain.embedder.variants import load_embedder
+    from brain.local.devdb import EmbeddedPostgres
     from brain.local.eval import embed_corpus, load_dataset
     from brain.retrieval import Retriever
-    from brain.store import Scope, reindex
+    from brain.store import Scope, Store, reindex
     from brain.store.store import embed_text
 
-    ds = load_dataset(json.loads(LOCOMO.read_text()))
-    base = offline_embedder(threads=args.threads)
+    base = LocalEmbedder(threads=args.threads)
     target = load_embedder(f"{base.model}@rp{base.dim}", base=base)
-    print("embedding the corpus (cached after the first run) …", file=sys.stderr, flush=True)
-    base_vecs = await embed_corpus(base, [embed_text(m.title, m.body) for m in ds.memories])
-    queries = [q.query for q in ds.queries[:100]]
     rng = np.random.default_rng(7)
-    with postgres() as pg:
-        async with fresh_database(pg, "bench_reindex") as dsn, open_store(dsn, dim=base.dim) as store:
-            actor = Actor(name="bench", role="owner", origin="import")
-            texts: list[str] = []
-            copy = 0
-            while len(texts) < args.size:
-                batch = []
-                for i, m in enumerate(ds.memories):
-                    if len(texts) + len(batch) >= args.size:
-                        break
-                    v = base_vecs[i] + rng.normal(0, 0.02, base.dim).astype(np.float32)
-                    body = f"{m.body} ({copy})" if copy else m.body  # copies differ, as real entries do
-                    batch.append(
-                        (MemoryIn(body=body, title=m.title, namespace=f"bench-{copy}"), v / np.linalg.norm(v))
-                    )
-                for j in range(0, len(batch), 1000):
-                    await store.note_many(batch[j : j + 1000], actor=actor)
-                texts += [embed_text(mi.title, mi.body) for mi, _ in batch]
-                copy += 1
-            await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+    rows: list[tuple[MemoryIn, np.ndarray]] = []
 
-            print(f"{len(texts)} memories stored; the model alone …", file=sys.stderr, flush=True)
-            # the model alone, on the same texts, in the reindex's batch size
-            t0 = time.perf_counter()
-            for i in range(0, len(texts), reindex.BATCH):
-                await target.embed(texts[i : i + reindex.BATCH])
-            model_alone = time.perf_counter() - t0
+    def jittered(v: np.ndarray) -> np.ndarray:
+        w = v + rng.normal(0, 0.02, base.dim).astype(np.float32)
+        return w / np.linalg.norm(w)
 
-            retriever = Retriever(store, base)
-            scope = Scope.of(["bench-1"])
-            for q in queries[:10]:
-                await retriever.retrieve(q, scope)
-            idle = []
-            for q in queries:
+    if args.corpus == "short":
+        notes = short_memories(args.size)
+        print(f"embedding the first {min(1000, len(notes))} notes …", file=sys.stderr, flush=True)
+        base_vecs = await base.embed([embed_text(t, b) for t, b in notes[:1000]])
+        rows = [
+            (MemoryIn(body=b, title=t, namespace=f"bench-{i % 10}"), jittered(base_vecs[i % len(base_vecs)]))
+            for i, (t, b) in enumerate(notes)
+        ]
+        queries = short_queries()
+        scope = Scope.of([f"bench-{i}" for i in range(10)])
+    else:
+        ds = load_dataset(json.loads(LOCOMO.read_text()))
+        print("embedding the corpus (cached after the first run) …", file=sys.stderr, flush=True)
+        base_vecs = await embed_corpus(base, [embed_text(m.title, m.body) for m in ds.memories])
+        copy = 0
+        while len(rows) < args.size:
+            for i, m in enumerate(ds.memories[: args.size - len(rows)]):
+                body = f"{m.body} ({copy})" if copy else m.body  # copies differ, as real entries do
+                rows.append(
+                    (MemoryIn(body=body, title=m.title, namespace=f"bench-{copy}"), jittered(base_vecs[i]))
+                )
+            copy += 1
+        queries = [q.query for q in ds.queries[:100]]
+        scope = Scope.of(["bench-1" if copy > 1 else "bench-0"])
+    texts = [embed_text(mi.title, mi.body) for mi, _ in rows]
+    count = getattr(getattr(base, "_model", None), "token_count", None)  # fastembed's tokenizer
+    tokens = (
+        statistics.mean(count([t]) - 2 for t in texts[:1000]) if count else float("nan")
+    )  # less [CLS], [SEP]
+    loads = [os.getloadavg()[0]]
+    pg = EmbeddedPostgres().start()
+    try:
+        store = await Store.open(await pg.create_database("bench_reindex"), dim=base.dim)
+        actor = Actor(name="bench", role="owner", origin="import")
+        for j in range(0, len(rows), 1000):
+            await store.note_many(rows[j : j + 1000], actor=actor)
+            print(f"stored {j + len(rows[j : j + 1000])}/{len(rows)}", file=sys.stderr, flush=True)
+        await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+
+        print(f"{len(texts)} memories stored; the model alone …", file=sys.stderr, flush=True)
+        # the model alone, on the same texts, in the reindex's batch size
+        t0 = time.perf_counter()
+        for i in range(0, len(texts), reindex.BATCH):
+            await target.embed(texts[i : i + reindex.BATCH])
+        model_alone = time.perf_counter() - t0
+        loads.append(os.getloadavg()[0])
+
+        retriever = Retriever(store, base)
+        for q in queries[:10]:
+            await retriever.retrieve(q, scope)
+        idle = []
+        for q in queries:
+            t = time.perf_counter()
+            await retriever.retrieve(q, scope)
+            idle.append((time.perf_counter() - t) * 1000)
+
+        during: list[float] = []
+        failures = 0
+        done = asyncio.Event()
+
+        async def traffic() -> None:
+            nonlocal failures
+            i = 0
+            while not done.is_set():
                 t = time.perf_counter()
-                await retriever.retrieve(q, scope)
-                idle.append((time.perf_counter() - t) * 1000)
+                try:
+                    await retriever.retrieve(queries[i % len(queries)], scope)
+                except Exception:
+                    failures += 1
+                during.append((time.perf_counter() - t) * 1000)
+                i += 1
+                await asyncio.sleep(0.05)  # a steady client, not a flood: ~20 queries/s at most
 
-            during: list[float] = []
-            failures = 0
-            done = asyncio.Event()
-
-            async def traffic() -> None:
-                nonlocal failures
-                i = 0
-                while not done.is_set():
-                    t = time.perf_counter()
-                    try:
-                        await retriever.retrieve(queries[i % len(queries)], scope)
-                    except Exception:
-                        failures += 1
-                    during.append((time.perf_counter() - t) * 1000)
-                    i += 1
-                    await asyncio.sleep(0.05)  # a steady client, not a flood: ~20 queries/s at most
-
-            print(f"model alone {model_alone:.1f}s; migrating under traffic …", file=sys.stderr, flush=True)
-            task = asyncio.create_task(traffic())
-            t0 = time.perf_counter()
-            result = await reindex.migrate_model(store.pool, target)
-            migration = time.perf_counter() - t0
-            done.set()
-            await task
+        print(f"model alone {model_alone:.1f}s; migrating under traffic …", file=sys.stderr, flush=True)
+        task = asyncio.create_task(traffic())
+        t0 = time.perf_counter()
+        result = await reindex.migrate_model(store.pool, target)
+        migration = time.perf_counter() - t0
+        loads.append(os.getloadavg()[0])
+        done.set()
+        await task
+        await store.close()
+    finally:
+        pg.stop()
     n = args.size
     out = [
         "## Model migration (reindex)",
         "",
         f"{n:,} memories migrated from `{base.model}` to `{target.model}` (hack/bench_reindex.py) while a client "
         f"queried about 20 times a second; {failures} queries failed. The model alone embeds the same "
-        f"{n:,} texts in batches of {reindex.BATCH} in the same run.",
+        f"{n:,} texts in batches of {reindex.BATCH} in the same run. Corpus `{args.corpus}`: "
+        f"{tokens:.1f} tokens per memory (title and body, by the model's tokenizer). Load average "
+        f"(1 min) at the start, after the model alone, after the migration: "
+        + ", ".join(f"{x:.1f}" for x in loads)
+        + f" on {os.cpu_count()} cores.",
         "",
         "| | seconds | memories/s |",
         "|---|---|---|",

@@ -43,7 +43,12 @@ from brain_operator.render.common import (
     owner_reference,
 )
 from brain_operator.render.gateway import config_hash
-from brain_operator.render.jobs import render_ingest_job, source_hash
+from brain_operator.render.jobs import (
+    reindex_model_hash,
+    render_ingest_job,
+    render_reindex_job,
+    source_hash,
+)
 from brain_operator.render.litellm_config import check_policies
 from brain_operator.render.secrets import master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
@@ -218,6 +223,7 @@ class Reconciler:
             self._apply_all(desired, live, result)
             self._prune(desired, live, str(raw["metadata"]["uid"]), result)
             self._immediate_ingest(inp, sources_raw, owner, result)
+            migration = self._model_migration(inp, owner, result)
         except KubeError as exc:
             result.error = f"applying the stack failed: {exc.message}"
             log.warning("%s/%s: %s", namespace, name, result.error)
@@ -226,7 +232,7 @@ class Reconciler:
 
         for obj in desired:  # reflect what we just applied when computing status
             live.setdefault((obj["kind"], obj["metadata"]["name"]), obj)
-        self._write_brain_status(raw, brain, inp, live, missing_api, result, emit)
+        self._write_brain_status(raw, brain, inp, live, missing_api, result, emit, migration)
         self._write_policy_statuses(inp, policies_raw, result)
         self._write_source_statuses(sources_raw, {s.metadata.name for s in sources}, brain, result)
         if result.applied or result.deleted:
@@ -321,6 +327,34 @@ class Reconciler:
             self.kube.patch_status(BRAIN_KINDS["MemorySource"], inp.namespace, source.metadata.name, status)
             raw.setdefault("status", {}).update(status)
 
+    def _model_migration(
+        self, inp: RenderInput, owner: dict[str, Any], result: Result
+    ) -> dict[str, Any] | None:
+        """The migration Job toward spec.embedding.model: created when the gateway reports an index
+        built by another model and no migration running; returned (or None) for the condition.
+
+        Its name carries the target's hash, so a resync or a second replica gets AlreadyExists and
+        reads the one Job back; nothing is created before the gateway's health was read.
+        """
+        emb = inp.brain.spec.embedding
+        name = names.reindex_job(inp.name, reindex_model_hash(emb.model, emb.dim))
+        job_kind = KINDS[("batch/v1", "Job")]
+        existing = self.kube.get(job_kind, inp.namespace, name)
+        health = self.health.get((inp.namespace, inp.name))
+        index = health.index if health is not None else None
+        if existing is not None or index is None or index.reindex is not None:
+            return existing
+        if not index.live_model or index.live_model == emb.model:
+            return None
+        job = render_reindex_job(inp)
+        job["metadata"]["ownerReferences"] = [owner]
+        created = self.kube.create(job)
+        if created is None:  # another replica or an earlier pass created it
+            return self.kube.get(job_kind, inp.namespace, name)
+        log.info("%s/%s: started %s (%s -> %s)", inp.namespace, inp.name, name, index.live_model, emb.model)
+        result.jobs_created.append(_ref(job))
+        return created
+
     # -- status ----------------------------------------------------------------------------------
 
     def _component_checks(
@@ -364,6 +398,7 @@ class Reconciler:
         missing_api: str | None,
         result: Result,
         emit: Emit,
+        migration: dict[str, Any] | None = None,
     ) -> None:
         ns, name = inp.namespace, inp.name
         generation = raw["metadata"].get("generation")
@@ -376,7 +411,9 @@ class Reconciler:
             # Not polled yet (operator restart): keep what the last poll said instead of flapping.
             index = Check(previous["status"], previous.get("reason", ""), previous.get("message", ""))
         ready = ready_check(components)
-        reindexing = reindex_check(brain.spec.embedding.model, health.index if health is not None else None)
+        reindexing = reindex_check(
+            brain.spec.embedding.model, health.index if health is not None else None, migration
+        )
         was = {c.get("type"): c for c in current.get("conditions") or []}.get("Reindexing")
         if health is None and was is not None:  # not polled yet: keep the last word, as for IndexHealthy
             reindexing = Check(was["status"], was.get("reason", ""), was.get("message", ""))
@@ -417,6 +454,15 @@ class Reconciler:
             )
             if old_index not in (None, index.status) and index.status == "False":
                 emit(raw, "Warning", index.reason, index.message)
+            old_reindex = was.get("reason") if was is not None else None
+            if reindexing.reason == "ReindexFailed" and old_reindex != "ReindexFailed":
+                emit(raw, "Warning", "ReindexFailed", reindexing.message)
+            elif (
+                reindexing.reason != old_reindex
+                and reindexing.reason in ("Reindexing", "Current")
+                and old_reindex in ("Reindexing", "ModelChangePending", "ReindexFailed")
+            ):
+                emit(raw, "Normal", reindexing.reason, reindexing.message)
 
     def _write_failed_status(self, raw: dict[str, Any], result: Result, reason: str, emit: Emit) -> None:
         meta = raw["metadata"]

@@ -8,6 +8,8 @@ a model its index is not built by yet (with the command that migrates it).
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import Gauge
 
 from brain_operator.api import IndexStatus
@@ -21,7 +23,16 @@ REINDEX_TOTAL = Gauge(
 )
 
 
-def reindex_check(spec_model: str, index: IndexStatus | None) -> Check:
+def job_failure(job: dict[str, Any] | None) -> str | None:
+    """The Failed condition's message of a migration Job, or None while it has not failed."""
+    for c in ((job or {}).get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Failed" and c.get("status") == "True":
+            return str(c.get("message") or c.get("reason") or "the Job failed")
+    return None
+
+
+def reindex_check(spec_model: str, index: IndexStatus | None, job: dict[str, Any] | None = None) -> Check:
+    """`job` is the operator's migration Job toward `spec_model` (None: not created)."""
     if index is None:
         return Check("Unknown", "NotChecked", "the gateway health endpoint has not been read yet")
     run = index.reindex
@@ -33,12 +44,29 @@ def reindex_check(spec_model: str, index: IndexStatus | None) -> Check:
             f"serving from {run.from_model or 'the live index'} until the new index is complete and swapped in",
         )
     live = index.live_model
+    if live and live != spec_model and job is not None:
+        name = job["metadata"]["name"]
+        failed = job_failure(job)
+        if failed is not None:
+            return Check(
+                "False",
+                "ReindexFailed",
+                f"Job {name} migrating the index from {live} to {spec_model} failed: {failed}; {live} "
+                f"keeps serving. Read `kubectl logs job/{name}`; delete the Job to retry (the migration "
+                "resumes where it stopped)",
+            )
+        return Check(
+            "False",
+            "ModelChangePending",
+            f"spec.embedding.model is {spec_model} but the index is built by {live}, which keeps serving; "
+            f"Job {name} is starting the migration (`kubectl logs job/{name}`)",
+        )
     if live and live != spec_model:
         return Check(
             "False",
             "ModelChangePending",
             f"spec.embedding.model is {spec_model} but the index is built by {live}, which keeps serving; "
-            f"migrate it with `brainctl reindex --to-model {spec_model}`",
+            f"the operator starts a migration Job (or run `brainctl reindex --to-model {spec_model}`)",
         )
     return Check("False", "Current", f"the index is built by {live or spec_model}")
 

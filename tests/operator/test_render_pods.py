@@ -9,7 +9,7 @@ import pytest
 from brain_operator.api import Brain
 from brain_operator.render import Capabilities
 from brain_operator.render.common import RenderInput
-from brain_operator.render.jobs import render_ingest_job
+from brain_operator.render.jobs import render_ingest_job, render_reindex_job
 
 from .helpers import (
     SECRETS,
@@ -52,6 +52,7 @@ def _variants() -> list[tuple[str, Brain, Capabilities]]:
 def _all(b: Brain, caps: Capabilities) -> list[dict[str, Any]]:
     out = render(b, policies=(policy(),), sources=(source(),), caps=caps)
     out.append(render_ingest_job(RenderInput(brain=b, memory_sources=(source(),), secrets=SECRETS), source()))
+    out.append(render_reindex_job(RenderInput(brain=b, secrets=SECRETS)))
     return out
 
 

@@ -29,10 +29,16 @@ class EmbeddingClient:
         cooldown: float = 10.0,
         batch: int = 128,
         transport: httpx.AsyncBaseTransport | None = None,
+        require_model: bool = False,
     ) -> None:
-        """`transport` replaces the network (httpx.MockTransport in tests, as httpx itself advises)."""
+        """`transport` replaces the network (httpx.MockTransport in tests, as httpx itself advises).
+
+        `require_model` refuses vectors the server says another model made (its `model` field): a
+        model migration writes vectors labelled `model`, and behind a Service that is rolling from
+        the old model to the new one some requests still reach an old pod."""
         self.base_url = base_url.rstrip("/")
         self.model = model
+        self.require_model = require_model
         self.dim = dim
         self.batch = batch
         self.failure_threshold = failure_threshold
@@ -76,7 +82,13 @@ class EmbeddingClient:
             raise EmbedderUnavailable(f"embedder answered {r.status_code}")
         if r.status_code >= 400:
             raise ValueError(r.json().get("error", {}).get("message", r.text))
-        data = sorted(r.json()["data"], key=lambda d: d["index"])
+        body = r.json()
+        if self.require_model and body.get("model") != self.model:
+            raise EmbedderUnavailable(
+                f"the embedder at {self.base_url} embedded with {body.get('model')!r}, not {self.model!r}",
+                "model_mismatch",
+            )
+        data = sorted(body["data"], key=lambda d: d["index"])
         return np.stack([np.frombuffer(base64.b64decode(d["embedding"]), dtype=np.float32) for d in data])
 
     async def ready(self, timeout: float = 2.0) -> bool:

@@ -105,6 +105,9 @@ class Runtime:
                 self.settings.embedder_url,
                 model=self.settings.embedding.model,
                 dim=self.settings.embedding.dim,
+                # during a model change's rollout the Service may answer from the other model's pod:
+                # such a query vector is refused (lexical answers), never ranked against ours
+                require_model=True,
             )
             self.embedder = QueryCache(self._embedding_client)
         elif self.embedder is None:

@@ -141,7 +141,14 @@ async def search(
         as_of=_when(as_of, "as_of"),
         kinds=_namespaces(kinds),
     )
-    return {"hits": [hit_json(h) for h in hits]}
+    # Which model's vectors ranked these hits (a query is only compared with its own model's), or
+    # None when no hit came from the vector leg: a client sees a model change, and that no answer
+    # ever mixed two models.
+    by_vector = any("vector" in h.legs for h in hits)
+    return {
+        "hits": [hit_json(h) for h in hits],
+        "vectorModel": service().store.embedding_model if by_vector else None,
+    }
 
 
 async def get(actor: Actor, memory_id: str) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""CronJobs (distill, digest, one ingest per MemorySource) and the immediate ingest Job.
+"""CronJobs (distill, digest, one ingest per MemorySource), the immediate ingest Job, the model migration Job.
 
 Job pods have no server to probe; ``activeDeadlineSeconds`` bounds them instead. The last line a
 job prints on stdout is a JSON summary the operator reads back into status.
@@ -195,6 +195,43 @@ def render_ingest_job(inp: RenderInput, source: MemorySource) -> Manifest:
             "ingest",
             extra_labels={SOURCE_LABEL: src},
             annotations={SPEC_HASH_ANNOTATION: digest},
+        ),
+        "spec": spec,
+    }
+
+
+REINDEX_MODEL_ANNOTATION = "brain.dev/reindex-to-model"
+
+
+def reindex_model_hash(model: str, dim: int) -> str:
+    """Identifies one migration target (names its Job); the dimension is part of the target."""
+    return stable_hash({"model": model, "dim": dim})
+
+
+def render_reindex_job(inp: RenderInput) -> Manifest:
+    """The Job that migrates the index to `spec.embedding.model` (brain.jobs.reindex).
+
+    It gets what every data-plane pod gets (the DSN Secret, the embedder Service, the spec's model
+    and dimension), so the migration embeds with the very model the embedder now serves. Its name
+    carries the target's hash: one Job per target, however often the Brain is reconciled. A failed
+    one stays (until its TTL) rather than being retried in a loop; its failure is in the Brain's
+    `Reindexing` condition. The migration itself resumes where it stopped, so the pod's own retries
+    (backoffLimit) redo no finished batch.
+    """
+    emb = inp.brain.spec.embedding
+    digest = reindex_model_hash(emb.model, emb.dim)
+    spec = _job_spec(inp, "reindex", ["brain.jobs.reindex"], None)
+    spec["ttlSecondsAfterFinished"] = JOB_TTL_SECONDS
+    # A migration of a large brain outlasts an import: a day, not an hour (docs/performance.md).
+    spec["activeDeadlineSeconds"] = 86400
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta(
+            inp,
+            names.reindex_job(inp.name, digest),
+            "reindex",
+            annotations={SPEC_HASH_ANNOTATION: digest, REINDEX_MODEL_ANNOTATION: emb.model},
         ),
         "spec": spec,
     }

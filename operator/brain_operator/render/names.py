@@ -49,6 +49,11 @@ def ingest_job(brain: str, source: str, spec_hash: str) -> str:
     return child_name(child_name(brain, "ingest", source, max_len=54), spec_hash[:8])
 
 
+def reindex_job(brain: str, model_hash: str) -> str:
+    """One migration Job per target model: a resync or a second replica re-creating it hits AlreadyExists."""
+    return child_name(child_name(brain, "reindex", max_len=54), model_hash[:8])
+
+
 def source_config(brain: str, source: str) -> str:
     return child_name(brain, "source", source)
 
