@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -71,6 +72,7 @@ PROBES: tuple[str, ...] = (
 
 PROBE_BATCH = 4  # small batches, so a question's own embedding never queues behind all 32 probes
 TTL_S = 300.0  # a scope's null moves only as its memories do; five minutes of staleness costs nothing
+RETRY_S = 30.0  # after a failed sample (embedder down): not one doomed attempt per request
 MAX_SCOPES = 1024  # callers choose scopes; the cache must not grow with them
 
 # Probe vectors depend on the model alone: one embedding per model per process, shared by retrievers.
@@ -111,6 +113,7 @@ class Calibrator:
         self.embedder = embedder
         self._best: OrderedDict[tuple[Any, ...], tuple[float, list[float]]] = OrderedDict()
         self._pending: dict[tuple[Any, ...], asyncio.Task[None]] = {}
+        self._failed_at = -math.inf
 
     @staticmethod
     def _key(scope: Scope) -> tuple[Any, ...]:
@@ -142,6 +145,7 @@ class Calibrator:
             def done(t: asyncio.Task[None]) -> None:
                 self._pending.pop(key, None)
                 if not t.cancelled() and t.exception() is not None:
+                    self._failed_at = time.monotonic()
                     log.warning("floor calibration failed; the configured floor stands: %s", t.exception())
 
             task.add_done_callback(done)
@@ -150,7 +154,8 @@ class Calibrator:
     def sample(self, scope: Scope) -> list[float] | None:
         """The scope's probe cosines if known (a refresh starts when they are old), else None."""
         entry = self._best.get(self._key(scope))
-        if entry is None or time.monotonic() - entry[0] > TTL_S:
+        now = time.monotonic()
+        if (entry is None or now - entry[0] > TTL_S) and now - self._failed_at > RETRY_S:
             self._refresh(scope)
         return None if entry is None else entry[1]
 
