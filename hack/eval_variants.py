@@ -22,6 +22,7 @@ import numpy as np
 from brain.embedder import LocalEmbedder
 from brain.local.devdb import EmbeddedPostgres
 from brain.local.eval import MODES, evaluate, load_dataset, load_into
+from brain.retrieval import calibration
 from brain.retrieval.pipeline import Floor, RetrievalConfig
 from brain.store import Store
 
@@ -43,11 +44,15 @@ class CachedEmbedder:
         return np.stack([self.cache[t] for t in texts])
 
 
+ALL_PROBES = calibration.PROBES
 VARIANTS: dict[str, dict[str, Any]] = {
     "fixed-floor": {"floor": Floor(calibration=0)},
     "calibrated": {},
     "calibrated-0.9": {"floor": Floor(calibration=0.9)},
     "calibrated-max": {"floor": Floor(calibration=1.0)},
+    # robustness to the probe sample: each half of PROBES alone
+    "probes-even": {"probes": slice(0, None, 2)},
+    "probes-odd": {"probes": slice(1, None, 2)},
 }
 
 
@@ -70,8 +75,11 @@ async def main() -> None:
             mapping = await load_into(store, embedder, ds, episodes=episodes)  # type: ignore[arg-type]
             loaded.append((path, ds, store, mapping))
         for name in args.variant or list(VARIANTS):
+            update = dict(VARIANTS[name])
+            calibration.PROBES = ALL_PROBES[update.pop("probes", slice(None))]
+            calibration._probe_vectors.clear()
             for path, ds, store, mapping in loaded:
-                config = RetrievalConfig(embed_timeout_s=30.0).model_copy(update=VARIANTS[name])
+                config = RetrievalConfig(embed_timeout_s=30.0).model_copy(update=update)
                 modes = args.modes.split(",") if "locomo" not in path else ["hybrid"]
                 rep = await evaluate(
                     store,
