@@ -164,7 +164,7 @@ async def main(a: argparse.Namespace) -> None:
             dsns[size] = await pg.create_database(f"bench_scale_{size}")
             built[size] = await build(dsns[size], size, ds, base, embedder.model)
             print(f"built {size:,}: {built[size]}", file=sys.stderr, flush=True)
-        # Interleaved, query set by query set, so both sizes share whatever load the machine has.
+        # Sizes alternate run by run (use --runs ≥ 2), so both see the same drift in the machine's load.
         timings: dict[int, dict[str, list[float]]] = {s: {} for s in sizes}
         for _ in range(a.runs):
             for size in sizes:
@@ -178,7 +178,7 @@ async def main(a: argparse.Namespace) -> None:
         "",
         f"`hack/benchscale.py`: LoCoMo turns copied into namespaces with their embeddings jittered, "
         f"COPY-loaded, indexes built after; {len(queries)} LoCoMo questions × {a.runs} runs per size, "
-        f"sizes interleaved. {os.cpu_count()} CPUs; load average {load0[0]:.1f} at the start, "
+        f"sizes alternating run by run. {os.cpu_count()} CPUs; load average {load0[0]:.1f} at the start, "
         f"{load1[0]:.1f} at the end.",
         "",
         "| memories | COPY s | lexeme stats s | tsv GIN s | trigram GIN s | HNSW build s | HNSW MB | "
