@@ -101,7 +101,7 @@ async def main(a: argparse.Namespace) -> None:
     try:
         dsn = await pg.create_database("bench")
         await bg.seed(dsn, a.memories)
-        key, master, gw_url, bare_url, _, _ = await bg.start_pair(
+        key, master, gw_url, bare_url, *_ = await bg.start_pair(
             dsn, state, procs, ready=lambda d: d["status"] == "ok"
         )
         await warm(gw_url, key, 20, 1)  # model, pools, caches

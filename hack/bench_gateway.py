@@ -5,8 +5,12 @@
 Everything is loopback and real: an embedded Postgres seeded with `--memories` entries (random unit
 vectors and generated text, kept under ~/.cache/brain-operator/bench-gateway-<n> between runs), the
 echo upstream, the bare LiteLLM proxy (same models, no brain callback, master-key auth) and the brain
-gateway (offline model in-process), all started here and stopped at the end. Both proxies serve the
-same upstream in the same run, requests alternate between them, so the difference is the hooks.
+gateway in both topologies: the offline model in-process (`brainctl up`'s setup) and a second
+gateway whose embeddings come from `python -m brain.embedder` over HTTP (the cluster's), all started
+here and stopped at the end. All three serve the same upstream in the same run and requests rotate
+between them, so the differences are the hooks and where the model runs. While each request is in
+flight a probe GETs the same proxy's health endpoint: its latency is how long that proxy's event
+loop was held (the in-process model runs in a worker thread, but tokenisation holds the GIL).
 Prints a Markdown section for docs/benchmarks.md.
 """
 
@@ -73,7 +77,11 @@ async def seed(dsn: str, n: int, dim: int = 384) -> None:
     store = await Store.open(dsn, dim=dim)
     try:
         have = await store.pool.fetchval("SELECT count(*) FROM memories")
-        if have < n:
+        indexes = await store.pool.fetchval(
+            "SELECT count(*) FROM pg_indexes WHERE indexname = ANY($1::text[])",
+            ["memories_embedding", "memories_tsv", "memories_trgm"],
+        )
+        if have < n or indexes < 3:  # a seed interrupted during its load or index build
             await _load(dsn, have, n, dim)
         await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
     finally:
@@ -91,7 +99,12 @@ async def _load(dsn: str, have: int, n: int, dim: int) -> None:
     conn = await asyncpg.connect(dsn)
     await register_vector(conn)
     try:
-        await conn.execute("DROP INDEX IF EXISTS memories_embedding")
+        # A bulk load, not n inserts: the search indexes are built once afterwards and the lexeme
+        # statistics counted in one statement (the per-row trigger and GIN upkeep made seeding 100k
+        # take half an hour on a loaded two-core machine).
+        for index in ("memories_embedding", "memories_tsv", "memories_trgm"):
+            await conn.execute(f"DROP INDEX IF EXISTS {index}")
+        await conn.execute("ALTER TABLE memories DISABLE TRIGGER memories_lexeme_df")
         batch = 5000
         for start in range(have, n, batch):
             vecs = (
@@ -138,7 +151,16 @@ async def _load(dsn: str, have: int, n: int, dim: int) -> None:
                 ],
             )
             print(f"  {start + len(rows)}/{n}", file=sys.stderr)
-        await conn.execute("SET maintenance_work_mem = '512MB'")
+        await conn.execute("ALTER TABLE memories ENABLE TRIGGER memories_lexeme_df")
+        await conn.execute("DELETE FROM lexeme_stats")
+        await conn.execute(
+            """INSERT INTO lexeme_stats (lexeme, df)
+               SELECT l, count(*) FROM memories, unnest(tsvector_to_array(tsv)) AS l
+                WHERE status = 'active' GROUP BY l"""
+        )
+        await conn.execute("SET maintenance_work_mem = '1GB'")
+        await conn.execute("CREATE INDEX memories_tsv ON memories USING gin (tsv)")
+        await conn.execute("CREATE INDEX memories_trgm ON memories USING gin (body gin_trgm_ops)")
         await conn.execute(
             "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
             "WITH (m = 16, ef_construction = 64)"
@@ -181,26 +203,48 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
+class Target(NamedTuple):
+    name: str
+    url: str
+    key: str
+    health: str  # the cheap endpoint the loop probe asks while a request is in flight
+
+
 async def latency(
-    gw: str, bare: str, key: str, master: str, n: int, *, repeat: bool
-) -> dict[str, list[float]]:
-    """Alternate requests between the proxies; `repeat` asks the same question (agent loops), else new ones."""
+    targets: list[Target], n: int, *, repeat: bool
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Rotate requests over the proxies; `repeat` asks the same question (agent loops), else new ones.
+
+    Returns per target the request latencies and the loop probe's: a health GET sent 2 ms after
+    the request, answered only when that proxy's event loop gets a turn.
+    """
     rng = random.Random(11)
-    out: dict[str, list[float]] = {"brain": [], "bare": []}
-    async with httpx.AsyncClient(timeout=30) as c:
+    out: dict[str, list[float]] = {t.name: [] for t in targets}
+    lag: dict[str, list[float]] = {t.name: [] for t in targets}
+    async with httpx.AsyncClient(timeout=30) as c, httpx.AsyncClient(timeout=30) as probe_client:
         for i in range(n + 10):
             q = "which port does the payments postgres replica use?" if repeat else _sentence(rng, 10) + "?"
-            for name, url, k in (("brain", gw, key), ("bare", bare, master)):
+            for t in targets:
                 body = {"model": "echo", "messages": [{"role": "user", "content": q}]}
+
+                async def probe(url: str) -> float:
+                    await asyncio.sleep(0.002)
+                    t1 = time.perf_counter()
+                    (await probe_client.get(url)).raise_for_status()
+                    return (time.perf_counter() - t1) * 1000
+
+                probe_task = asyncio.create_task(probe(t.url + t.health))
                 t0 = time.perf_counter()
                 r = await c.post(
-                    f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {k}"}
+                    f"{t.url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {t.key}"}
                 )
                 dt = time.perf_counter() - t0
                 r.raise_for_status()
+                probe_ms = await probe_task
                 if i >= 10:  # warm-up
-                    out[name].append(dt * 1000)
-    return out
+                    out[t.name].append(dt * 1000)
+                    lag[t.name].append(probe_ms)
+    return out, lag
 
 
 def by_label(metrics_text: str, sample: str, label: str = "") -> dict[str, float]:
@@ -299,13 +343,20 @@ class Pair(NamedTuple):
     bare_url: str
     fake_url: str
     gw: Any  # the brain gateway's process
+    remote_url: str | None = None  # a second gateway, its embeddings from `python -m brain.embedder`
 
 
 async def start_pair(
-    dsn: str, state: Path, procs: list[Any], *, ready: Callable[[dict[str, Any]], bool]
+    dsn: str,
+    state: Path,
+    procs: list[Any],
+    *,
+    ready: Callable[[dict[str, Any]], bool],
+    remote_embedder: bool = False,
 ) -> Pair:
     """An agent key, then the echo upstream, the brain gateway and the bare proxy (the same LiteLLM
-    without the brain) on free ports, appended to `procs` for the caller to stop."""
+    without the brain) on free ports, appended to `procs` for the caller to stop. With
+    `remote_embedder`, also the embedder service and a second gateway using it."""
     from brain.local.devdb import free_port
     from brain.local.up import gateway_command, spawn, wait_http
     from brain.services.keys import KeyStore
@@ -338,7 +389,25 @@ async def start_pair(
     await wait_http(fake + "/healthz", timeout=60)
     await wait_http(gw_url + "/brain/v1/health", proc=gw, timeout=300, check=ready)
     await wait_http(bare_url + "/health/liveliness", timeout=300)
-    return Pair(key, master, gw_url, bare_url, fake, gw)
+    remote_url = None
+    if remote_embedder:
+        emb_port, remote_port = free_port(), free_port()
+        procs.append(
+            spawn(
+                [sys.executable, "-m", "brain.embedder", "--port", str(emb_port)], env, state / "embedder.log"
+            )
+        )
+        emb_url = f"http://127.0.0.1:{emb_port}"
+        await wait_http(emb_url + "/readyz", timeout=300)
+        remote = spawn(
+            gateway_command(brain_cfg, "127.0.0.1", remote_port),
+            {**env, "BRAIN_EMBEDDER_URL": emb_url},
+            state / "gateway-remote.log",
+        )
+        procs.append(remote)
+        remote_url = f"http://127.0.0.1:{remote_port}"
+        await wait_http(remote_url + "/brain/v1/health", proc=remote, timeout=300, check=ready)
+    return Pair(key, master, gw_url, bare_url, fake, gw, remote_url)
 
 
 async def main(a: argparse.Namespace) -> None:
@@ -364,20 +433,30 @@ async def main(a: argparse.Namespace) -> None:
         await conn.close()
         dsn = pg.dsn_for("bench")
         await seed(dsn, a.memories)
-        key, master, gw_url, bare_url, fake, gw = await start_pair(
-            dsn, state, procs, ready=lambda d: d["database"] == "ok"
+        key, master, gw_url, bare_url, fake, gw, remote_url = await start_pair(
+            dsn, state, procs, ready=lambda d: d["database"] == "ok", remote_embedder=True
         )
         await asyncio.sleep(3)  # the offline model finishes loading in the gateway
+        assert remote_url is not None
+        targets = [
+            Target("bare", bare_url, master, "/health/liveliness"),
+            Target("brain", gw_url, key, "/healthz"),
+            Target("remote", remote_url, key, "/healthz"),
+        ]
         lines = [
             "## Gateway",
             "",
             f"{a.memories:,} memories stored; echo upstream; loopback; "
-            f"{os.cpu_count()} CPUs; sequential requests alternating between the two proxies.",
+            f"{os.cpu_count()} CPUs; sequential requests rotating over the bare proxy, the gateway with the "
+            "model in-process (`brainctl up`) and the gateway with the embedder as its own process "
+            "(the cluster topology; here it shares the same cores). Load average at the start: "
+            f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())}.",
             "",
         ]
         lines += [
-            "| case | bare p50 | brain p50 | added p50 | bare p95 | brain p95 | added p95 |",
-            "|---|---|---|---|---|---|---|",
+            "| case | topology | bare p50 | brain p50 | added p50 | brain / bare p50 | bare p95 | brain p95 | "
+            "added p95 | loop probe p50 / p95 |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         breakdown: dict[str, float] = {}
         for label, repeat in (
@@ -386,26 +465,36 @@ async def main(a: argparse.Namespace) -> None:
         ):
             async with httpx.AsyncClient() as c:
                 before = (await c.get(gw_url + "/metrics")).text
-            res = await latency(gw_url, bare_url, key, master, a.requests, repeat=repeat)
+            res, lag = await latency(targets, a.requests, repeat=repeat)
             if not repeat:
                 async with httpx.AsyncClient() as c:
                     after = (await c.get(gw_url + "/metrics")).text
                 breakdown = mean_ms(before, after, "brain_retrieval_stage_duration_seconds", "stage")
                 breakdown |= mean_ms(before, after, "brain_gateway_hook_duration_seconds", "hook")
-            b50, g50 = pct(res["bare"], 0.5), pct(res["brain"], 0.5)
-            b95, g95 = pct(res["bare"], 0.95), pct(res["brain"], 0.95)
+            b50, b95 = pct(res["bare"], 0.5), pct(res["bare"], 0.95)
             lines.append(
-                f"| {label} | {b50:.1f} ms | {g50:.1f} ms | {g50 - b50:+.1f} ms | {b95:.1f} ms | "
-                f"{g95:.1f} ms | {g95 - b95:+.1f} ms |"
+                f"| {label} | bare proxy | {b50:.1f} ms | | | | {b95:.1f} ms | | | "
+                f"{pct(lag['bare'], 0.5):.1f} / {pct(lag['bare'], 0.95):.1f} ms |"
             )
+            for name, topology in (("brain", "model in-process"), ("remote", "embedder process")):
+                g50, g95 = pct(res[name], 0.5), pct(res[name], 0.95)
+                lines.append(
+                    f"| {label} | {topology} | {b50:.1f} ms | {g50:.1f} ms | {g50 - b50:+.1f} ms | "
+                    f"{g50 / b50:.2f}× | {b95:.1f} ms | {g95:.1f} ms | {g95 - b95:+.1f} ms | "
+                    f"{pct(lag[name], 0.5):.1f} / {pct(lag[name], 0.95):.1f} ms |"
+                )
         if breakdown:
             lines += [
                 "",
                 "Where a new question's time goes inside the gateway (mean ms per request, from its own "
                 "histograms): "
                 + ", ".join(f"{k} {v:.1f}" for k, v in sorted(breakdown.items(), key=lambda kv: -kv[1]))
-                + ". `pre_call` is all the hook added before the request went upstream.",
+                + ". `pre_call` is all the hook added before the request went upstream. The loop probe "
+                "is a health GET sent 2 ms into each request: how long that proxy's event loop was busy.",
             ]
+        if a.skip_streaming:
+            print("\n".join(lines))
+            return
         async with httpx.AsyncClient() as c:
             await c.post(
                 fake + "/_fake/script", json=[{"content": CODE_ANSWER, "chunk_delay_s": 0.02, "times": -1}]
@@ -448,6 +537,7 @@ if __name__ == "__main__":
     ap.add_argument("--clients", type=int, default=100)
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--json", help="also write the numbers as JSON")
+    ap.add_argument("--skip-streaming", action="store_true", help="only the latency tables")
 
     def _interrupt(*_: object) -> None:
         raise KeyboardInterrupt  # so `finally` stops the processes this script started

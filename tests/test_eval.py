@@ -105,9 +105,7 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
     hybrid = report["modes"]["hybrid"]
     assert hybrid["abstain_queries"] == 15
     assert hybrid["abstain"] >= 0.9, hybrid
-    # 0.95 before the twelve harder paraphrases of issue 16 part 3; three of them (q18, q45, q49) sit
-    # below any floor that keeps small talk out with the offline model (docs/performance.md)
-    assert hybrid["recall@5"] >= 0.92, hybrid["by_category"]
+    assert hybrid["recall@5"] >= 0.95, hybrid["by_category"]
     # not worse than its best single leg in any category
     for cat, row in hybrid["by_category"].items():
         best_leg = max(report["modes"][m]["by_category"][cat]["recall@5"] for m in ("lexical", "vector"))
@@ -124,6 +122,19 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
     )
     assert unfloored["modes"]["hybrid"]["abstain"] == 0.0
     assert hybrid["injected_tokens_mean"] < unfloored["modes"]["hybrid"]["injected_tokens_mean"] / 2
+    # the calibrated floor is what lets the weak paraphrases (q18, q45, q49: cosine 0.18-0.23) in: the
+    # fixed 0.3 cuts them, because against other corpora unrelated questions reach that (calibration.py)
+    fixed = await evaluate(
+        store,
+        embedder,
+        ds,
+        mapping,
+        modes=["hybrid"],
+        ks=[5],
+        config=RetrievalConfig(floor=Floor(calibration=0), embed_timeout_s=30.0),
+    )
+    fixed_para = fixed["modes"]["hybrid"]["by_category"]["paraphrase"]["recall@5"]
+    assert fixed_para < hybrid["by_category"]["paraphrase"]["recall@5"], (fixed_para, hybrid)
 
 
 @pytest.mark.parametrize(
@@ -131,6 +142,7 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
     [
         ("vector=1.5", r"--floor: vector: .*less than or equal to 1.*\[0, 1\]"),
         ("rerank=0.3", r"--floor: rerank.*legs vector, lexical, trigram"),
+        ("calibration=2", r"--floor: calibration: .*less than or equal to 1.*\[0, 1\]"),
         ("vector", r"not LEG=VALUE"),
     ],
 )

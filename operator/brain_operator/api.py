@@ -230,6 +230,17 @@ class RetrievalFloor(_Model):
         le=1,
         description="Share of the question's identifiers (ports, flags, env vars, hosts) found verbatim.",
     )
+    calibration: float = Field(
+        default=0.95,
+        ge=0,
+        le=1,
+        description=(
+            "Lowers the vector floor, per scope, to this quantile of the best cosines that generic "
+            "unrelated questions reach there, when that is lower: in a small, quiet brain weaker "
+            "paraphrases pass while that share of unrelated questions is still turned away. 0 keeps "
+            "the vector floor fixed."
+        ),
+    )
 
 
 class Retrieval(_Model):

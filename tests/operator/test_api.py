@@ -56,6 +56,7 @@ BRAIN_INVALID: list[tuple[str, Any, str]] = [
     ("spec.gateway.retrieval.floor", {"vector": -0.1}, "vector"),
     ("spec.gateway.retrieval.floor", {"lexical": 2}, "lexical"),
     ("spec.gateway.retrieval.floor", {"rerank": 0.5}, "rerank"),
+    ("spec.gateway.retrieval.floor", {"calibration": 1.5}, "calibration"),
     ("spec.gateway.bogus", True, "bogus"),
     ("spec.distill.model", "nope", "spec.distill.model"),
     ("spec.gateway.models", [], "models"),

@@ -256,6 +256,8 @@ async def evaluate(
         abstained: list[bool] = []
         tokens: list[int] = []
         degraded = 0
+        for scope in dict.fromkeys(Scope.of([q.namespace]) for q in ds.queries):
+            await retriever.warm(scope)  # the floor's calibration, as a running gateway has it
         for q in ds.queries:
             t0 = time.perf_counter()
             scope = Scope.of([q.namespace], as_of=q.as_of)

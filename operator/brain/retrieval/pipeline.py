@@ -20,6 +20,7 @@ from brain.core.models import Hit
 from brain.embedder.client import EmbedderUnavailable
 from brain.embedder.model import Embedder
 from brain.retrieval import telemetry as metrics
+from brain.retrieval.calibration import Calibrator, calibrated_floor
 from brain.retrieval.fusion import (
     above_floor,
     boost,
@@ -56,6 +57,11 @@ class Floor(BaseModel):
     those, each divided by its leg's floor, add up to 1: one leg at its floor, or weaker legs that agree. Episode
     neighbours of a passing memory pass with it. 0 turns a leg's floor off (everything it finds
     passes). Defaults and how they were chosen: docs/memory-core.md.
+
+    `calibration` lowers the vector floor, per scope, to that quantile of the best cosines generic
+    unrelated questions reach there, when that is lower (retrieval/calibration.py): 0.95 turns
+    away 95% of such questions in a quiet brain and admits the weaker paraphrases the fixed 0.3
+    would cut. 0 keeps the fixed floor.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -63,6 +69,10 @@ class Floor(BaseModel):
     vector: float = Field(default=0.3, ge=0, le=1)
     lexical: float = Field(default=0.5, ge=0, le=1)
     trigram: float = Field(default=0.5, ge=0, le=1)
+    calibration: float = Field(default=0.95, ge=0, le=1)
+
+    def legs(self) -> dict[str, float]:
+        return {"vector": self.vector, "lexical": self.lexical, "trigram": self.trigram}
 
 
 class RetrievalConfig(BaseModel):
@@ -123,6 +133,21 @@ class Retriever:
         self.store = store
         self.embedder = embedder
         self.config = config or RetrievalConfig()
+        self.calibrator = Calibrator(store, embedder) if embedder is not None else None
+
+    async def warm(self, scope: Scope) -> None:
+        """Take the scope's floor calibration now instead of alongside its first question."""
+        if self.calibrator is not None and self.config.floor.calibration and "vector" in self.config.legs:
+            await self.calibrator.warm(scope)
+
+    def _floors(self, scope: Scope) -> dict[str, float]:
+        floors = self.config.floor.legs()
+        q = self.config.floor.calibration
+        if self.calibrator is not None and q and "vector" in self.config.legs:
+            best = self.calibrator.sample(scope)
+            if best is not None:
+                floors["vector"] = calibrated_floor(best, q, floors["vector"])
+        return floors
 
     async def _timed(self, result: RetrievalResult, stage: str, aw: Awaitable[T]) -> T:
         t0 = time.perf_counter()
@@ -219,7 +244,7 @@ class Retriever:
             raise outcomes[0]
         passing = above_floor(
             evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens)),
-            cfg.floor.model_dump(),
+            self._floors(scope),
         )
 
         t0 = time.perf_counter()

@@ -1,0 +1,231 @@
+"""How retrieval cost grows: p50/p95 at 1M memories against 100k, in one run (issue 16).
+
+    .venv/bin/python hack/benchscale.py [--sizes 100000,1000000] [--queries 200]
+
+Embedding a million texts takes hours on two cores, so the corpus is the `make bench` one built
+faster: LoCoMo's 5,882 turns copied into namespaces `bench-0…` with their real embeddings jittered
+(N(0, 0.02) per dimension, renormalised: copies differ, neighbourhoods stay those of real text),
+written with COPY into a table without its search indexes and triggers, then the lexeme statistics
+computed in one statement and each index built once and timed (the HNSW build at 1M is itself a
+figure for docs/scaling.md). Then VACUUM ANALYZE, as autovacuum leaves a live brain, and the
+gateway's path: 200 LoCoMo questions scoped to `bench-1` + `shared`, each embedded for real.
+
+Not part of `make bench` (named outside its `bench_*.py` glob: it takes ~30 min and ~8 GB of disk); it prints a Markdown section for
+docs/benchmarks.md by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+LOCOMO = Path(os.environ.get("BRAIN_LOCOMO", "/work/shared/data/locomo10-retrieval.json"))
+# Built after the COPY, each timed. The names and definitions are migration 0001/0002's.
+INDEXES = {
+    "tsv GIN": "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
+    "trigram GIN": "CREATE INDEX memories_trgm ON memories USING gin (body gin_trgm_ops)",
+    "HNSW": "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
+    "WITH (m = 16, ef_construction = 64)",
+}
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
+async def build(dsn: str, size: int, ds: Any, base: np.ndarray, model: str) -> dict[str, float]:
+    """COPY `size` memories into a fresh store, then statistics and indexes; returns seconds per step."""
+    import asyncpg
+    from pgvector.asyncpg import register_vector
+
+    from brain.store import Store
+    from brain.store.store import content_hash, new_id
+
+    store = await Store.open(dsn, dim=base.shape[1])
+    await store.close()
+    conn = await asyncpg.connect(dsn)
+    await register_vector(conn)
+    times: dict[str, float] = {}
+    try:
+        for name in ("memories_tsv", "memories_trgm", "memories_embedding"):
+            await conn.execute(f"DROP INDEX IF EXISTS {name}")
+        await conn.execute("ALTER TABLE memories DISABLE TRIGGER memories_lexeme_df")
+        await conn.execute("ALTER TABLE memories DISABLE TRIGGER memories_vector_model")
+        await conn.execute("UPDATE brain_meta SET value = $1 WHERE key = 'embedding_model'", model)
+        rng = np.random.default_rng(1)
+        t0 = time.perf_counter()
+        n = copy = 0
+        cols = [
+            "id", "lineage_id", "kind", "namespace", "origin", "author", "title", "body",
+            "content_hash", "valid_from", "episode", "seq", "embedding", "embedding_model",
+        ]  # fmt: skip
+        hashes = [content_hash(m.body) for m in ds.memories]
+        while n < size:
+            take = min(len(ds.memories), size - n)
+            noise = rng.normal(0, 0.02, (take, base.shape[1])).astype(np.float32)
+            vecs = base[:take] + noise
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            ns = f"bench-{copy}"
+            rows = []
+            for i, m in enumerate(ds.memories[:take]):
+                mid = new_id()
+                rows.append(
+                    (mid, mid, "note", ns, "import", "bench", m.title, m.body, hashes[i], m.valid_from,
+                     f"{ns}@{m.valid_from}", i, vecs[i], model)
+                )  # fmt: skip
+            await conn.copy_records_to_table("memories", records=rows, columns=cols)
+            n += take
+            copy += 1
+        times["COPY"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        await conn.execute(
+            """INSERT INTO lexeme_stats (lexeme, df)
+               SELECT l, count(*) FROM memories, unnest(tsvector_to_array(tsv)) AS l
+                WHERE status = 'active' GROUP BY l"""
+        )
+        times["lexeme statistics"] = time.perf_counter() - t0
+        await conn.execute("ALTER TABLE memories ENABLE TRIGGER memories_lexeme_df")
+        await conn.execute("ALTER TABLE memories ENABLE TRIGGER memories_vector_model")
+        await conn.execute("SET maintenance_work_mem = '4GB'")
+        await conn.execute("SET max_parallel_maintenance_workers = 1")  # two processes on two cores
+        for name, sql in INDEXES.items():
+            t0 = time.perf_counter()
+            await conn.execute(sql)
+            times[name] = time.perf_counter() - t0
+            print(f"  {size:,}: {name} {times[name]:.0f} s", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        await conn.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+        times["VACUUM ANALYZE"] = time.perf_counter() - t0
+        sizes = await conn.fetchrow(
+            """SELECT pg_relation_size('memories_embedding') AS hnsw, pg_relation_size('memories_tsv') AS tsv,
+                      pg_relation_size('memories_trgm') AS trgm, pg_total_relation_size('memories') AS total"""
+        )
+        times |= {f"bytes {k}": float(v) for k, v in sizes.items()}
+    finally:
+        await conn.close()
+    return times
+
+
+async def measure(dsn: str, embedder: Any, queries: list[str]) -> dict[str, list[float]]:
+    from brain.retrieval import Retriever, render_block
+    from brain.retrieval.render import within_budget
+    from brain.store import Scope, Store
+
+    store = await Store.open(dsn, dim=embedder.dim)
+    try:
+        retriever = Retriever(store, embedder)
+        scope = Scope.of(["bench-1"])
+        await retriever.warm(scope)
+        for q in queries[:10]:  # warm-up: plans cached, pages in memory
+            await retriever.retrieve(q, scope, include_pinned=True)
+        out: dict[str, list[float]] = {"total": []}
+        for q in queries:
+            t = time.perf_counter()
+            res = await retriever.retrieve(q, scope, include_pinned=True)
+            render_block(within_budget(res.all_hits, 1500))
+            out["total"].append((time.perf_counter() - t) * 1000)
+            for stage, sec in res.timings.items():
+                if stage != "total":
+                    out.setdefault(stage, []).append(sec * 1000)
+        return out
+    finally:
+        await store.close()
+
+
+async def main(a: argparse.Namespace) -> None:
+    from brain.embedder import LocalEmbedder
+    from brain.local.devdb import EmbeddedPostgres
+    from brain.local.eval import embed_corpus, load_dataset
+    from brain.store.store import embed_text
+
+    ds = load_dataset(json.loads(LOCOMO.read_text()))
+    embedder = LocalEmbedder()
+    base = await embed_corpus(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+    queries = [q.query for q in ds.queries[: a.queries]]
+    sizes = [int(s) for s in a.sizes.split(",")]
+    load0 = os.getloadavg()
+    pg = EmbeddedPostgres(data_dir=Path(a.data) if a.data else None).start()
+    built: dict[int, dict[str, float]] = {}
+    dsns: dict[int, str] = {}
+    try:
+        for size in sizes:
+            dsns[size] = await pg.create_database(f"bench_scale_{size}")
+            built[size] = await build(dsns[size], size, ds, base, embedder.model)
+            print(f"built {size:,}: {built[size]}", file=sys.stderr, flush=True)
+        # Sizes alternate run by run (use --runs ≥ 2), so both see the same drift in the machine's load.
+        timings: dict[int, dict[str, list[float]]] = {s: {} for s in sizes}
+        for _ in range(a.runs):
+            for size in sizes:
+                for stage, values in (await measure(dsns[size], embedder, queries)).items():
+                    timings[size].setdefault(stage, []).extend(values)
+        load1 = os.getloadavg()
+    finally:
+        pg.stop()
+    lines = [
+        "## Retrieval at 1M memories",
+        "",
+        f"`hack/benchscale.py`: LoCoMo turns copied into namespaces with their embeddings jittered, "
+        f"COPY-loaded, indexes built after; {len(queries)} LoCoMo questions × {a.runs} runs per size, "
+        f"sizes alternating run by run. {os.cpu_count()} CPUs; load average {load0[0]:.1f} at the start, "
+        f"{load1[0]:.1f} at the end.",
+        "",
+        "| memories | COPY s | lexeme stats s | tsv GIN s | trigram GIN s | HNSW build s | HNSW MB | "
+        "table + indexes MB | p50 ms | p95 ms |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for size in sizes:
+        b, t = built[size], timings[size]["total"]
+        lines.append(
+            f"| {size:,} | {b['COPY']:.0f} | {b['lexeme statistics']:.0f} | {b['tsv GIN']:.0f} | "
+            f"{b['trigram GIN']:.0f} | {b['HNSW']:.0f} | {b['bytes hnsw'] / 2**20:.0f} | "
+            f"{b['bytes total'] / 2**20:.0f} | {pct(t, 0.5):.1f} | {pct(t, 0.95):.1f} |"
+        )
+    if len(sizes) >= 2:
+        lo, hi = sizes[0], sizes[-1]
+        ratio = pct(timings[hi]["total"], 0.95) / pct(timings[lo]["total"], 0.95)
+        lines += ["", f"p95 at {hi:,} / at {lo:,}: **{ratio:.2f}×** (goal ≤ 1.3×)."]
+    stages = sorted({st for s in sizes for st in timings[s] if st != "total"})
+    lines += [
+        "",
+        "| memories | " + " | ".join(f"{st} p50 / p95" for st in stages) + " |",
+        "|---|" + "---|" * len(stages),
+    ]
+    for size in sizes:
+        cells = [
+            f"{pct(timings[size][st], 0.5):.1f} / {pct(timings[size][st], 0.95):.1f}"
+            if st in timings[size]
+            else "–"
+            for st in stages
+        ]
+        lines.append(f"| {size:,} | " + " | ".join(cells) + " |")
+    print("\n".join(lines))
+    print(
+        json.dumps({"built": built, "p": {s: statistics.median(timings[s]["total"]) for s in sizes}}),
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--data", help="Postgres data directory (default: a temporary one)")
+
+    def _interrupt(*_: object) -> None:
+        raise KeyboardInterrupt  # so `finally` stops the Postgres this script started
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    asyncio.run(main(ap.parse_args()))

@@ -1,0 +1,113 @@
+"""Measure retrieval variants on several eval sets in one process: load each set once, rerun queries.
+
+Each variant is a name and a RetrievalConfig update; the same loaded databases and the same cached
+query embeddings serve every variant, so differences are the variant's and nothing else's (`brainctl
+eval` would reload and re-embed per run). Used to decide what ships in retrieval/ (docs/performance.md).
+
+    python hack/eval_variants.py --set tests/data/team_eval.json --set /work/shared/data/locomo10-retrieval.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from brain.embedder import LocalEmbedder
+from brain.local.devdb import EmbeddedPostgres
+from brain.local.eval import MODES, evaluate, load_dataset, load_into
+from brain.retrieval import calibration
+from brain.retrieval.pipeline import Floor, RetrievalConfig
+from brain.store import Store
+
+
+class CachedEmbedder:
+    """The real model, memoised by text: every variant sees the same query vectors, computed once."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model = inner.model
+        self.dim = inner.dim
+        self.cache: dict[str, np.ndarray] = {}
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        missing = [t for t in texts if t not in self.cache]
+        if missing:
+            for t, v in zip(missing, await self.inner.embed(missing), strict=True):
+                self.cache[t] = v
+        return np.stack([self.cache[t] for t in texts])
+
+
+ALL_PROBES = calibration.PROBES
+VARIANTS: dict[str, dict[str, Any]] = {
+    "fixed-floor": {"floor": Floor(calibration=0)},
+    "calibrated": {},
+    "calibrated-0.9": {"floor": Floor(calibration=0.9)},
+    "calibrated-max": {"floor": Floor(calibration=1.0)},
+    # robustness to the probe sample: each half of PROBES alone
+    "probes-even": {"probes": slice(0, None, 2)},
+    "probes-odd": {"probes": slice(1, None, 2)},
+}
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--set", action="append", required=True)
+    ap.add_argument("--variant", action="append", help="names from VARIANTS (default: all)")
+    ap.add_argument("--modes", default="hybrid,lexical,vector")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    embedder = CachedEmbedder(LocalEmbedder())
+    pg = EmbeddedPostgres().start()
+    out: dict[str, Any] = {}
+    try:
+        loaded = []
+        for path in args.set:
+            ds = load_dataset(json.loads(Path(path).read_text()))
+            store = await Store.open(await pg.create_database(f"ev_{uuid.uuid4().hex[:8]}"), dim=embedder.dim)
+            episodes = "valid_from" if "locomo" in path else "field"
+            mapping = await load_into(store, embedder, ds, episodes=episodes)  # type: ignore[arg-type]
+            loaded.append((path, ds, store, mapping))
+        for name in args.variant or list(VARIANTS):
+            update = dict(VARIANTS[name])
+            calibration.PROBES = ALL_PROBES[update.pop("probes", slice(None))]
+            calibration._probe_vectors.clear()
+            for path, ds, store, mapping in loaded:
+                config = RetrievalConfig(embed_timeout_s=30.0).model_copy(update=update)
+                modes = args.modes.split(",") if "locomo" not in path else ["hybrid"]
+                rep = await evaluate(
+                    store,
+                    embedder,
+                    ds,
+                    mapping,
+                    modes=[m for m in modes if m in MODES],
+                    ks=[5, 10],
+                    config=config,
+                )
+                out.setdefault(name, {})[Path(path).name] = rep
+                h = rep["modes"]["hybrid"]
+                cats = " ".join(f"{c}={v['recall@5']:.3f}" for c, v in h["by_category"].items())
+                legs = " ".join(
+                    f"{m}:{rep['modes'][m]['recall@5']:.3f}" for m in rep["modes"] if m != "hybrid"
+                )
+                print(
+                    f"{name:<14} {Path(path).name:<26} r@5 {h['recall@5']:.4f} r@10 {h['recall@10']:.4f} "
+                    f"abstain {h['abstain']} tok {h['injected_tokens_mean']} | {cats} | {legs}",
+                    flush=True,
+                )
+    finally:
+        for _, _, store, _ in loaded:
+            await store.close()
+        pg.stop()
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
