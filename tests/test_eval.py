@@ -141,9 +141,9 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
     ("floor", "message"),
     [
         ("vector=1.5", r"--floor: vector: .*less than or equal to 1.*\[0, 1\]"),
-        ("rerank=0.3", r"--floor: rerank.*legs vector, lexical, trigram"),
+        ("rerank=0.3", r"--floor: rerank.*accepted: vector, lexical, trigram, calibration"),
         ("calibration=2", r"--floor: calibration: .*less than or equal to 1.*\[0, 1\]"),
-        ("vector", r"not LEG=VALUE"),
+        ("vector", r"not NAME=VALUE"),
     ],
 )
 def test_cli_refuses_a_bad_floor_naming_it(

@@ -15,7 +15,8 @@ from brain.core.errors import BrainError, InvalidInput
 
 
 def parse_floor(spec: str | None) -> Any:
-    """`vector=0.4,lexical=0.6` → a Floor; unknown legs and values outside [0, 1] are refused by name."""
+    """`vector=0.4,lexical=0.6,calibration=0` → a Floor: three legs and the vector floor's
+    calibration quantile; unknown names and values outside [0, 1] are refused by name."""
     from pydantic import ValidationError
 
     from brain.retrieval.pipeline import Floor
@@ -27,7 +28,7 @@ def parse_floor(spec: str | None) -> Any:
         leg, sep, value = part.partition("=")
         if not sep:
             raise InvalidInput(
-                f"--floor: {part!r} is not LEG=VALUE (legs: {', '.join(Floor.model_fields)})", field="floor"
+                f"--floor: {part!r} is not NAME=VALUE (names: {', '.join(Floor.model_fields)})", field="floor"
             )
         values[leg.strip()] = value.strip()
     try:
@@ -36,7 +37,7 @@ def parse_floor(spec: str | None) -> Any:
         err = e.errors()[0]
         leg = ".".join(str(x) for x in err["loc"])
         accepted = (
-            "a number in [0, 1]" if leg in Floor.model_fields else f"legs {', '.join(Floor.model_fields)}"
+            "a number in [0, 1]" if leg in Floor.model_fields else f"{', '.join(Floor.model_fields)}"
         )
         raise InvalidInput(
             f"--floor: {leg}: {err['msg']} (accepted: {accepted})", field=f"floor.{leg}"
