@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -27,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/pg_fixtures.py)
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 
 
@@ -153,16 +155,16 @@ async def main() -> int:
     p.add_argument("--corpus", choices=["short", "locomo"], default="short")
     args = p.parse_args()
 
+    from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
+
     from brain.core.models import Actor, MemoryIn
-    from brain.embedder import LocalEmbedder
     from brain.embedder.variants import load_embedder
-    from brain.local.devdb import EmbeddedPostgres
     from brain.local.eval import embed_corpus, load_dataset
     from brain.retrieval import Retriever
-    from brain.store import Scope, Store, reindex
+    from brain.store import Scope, reindex
     from brain.store.store import embed_text
 
-    base = LocalEmbedder(threads=args.threads)
+    base = offline_embedder(threads=args.threads)
     target = load_embedder(f"{base.model}@rp{base.dim}", base=base)
     rng = np.random.default_rng(7)
     rows: list[tuple[MemoryIn, np.ndarray]] = []
@@ -201,9 +203,10 @@ async def main() -> int:
         statistics.mean(count([t]) - 2 for t in texts[:1000]) if count else float("nan")
     )  # less [CLS], [SEP]
     loads = [os.getloadavg()[0]]
-    pg = EmbeddedPostgres().start()
-    try:
-        store = await Store.open(await pg.create_database("bench_reindex"), dim=base.dim)
+    async with contextlib.AsyncExitStack() as held:
+        pg = held.enter_context(postgres())
+        dsn = await held.enter_async_context(fresh_database(pg, "bench_reindex"))
+        store = await held.enter_async_context(open_store(dsn, dim=base.dim))
         actor = Actor(name="bench", role="owner", origin="import")
         for j in range(0, len(rows), 1000):
             await store.note_many(rows[j : j + 1000], actor=actor)
@@ -252,9 +255,6 @@ async def main() -> int:
         loads.append(os.getloadavg()[0])
         done.set()
         await task
-        await store.close()
-    finally:
-        pg.stop()
     n = args.size
     out = [
         "## Model migration (reindex)",
