@@ -36,9 +36,7 @@ def parse_floor(spec: str | None) -> Any:
     except ValidationError as e:
         err = e.errors()[0]
         leg = ".".join(str(x) for x in err["loc"])
-        accepted = (
-            "a number in [0, 1]" if leg in Floor.model_fields else f"{', '.join(Floor.model_fields)}"
-        )
+        accepted = "a number in [0, 1]" if leg in Floor.model_fields else ", ".join(Floor.model_fields)
         raise InvalidInput(
             f"--floor: {leg}: {err['msg']} (accepted: {accepted})", field=f"floor.{leg}"
         ) from None
