@@ -54,7 +54,7 @@ def test_cnpg_images_are_optional() -> None:
     ).stderr
     assert "cnpg cnpg-postgres" in out
     script = (ROOT / "hack" / "images.sh").read_text()
-    assert "ALL=(operator gateway embedder jobs database)" in script
+    assert "ALL=(operator gateway embedder jobs database cloudflared)" in script
 
 
 def test_install_renders_cnpgs_release_manifest_with_our_image(tmp_path: Path) -> None:

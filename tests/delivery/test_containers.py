@@ -76,7 +76,7 @@ def _build() -> dict[str, str]:
     for line in proc.stdout.splitlines():
         name, ref, *_ = line.split("\t")
         out[name] = ref
-    assert set(out) == {"operator", "gateway", "embedder", "jobs", "database"}, proc.stdout
+    assert set(out) == {"operator", "gateway", "embedder", "jobs", "database", "cloudflared"}, proc.stdout
     return out
 
 
@@ -152,7 +152,7 @@ def http_ok(url: str) -> Callable[[], bool]:
 # ------------------------------------------------------------------------------------ images
 
 
-@pytest.mark.parametrize("image", ["operator", "gateway", "embedder", "jobs", "database"])
+@pytest.mark.parametrize("image", ["operator", "gateway", "embedder", "jobs", "database", "cloudflared"])
 def test_every_image_is_non_root_and_labelled(refs: dict[str, str], image: str) -> None:
     cfg = json.loads(docker("image", "inspect", refs[image]).stdout)[0]["Config"]
     assert cfg["User"] in {UID, "999:999"} and not cfg["User"].startswith("0"), cfg["User"]
@@ -178,7 +178,7 @@ def test_jobs_image_has_git_and_ssh_and_runs_its_jobs(refs: dict[str, str], lab:
     assert git.returncode == 0 and git.stdout.startswith("git version"), git.stderr
     ssh = lab.once(refs["jobs"], "-V", entrypoint="ssh")
     assert ssh.returncode == 0 and "OpenSSH" in ssh.stderr, ssh.stderr
-    for job in ("brain.jobs.ingest", "brain.jobs.distill", "brain.jobs.digest"):
+    for job in ("brain.jobs.ingest", "brain.jobs.distill", "brain.jobs.digest", "brain.jobs.reindex"):
         proc = lab.once(refs["jobs"], job, "--help")
         assert proc.returncode == 0 and "usage:" in proc.stdout, f"{job}: {proc.stderr[-1500:]}"
     # A git clone as uid 65532 on the read-only root, into /tmp, as the ingest Job does.
