@@ -207,7 +207,10 @@ async def test_a_model_change_under_http_traffic_fails_no_request_and_never_rank
     current = [0]
     client = asyncio.create_task(traffic(brain, seen, stop_at, current))
     try:
-        await until(seen, lambda x: x.vector_model == DEFAULT_MODEL)  # the old model ranks
+        # the old model ranks a search (a chat's answer alone is not what the checks below read),
+        # clear of the roll's 0.5 s margin
+        await until(seen, lambda x: x.kind == "search" and x.vector_model == DEFAULT_MODEL)
+        await asyncio.sleep(1)
         # the embedder Service rolls to the new model (the same address, another model behind it)
         await brain.embedder.stop()
         brain.embedder.app = embedder_app(lambda: load_embedder(NEW, base=embedder))

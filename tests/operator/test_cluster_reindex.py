@@ -19,7 +19,7 @@ from .helpers import sample
 
 pytestmark = pytest.mark.cluster
 
-OLD = "BAAI/bge-small-en-v1.5"  # samples/brain.yaml
+OLD = "BAAI/bge-small-en-v1.5"  # the index's model before the change (the Brain names it first)
 NEW = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -92,6 +92,7 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
 ) -> None:
     url, doc = gateway_health
     brain = sample("brain.yaml")
+    brain["spec"]["embedding"]["model"] = OLD
     brain["metadata"]["annotations"] = {"brain.dev/health-url": url}
     kc.apply(brain)
     wait_until("Reindexing Current", reason_is(kc, "Current"))

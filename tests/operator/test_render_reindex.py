@@ -13,6 +13,11 @@ from .helpers import SECRETS, brain, deep_set, sample
 NEW = "BAAI/bge-small-en-v1.5"
 
 
+def target(doc: dict[str, Any] | None = None) -> Brain:
+    """A Brain whose spec names NEW (the sample names the offline MiniLM, the live model here)."""
+    return brain(deep_set(doc or sample("brain.yaml"), "spec.embedding.model", NEW))
+
+
 def _job(b: Brain) -> dict[str, Any]:
     return render_reindex_job(RenderInput(brain=b, secrets=SECRETS))
 
@@ -23,10 +28,10 @@ def _env(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_job_migrates_to_the_spec_model_through_the_embedder_service_and_the_dsn_secret() -> None:
-    job = _job(brain())
+    job = _job(target())
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["python", "-m", "brain.jobs.reindex"]
-    assert container["image"] == RenderInput(brain=brain(), secrets=SECRETS).images.jobs
+    assert container["image"] == RenderInput(brain=target(), secrets=SECRETS).images.jobs
     env = _env(job)
     assert env["BRAIN_DATABASE_URL"] == {"secretKeyRef": {"name": "team-db-credentials", "key": "dsn"}}
     assert env["BRAIN_EMBEDDER_URL"].startswith("http://team-embedder:")
@@ -34,18 +39,18 @@ def test_the_job_migrates_to_the_spec_model_through_the_embedder_service_and_the
     assert job["metadata"]["annotations"][REINDEX_MODEL_ANNOTATION] == NEW
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
     assert job["metadata"]["name"].startswith("team-reindex-")
-    assert job == _job(brain())  # pure: the same Brain renders the same Job (and name)
+    assert job == _job(target())  # pure: the same Brain renders the same Job (and name)
 
 
 def test_the_name_is_one_per_target_model_and_valid_for_long_brain_names() -> None:
     other = brain(
         deep_set(sample("brain.yaml"), "spec.embedding.model", "sentence-transformers/all-MiniLM-L6-v2")
     )
-    assert _job(other)["metadata"]["name"] != _job(brain())["metadata"]["name"]
+    assert _job(other)["metadata"]["name"] != _job(target())["metadata"]["name"]
     long = sample("brain.yaml")
     long["metadata"]["name"] = "b" * 63
-    name = _job(brain(long))["metadata"]["name"]
-    assert len(name) <= 63 and name.endswith(_job(brain())["metadata"]["name"][-8:])
+    name = _job(target(long))["metadata"]["name"]
+    assert len(name) <= 63 and name.endswith(_job(target())["metadata"]["name"][-8:])
 
 
 def test_an_external_database_secret_is_what_the_job_reads() -> None:
