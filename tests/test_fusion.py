@@ -1,11 +1,14 @@
-"""Pure fusion pieces: the evidence floor and per-query leg weights (brain.retrieval.fusion)."""
+"""Pure fusion pieces: the evidence floor, per-query leg weights, leg leads (brain.retrieval.fusion)."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brain.retrieval.fusion import above_floor, leg_weights, zscore_fusion
+from brain.core.models import Hit
+from brain.retrieval.fusion import above_floor, keep_leg_leads, leg_weights, zscore_fusion
 
 FLOOR = {"vector": 0.3, "lexical": 0.5, "trigram": 0.5}
 
@@ -78,3 +81,57 @@ def test_weights_stay_positive_and_keep_the_configured_total(
     # normalised over the judged legs: the mean factor is 1, so equal base weights keep their sum
     if wv == wl:
         assert abs(sum(w.values()) - 2 * wv) < 1e-6 * wv
+
+
+def _hit(doc: str, score: float) -> Hit:
+    return Hit(
+        id=doc,
+        kind="note",
+        namespace="shared",
+        tier="episodic",
+        origin="agent",
+        author="a",
+        title="",
+        body=f"body of {doc}",
+        valid_from=datetime(2026, 1, 1, tzinfo=UTC),
+        score=score,
+    )
+
+
+def test_a_legs_best_pushed_out_by_borrowed_relevance_gets_the_last_place_back() -> None:
+    # four episode neighbours lifted above the vector leg's own best match ("v1")
+    ranked = [_hit("n1", 9), _hit("n2", 8), _hit("n3", 7), _hit("n4", 6), _hit("v1", 5), _hit("x", 4)]
+    legs = {"vector": [("v1", 0.6), ("n1", 0.4)], "lexical": [("n1", 3.0)]}
+    out = keep_leg_leads(ranked, legs, limit=3)
+    assert [h.id for h in out[:3]] == ["n1", "n2", "v1"]  # n3, the weakest non-lead, made room
+    assert [h.id for h in out[3:]] == ["n3", "n4", "x"]  # nothing lost, score order kept
+
+
+def test_leads_already_in_the_head_change_nothing() -> None:
+    ranked = [_hit("a", 3), _hit("b", 2), _hit("c", 1)]
+    legs = {"vector": [("b", 0.5)], "lexical": [("a", 2.0)], "trigram": [("c", 1.0)]}
+    assert keep_leg_leads(ranked, legs, limit=2) == ranked
+
+
+def test_a_lead_that_did_not_pass_the_floor_is_not_brought_back_nor_is_trigrams() -> None:
+    ranked = [_hit("a", 3), _hit("b", 2), _hit("t", 1)]
+    legs = {"vector": [("cut", 0.2)], "trigram": [("t", 1.0)]}  # "cut" is not among the ranked hits
+    assert [h.id for h in keep_leg_leads(ranked, legs, limit=2)] == ["a", "b", "t"]
+
+
+@given(
+    st.lists(st.floats(min_value=0, max_value=10, allow_nan=False), min_size=1, max_size=12),
+    st.integers(min_value=0, max_value=12),
+    st.data(),
+)
+def test_leads_always_reach_the_head_and_no_hit_is_lost(
+    scores: list[float], limit: int, data: st.DataObject
+) -> None:
+    ranked = sorted((_hit(str(i), s) for i, s in enumerate(scores)), key=lambda h: -h.score)
+    ids = [h.id for h in ranked]
+    legs = {leg: [(data.draw(st.sampled_from(ids)), 1.0)] for leg in ("vector", "lexical")}
+    out = keep_leg_leads(ranked, legs, limit=limit)
+    assert sorted(h.id for h in out) == sorted(ids)
+    head = [h.id for h in out[:limit]]
+    for leg in ("vector", "lexical"):
+        assert legs[leg][0][0] in head or (limit < 2 and len(head) == limit)

@@ -1,4 +1,4 @@
-"""The retrieval pipeline: embed → parallel legs → fusion → episode context → boosts → diversity → edges.
+"""The retrieval pipeline: embed → parallel legs → fusion → episode context → boosts → leg leads → diversity → edges.
 
 Every stage is timed; every lost part (embedder down or slow, a leg failing) is counted and the
 rest answers alone. Namespace, status and time filters run inside the legs' SQL.
@@ -27,6 +27,7 @@ from brain.retrieval.fusion import (
     diversify,
     episode_context,
     evidence,
+    keep_leg_leads,
     leg_weights,
     rrf,
     zscore_fusion,
@@ -325,6 +326,7 @@ class Retriever:
                     hit.score += lift
                     in_window.add(hit.id)
         candidates.sort(key=lambda h: (-h.score, h.id not in in_window))
+        candidates = keep_leg_leads(candidates, scored, limit=limit)
         result.hits = diversify(candidates, limit=limit, max_similarity=cfg.max_similarity)
         if pinned_task is not None:
             result.pinned = [h for h in await pinned_task if h.required]
