@@ -1,4 +1,4 @@
-"""Pure fusion pieces: the evidence floor, per-query leg weights, leg leads (brain.retrieval.fusion)."""
+"""Pure fusion pieces: the evidence floor, leg weights, episode groups, leg leads (brain.retrieval.fusion)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from brain.core.models import Hit
-from brain.retrieval.fusion import above_floor, keep_leg_leads, leg_weights, zscore_fusion
+from brain.retrieval.fusion import (
+    above_floor,
+    episode_context,
+    keep_leg_leads,
+    leg_weights,
+    leg_zscores,
+    zscore_fusion,
+)
 
 FLOOR = {"vector": 0.3, "lexical": 0.5, "trigram": 0.5}
 
@@ -135,3 +142,41 @@ def test_leads_always_reach_the_head_and_no_hit_is_lost(
     head = [h.id for h in out[:limit]]
     for leg in ("vector", "lexical"):
         assert legs[leg][0][0] in head or (limit < 2 and len(head) == limit)
+
+
+def test_an_episode_two_legs_agree_on_through_different_turns_outranks_a_one_leg_episode() -> None:
+    # Session "s": the vector leg's best match is turn v, the lexical leg's best is turn l.
+    # Session "o": one turn (o1) that both legs rank second. Per entry, o1 fuses highest; per
+    # session, "s" holds both legs' best finds, and its other turn (s3, which no leg found) rises with it.
+    legs = {
+        "vector": [("v", 0.9), ("o1", 0.7), ("l", 0.2), ("x", 0.1)],
+        "lexical": [("l", 9.0), ("o1", 6.0), ("v", 1.0), ("x", 0.5)],
+    }
+    fused = zscore_fusion(legs)
+    assert fused[0][0] == "o1"
+    context = {"v": ("s", 0), "l": ("s", 5), "s3": ("s", 9), "o1": ("o", 0), "x": ("x", 0)}
+    by_entry = episode_context(fused, context, episode_weight=0.5, adjacent_weight=0.3, window=2)
+    per_leg = episode_context(
+        fused, context, episode_weight=0.5, adjacent_weight=0.3, window=2, legs=leg_zscores(legs)
+    )
+    assert by_entry[0][0] == "o1"  # scored by its best entry, session "s" counts only l's lexical find
+    assert per_leg[0][0] == "l"  # scored per leg, it counts v's vector find too
+    assert dict((d, s) for d, s, _ in per_leg)["s3"] > dict((d, s) for d, s, _ in by_entry)["s3"]
+    # without the legs' z-scores (RRF) a group scores as its best entry, as before
+    assert episode_context(fused, context, episode_weight=0.5, adjacent_weight=0.3, window=2) == by_entry
+
+
+def test_a_group_of_one_scores_as_that_entry_and_zscore_fusion_is_unchanged() -> None:
+    legs = {
+        "vector": [("a", 0.9), ("b", 0.5), ("c", 0.49)],
+        "lexical": [("b", 10.0), ("c", 9.9), ("d", 1.0)],
+        "trigram": [("d", 1.0)],
+    }
+    w = {"vector": 1.0, "lexical": 1.0, "trigram": 0.6}
+    fused = zscore_fusion(legs, weights=w)
+    context = {d: (f"ep-{d}", 0) for d, _, _ in fused}  # every entry alone in its episode
+    out = episode_context(
+        fused, context, episode_weight=0.5, adjacent_weight=0.3, window=2, legs=leg_zscores(legs), weights=w
+    )
+    for (d, s, _), (d2, s2, _) in zip(fused, out, strict=True):
+        assert d == d2 and abs(s2 - 1.5 * s) < 1e-9  # own score + 0.5 × the same score, no neighbours

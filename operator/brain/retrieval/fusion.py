@@ -26,16 +26,14 @@ def rrf(
     return sorted(((d, s, found[d]) for d, s in scores.items()), key=lambda t: (-t[1], t[0]))
 
 
-def zscore_fusion(
-    legs: Mapping[str, Sequence[tuple[str, float]]], *, weights: Mapping[str, float] | None = None
-) -> list[tuple[str, float, list[str]]]:
-    """Weighted sum of per-leg z-scores over each leg's own candidates (convex score fusion).
+# Per leg: each candidate's z-score over that leg's own candidates, and the value a candidate the leg
+# did not return counts as (the leg's lowest z).
+LegZ = Mapping[str, tuple[Mapping[str, float], float]]
 
-    A candidate a leg did not return gets that leg's lowest z-score; a leg whose scores are all
-    equal (trigram match counts) gives 1 to its members and 0 to the rest. Scores are shifted so the
-    lowest is 0, which keeps multiplicative boosts monotonic. On LoCoMo this beats RRF(k=60) by
-    ~0.08 recall@10 (docs/benchmarks.md), because score gaps carry information ranks throw away.
-    """
+
+def leg_zscores(legs: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, tuple[dict[str, float], float]]:
+    """Each leg's scores as z-scores over its own candidates; a leg whose scores are all equal
+    (trigram match counts) gives 1 to its members and 0 to the rest."""
     per_leg: dict[str, tuple[dict[str, float], float]] = {}
     for leg, scored in legs.items():
         if not scored:
@@ -48,13 +46,39 @@ def zscore_fusion(
         else:
             z = {d: (v - mean) / sd for d, v in scored}
             per_leg[leg] = (z, min(z.values()))
-    total: dict[str, float] = {}
+    return per_leg
+
+
+def _combined(per_leg: LegZ, weights: Mapping[str, float] | None, group: Sequence[str]) -> float:
+    """Σ over legs of weight × the leg's best z within `group` (its floor when it found none of them)."""
+    return sum(
+        (weights or {}).get(leg, 1.0) * max((z.get(d, floor) for d in group), default=floor)
+        for leg, (z, floor) in per_leg.items()
+    )
+
+
+def fusion_shift(per_leg: LegZ, weights: Mapping[str, float] | None) -> float:
+    """The lowest fused score before the shift to 0: what `zscore_fusion` subtracts."""
+    found = {d for z, _ in per_leg.values() for d in z}
+    return min((_combined(per_leg, weights, [d]) for d in found), default=0.0)
+
+
+def zscore_fusion(
+    legs: Mapping[str, Sequence[tuple[str, float]]], *, weights: Mapping[str, float] | None = None
+) -> list[tuple[str, float, list[str]]]:
+    """Weighted sum of per-leg z-scores over each leg's own candidates (convex score fusion).
+
+    A candidate a leg did not return gets that leg's lowest z-score (`leg_zscores`). Scores are
+    shifted so the lowest is 0, which keeps multiplicative boosts monotonic. On LoCoMo this beats
+    RRF(k=60) by ~0.08 recall@10 (docs/benchmarks.md), because score gaps carry information ranks
+    throw away.
+    """
+    per_leg = leg_zscores(legs)
     found: dict[str, list[str]] = {}
     for leg, (z, _) in per_leg.items():
         for d in z:
             found.setdefault(d, []).append(leg)
-    for d in found:
-        total[d] = sum((weights or {}).get(leg, 1.0) * z.get(d, floor) for leg, (z, floor) in per_leg.items())
+    total = {d: _combined(per_leg, weights, [d]) for d in found}
     low = min(total.values(), default=0.0)
     return sorted(((d, s - low, found[d]) for d, s in total.items()), key=lambda t: (-t[1], t[0]))
 
@@ -156,36 +180,53 @@ def episode_context(
     episode_weight: float,
     adjacent_weight: float,
     window: int,
+    legs: LegZ | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float, list[str]]]:
     """Let entries recorded together lend each other relevance.
 
     An answer is often spread over neighbouring turns: the question names the topic, the next turn
-    holds the fact. So each candidate gains `episode_weight` × the best score in its episode and
-    `adjacent_weight` × the best score within `window` places of it; episode neighbours that no leg
-    found join at score 0 and can rise only through their neighbours. `context` maps id → (episode,
-    seq) for candidates and their neighbours; entries without an episode keep their score.
-    On LoCoMo this lifts recall@10 by ~0.07 (docs/benchmarks.md).
+    holds the fact. So each candidate gains `episode_weight` × its episode's score and
+    `adjacent_weight` × the score of the entries within `window` places of it; episode neighbours that
+    no leg found join at score 0 and can rise only through their neighbours. `context` maps id →
+    (episode, seq) for candidates and their neighbours; entries without an episode keep their score.
+
+    A group's score (the episode, the window) is fused like a candidate's when the legs' z-scores are
+    given: each leg's best z among the group's entries, weighted and summed, on the fused scale. So
+    an episode where the vector leg's best match is one turn and the lexical leg's another counts
+    what both legs found, as the session it is; the best single entry would count one leg's find and
+    the other's floor. Without `legs` (RRF) a group scores as its best entry.
+    On LoCoMo episode context lifts recall@10 by ~0.07, and fusing the groups per leg by +0.008
+    more (docs/performance.md).
     """
     scores = {d: s for d, s, _ in fused}
-    found = {d: legs for d, _, legs in fused}
+    found = {d: legs_ for d, _, legs_ in fused}
     for d in context:
         if d not in scores:
             scores[d], found[d] = 0.0, ["episode"]
-    best_in_episode: dict[str, float] = {}
+    members: dict[str, list[str]] = {}
     at: dict[tuple[str, int], str] = {}
     for d, (episode, seq) in context.items():
-        best_in_episode[episode] = max(best_in_episode.get(episode, 0.0), scores[d])
+        members.setdefault(episode, []).append(d)
         at[(episode, seq)] = d
+    shift = fusion_shift(legs, weights) if legs else 0.0
+
+    def group_score(group: Sequence[str]) -> float:
+        if not group:
+            return 0.0
+        if not legs:
+            return max(scores[d] for d in group)
+        return max(0.0, _combined(legs, weights, group) - shift)
+
+    episode_score = {episode: group_score(ids) for episode, ids in members.items()}
     out = []
     for d, s in scores.items():
         if d in context:
             episode, seq = context[d]
             near = [
-                scores[at[(episode, seq + o)]]
-                for o in range(-window, window + 1)
-                if o and (episode, seq + o) in at
+                at[(episode, seq + o)] for o in range(-window, window + 1) if o and (episode, seq + o) in at
             ]
-            s += episode_weight * best_in_episode[episode] + adjacent_weight * max(near, default=0.0)
+            s += episode_weight * episode_score[episode] + adjacent_weight * group_score(near)
         out.append((d, s, found[d]))
     return sorted(out, key=lambda t: (-t[1], t[0]))
 

@@ -29,6 +29,7 @@ from brain.retrieval.fusion import (
     evidence,
     keep_leg_leads,
     leg_weights,
+    leg_zscores,
     rrf,
     zscore_fusion,
 )
@@ -249,6 +250,9 @@ class Retriever:
         )
 
         t0 = time.perf_counter()
+        # Each leg's z-scores, for episode context to fuse its groups per leg (rrf: none, best entry).
+        per_leg: dict[str, tuple[dict[str, float], float]] | None = None
+        weights = cfg.weights
         if cfg.fusion == "rrf":
             fused = rrf(
                 {leg: [d for d, _ in s] for leg, s in scored.items()}, k=cfg.rrf_k, weights=cfg.weights
@@ -256,6 +260,7 @@ class Retriever:
         else:
             weights = leg_weights(scored, cfg.weights) if cfg.adaptive_weights else cfg.weights
             fused = zscore_fusion(scored, weights=weights)
+            per_leg = leg_zscores(scored)
         result.timings["fuse"] = time.perf_counter() - t0
         if fused and (cfg.episode_weight or cfg.adjacent_weight):
             try:
@@ -276,6 +281,8 @@ class Retriever:
                     episode_weight=cfg.episode_weight,
                     adjacent_weight=cfg.adjacent_weight,
                     window=cfg.adjacent_window,
+                    legs=per_leg,
+                    weights=weights,
                 )
                 episodes = {context[d][0] for d in passing if d in context}
                 passing |= {d for d, (ep, _) in context.items() if ep in episodes}
