@@ -210,13 +210,21 @@ def episode_context(
         members.setdefault(episode, []).append(d)
         at[(episode, seq)] = d
     shift = fusion_shift(legs, weights) if legs else 0.0
+    # each context entry's weighted z per leg (the leg's floor where it did not find the entry)
+    # (entries no leg found, the joined neighbours, have none: a group of only those scores 0)
+    row = {
+        d: [(weights or {}).get(leg, 1.0) * z.get(d, floor) for leg, (z, floor) in (legs or {}).items()]
+        for d in context
+        if "episode" not in found[d]
+    }
 
     def group_score(group: Sequence[str]) -> float:
         if not group:
             return 0.0
         if not legs:
             return max(scores[d] for d in group)
-        return max(0.0, _combined(legs, weights, group) - shift)
+        rows = [row[d] for d in group if d in row]
+        return max(0.0, sum(map(max, zip(*rows, strict=True))) - shift) if rows else 0.0
 
     episode_score = {episode: group_score(ids) for episode, ids in members.items()}
     out = []
