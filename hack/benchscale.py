@@ -146,12 +146,15 @@ async def measure(dsn: str, embedder: Any, queries: list[str]) -> dict[str, list
 
 async def main(a: argparse.Namespace) -> None:
     from brain.embedder import LocalEmbedder
+    from brain.embedder.model import QUERY_THREADS
     from brain.local.devdb import EmbeddedPostgres
     from brain.local.eval import embed_corpus, load_dataset
     from brain.store.store import embed_text
 
     ds = load_dataset(json.loads(LOCOMO.read_text()))
-    embedder = LocalEmbedder()
+    # The gateway's query model (one thread, brain/embedder/model.py); the corpus is embedded with it too,
+    # once, and the vectors are the same as with more threads.
+    embedder = LocalEmbedder(threads=QUERY_THREADS)
     base = await embed_corpus(embedder, [embed_text(m.title, m.body) for m in ds.memories])
     queries = [q.query for q in ds.queries[: a.queries]]
     sizes = [int(s) for s in a.sizes.split(",")]
