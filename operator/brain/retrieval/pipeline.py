@@ -282,7 +282,16 @@ class Retriever:
         fused = [f for f in fused if f[0] in passing]
         # Boosts and diversity reorder only near the top, so only the head is fetched (bodies are large).
         fused = fused[: max(limit * 3, limit + 20)]
-        hits_by_id = await self._timed(result, "fetch", self.store.hits([d for d, _, _ in fused]))
+        head = [d for d, _, _ in fused]
+        near: list[tuple[str, float, Hit]] = []
+        if cfg.expand_edges:
+            # The final top three are among the head, so their edges come in the same round trip.
+            hits_by_id, near = await self._timed(
+                result, "fetch", self.store.hits_with_neighbours(head, scope, cfg.expand_edges * 3)
+            )
+        else:
+            hits_by_id = await self._timed(result, "fetch", self.store.hits(head))
+        fetched = {h.lineage_id for h in hits_by_id.values()}
         frame = None
         if time_task is not None:
             try:
@@ -331,9 +340,14 @@ class Retriever:
         if cfg.expand_edges and result.hits:
             top = {h.lineage_id: h for h in result.hits[:3]}
             present = {h.id for h in result.hits}
-            for origin, hit in await self._timed(
-                result, "expand", self.store.neighbours(list(top), scope, cfg.expand_edges * 3)
-            ):
+            if fetched.issuperset(top):
+                best = sorted((n for n in near if n[0] in top), key=lambda n: -n[1])
+                neighbours = [(origin, hit) for origin, _, hit in best[: cfg.expand_edges * 3]]
+            else:  # a top hit from "before <event>"'s history, fetched by the inner retrieval
+                neighbours = await self._timed(
+                    result, "expand", self.store.neighbours(list(top), scope, cfg.expand_edges * 3)
+                )
+            for origin, hit in neighbours:
                 if hit.id not in present and len(result.expanded) < cfg.expand_edges:
                     hit.via = top[origin].id
                     hit.score = top[origin].score * 0.5
