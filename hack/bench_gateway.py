@@ -407,9 +407,13 @@ async def start_pair(
     remote_url = None
     if remote_embedder:
         emb_port, remote_port = free_port(), free_port()
+        # One onnxruntime thread, as for a pod of one core: on these two shared cores an all-cores pool
+        # spins against the gateway and Postgres (docs/performance.md, "The query model's threads").
         procs.append(
             spawn(
-                [sys.executable, "-m", "brain.embedder", "--port", str(emb_port)], env, state / "embedder.log"
+                [sys.executable, "-m", "brain.embedder", "--port", str(emb_port), "--threads", "1"],
+                env,
+                state / "embedder.log",
             )
         )
         emb_url = f"http://127.0.0.1:{emb_port}"
