@@ -8,7 +8,9 @@ faster: LoCoMo's 5,882 turns copied into namespaces `bench-0…` with their real
 written with COPY into a table without its search indexes and triggers, then the lexeme statistics
 computed in one statement and each index built once and timed (the HNSW build at 1M is itself a
 figure for docs/scaling.md). Then VACUUM ANALYZE, as autovacuum leaves a live brain, and the
-gateway's path: 200 LoCoMo questions scoped to `bench-1` + `shared`, each embedded for real.
+gateway's path: 200 LoCoMo questions scoped to `bench-1` + `shared`, each embedded for real by the
+gateway's one-thread query model. Last, at each size, the lexical leg with its candidates looked up
+per scope namespace through a (namespace, tsv) GIN index, against the shipped statement.
 
 Not part of `make bench` (named outside its `bench_*.py` glob: it takes ~30 min and ~8 GB of disk); it prints a Markdown section for
 docs/benchmarks.md by hand.
