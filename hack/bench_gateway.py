@@ -43,6 +43,7 @@ _PARAGRAPH = (
     "tunnel dns route ingress egress bucket upload download thumbnail search ranking embedding vector shard"
 )
 WORDS = _PARAGRAPH.split()
+MODEL = "sentence-transformers/all-MiniLM-L6-v2"  # brain.embedder.DEFAULT_MODEL, the bundled offline one
 CODE_ANSWER = (
     "Here it is.\n\n```python\n" + "\n".join(f"value_{i} = compute({i})" for i in range(14)) + "\n```\n"
 )
@@ -105,6 +106,9 @@ async def _load(dsn: str, have: int, n: int, dim: int) -> None:
         for index in ("memories_embedding", "memories_tsv", "memories_trgm"):
             await conn.execute(f"DROP INDEX IF EXISTS {index}")
         await conn.execute("ALTER TABLE memories DISABLE TRIGGER memories_lexeme_df")
+        # Labelled with the model the gateways embed queries with, so the vector leg searches them
+        # (until v3 they were labelled "bench": the vector leg answered nothing, in both topologies).
+        await conn.execute("UPDATE brain_meta SET value = $1 WHERE key = 'embedding_model'", MODEL)
         batch = 5000
         for start in range(have, n, batch):
             vecs = (
@@ -129,7 +133,7 @@ async def _load(dsn: str, have: int, n: int, dim: int) -> None:
                         body,
                         content_hash(body),
                         v,
-                        "bench",
+                        MODEL,
                     )
                 )
             await conn.copy_records_to_table(
@@ -260,12 +264,16 @@ def by_label(metrics_text: str, sample: str, label: str = "") -> dict[str, float
     return out
 
 
-def mean_ms(before: str, after: str, name: str, label: str) -> dict[str, float]:
-    """Mean milliseconds per observation of histogram `name` between two scrapes, per label value."""
+def mean_ms(before: str, after: str, name: str, label: str) -> dict[str, tuple[float, int]]:
+    """(mean milliseconds, observations) of histogram `name` between two scrapes, per label value.
+
+    The count matters: a stage that runs for few requests (expand: only when something is injected)
+    has a mean over those alone, which a single slow one can dominate.
+    """
     sum0, count0 = by_label(before, name + "_sum", label), by_label(before, name + "_count", label)
     sum1, count1 = by_label(after, name + "_sum", label), by_label(after, name + "_count", label)
     return {
-        k: (sum1[k] - sum0.get(k, 0.0)) / (n - count0.get(k, 0.0)) * 1000
+        k: ((sum1[k] - sum0.get(k, 0.0)) / (n - count0.get(k, 0.0)) * 1000, round(n - count0.get(k, 0.0)))
         for k, n in count1.items()
         if n > count0.get(k, 0.0)
     }
@@ -367,7 +375,14 @@ async def start_pair(
     await store.close()
     master = "sk-bench-" + uuid.uuid4().hex
     fake_port, gw_port, bare_port = free_port(), free_port(), free_port()
-    env = {**os.environ, "BRAIN_DATABASE_URL": dsn, "BRAIN_MASTER_KEY": master, "BRAIN_EMBEDDING_DIM": "384"}
+    env = {
+        **os.environ,
+        "BRAIN_DATABASE_URL": dsn,
+        "BRAIN_MASTER_KEY": master,
+        "BRAIN_EMBEDDING_DIM": "384",
+        # what `brainctl up` sets: the bundled offline model embeds, and vectors are labelled with it
+        "BRAIN_EMBEDDING_MODEL": MODEL,
+    }
     env.pop("BRAIN_EMBEDDER_URL", None)
     procs.append(
         spawn(
@@ -392,9 +407,13 @@ async def start_pair(
     remote_url = None
     if remote_embedder:
         emb_port, remote_port = free_port(), free_port()
+        # One onnxruntime thread, as for a pod of one core: on these two shared cores an all-cores pool
+        # spins against the gateway and Postgres (docs/performance.md, "The query model's threads").
         procs.append(
             spawn(
-                [sys.executable, "-m", "brain.embedder", "--port", str(emb_port)], env, state / "embedder.log"
+                [sys.executable, "-m", "brain.embedder", "--port", str(emb_port), "--threads", "1"],
+                env,
+                state / "embedder.log",
             )
         )
         emb_url = f"http://127.0.0.1:{emb_port}"
@@ -417,7 +436,7 @@ async def main(a: argparse.Namespace) -> None:
     cache = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
     if os.geteuid() == 0:  # Postgres runs as `nobody`, which cannot enter /root
         cache = Path("/var/tmp/brain-operator")
-    data = cache / f"bench-gateway-v2-{a.memories}"  # v2: Zipf vocabulary
+    data = cache / f"bench-gateway-v3-{a.memories}"  # v2: Zipf vocabulary; v3: labelled with MODEL
     data.mkdir(parents=True, exist_ok=True)
     state = Path(f"/tmp/bench-gateway-{uuid.uuid4().hex[:6]}")
     state.mkdir()
@@ -458,19 +477,25 @@ async def main(a: argparse.Namespace) -> None:
             "added p95 | loop probe p50 / p95 |",
             "|---|---|---|---|---|---|---|---|---|---|",
         ]
-        breakdown: dict[str, float] = {}
+        breakdown: dict[str, dict[str, tuple[float, int]]] = {}
         for label, repeat in (
             ("new question every request", False),
             ("repeated question (agent loop)", True),
         ):
             async with httpx.AsyncClient() as c:
                 before = (await c.get(gw_url + "/metrics")).text
+                before_remote = (await c.get(remote_url + "/metrics")).text
             res, lag = await latency(targets, a.requests, repeat=repeat)
             if not repeat:
                 async with httpx.AsyncClient() as c:
                     after = (await c.get(gw_url + "/metrics")).text
-                breakdown = mean_ms(before, after, "brain_retrieval_stage_duration_seconds", "stage")
-                breakdown |= mean_ms(before, after, "brain_gateway_hook_duration_seconds", "hook")
+                    after_remote = (await c.get(remote_url + "/metrics")).text
+                for topology, b, e in (
+                    ("model in-process", before, after),
+                    ("embedder process", before_remote, after_remote),
+                ):
+                    breakdown[topology] = mean_ms(b, e, "brain_retrieval_stage_duration_seconds", "stage")
+                    breakdown[topology] |= mean_ms(b, e, "brain_gateway_hook_duration_seconds", "hook")
             b50, b95 = pct(res["bare"], 0.5), pct(res["bare"], 0.95)
             lines.append(
                 f"| {label} | bare proxy | {b50:.1f} ms | | | | {b95:.1f} ms | | | "
@@ -483,14 +508,22 @@ async def main(a: argparse.Namespace) -> None:
                     f"{g50 / b50:.2f}× | {b95:.1f} ms | {g95:.1f} ms | {g95 - b95:+.1f} ms | "
                     f"{pct(lag[name], 0.5):.1f} / {pct(lag[name], 0.95):.1f} ms |"
                 )
+        for topology, stages in breakdown.items():
+            lines += [
+                "",
+                f"Where a new question's time goes inside the gateway, {topology} (mean ms per observation, "
+                "observations in brackets, from its own histograms): "
+                + ", ".join(
+                    f"{k} {v:.1f} ({n})" for k, (v, n) in sorted(stages.items(), key=lambda kv: -kv[1][0])
+                )
+                + ".",
+            ]
         if breakdown:
             lines += [
                 "",
-                "Where a new question's time goes inside the gateway (mean ms per request, from its own "
-                "histograms): "
-                + ", ".join(f"{k} {v:.1f}" for k, v in sorted(breakdown.items(), key=lambda kv: -kv[1]))
-                + ". `pre_call` is all the hook added before the request went upstream. The loop probe "
-                "is a health GET sent 2 ms into each request: how long that proxy's event loop was busy.",
+                "`pre_call` is all the hook added before the request went upstream; stages overlap (the "
+                "lexical legs run while the query is embedded). The loop probe is a health GET sent 2 ms "
+                "into each request: how long that proxy's event loop was busy.",
             ]
         if a.skip_streaming:
             print("\n".join(lines))

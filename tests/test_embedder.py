@@ -123,3 +123,23 @@ async def test_client_readiness_through_its_public_interface() -> None:
     assert await client.ready() is False
     assert calls == ["/readyz", "/readyz"]
     await client.aclose()
+
+
+def test_threads_from_env_names_the_variable_when_refused() -> None:
+    from brain.embedder.model import THREADS_ENV, threads_from_env
+
+    assert threads_from_env(1, {}) == 1  # unset: the caller's default (the gateway's one query thread)
+    assert threads_from_env(1, {THREADS_ENV: "3"}) == 3
+    assert threads_from_env(1, {THREADS_ENV: "0"}) is None  # 0: onnxruntime's own choice, all cores
+    for bad in ("-2", "two", "1.5"):
+        with pytest.raises(ValueError, match=THREADS_ENV) as err:
+            threads_from_env(1, {THREADS_ENV: bad})
+        assert "whole number" in str(err.value)
+
+
+def test_one_thread_embeds_the_same_vector(embedder: LocalEmbedder) -> None:
+    """The gateway's one-thread query model must agree with the default one, or its vectors would not
+    compare with those the embedder service and the jobs wrote."""
+    one = LocalEmbedder(threads=1)
+    text = ["which port does the staging postgres replica use?"]
+    assert float(one.embed_sync(text)[0] @ embedder.embed_sync(text)[0]) > 0.9999

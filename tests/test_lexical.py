@@ -34,22 +34,24 @@ QUERIES = [
 ]
 
 
+@pytest.mark.parametrize("by_namespace", [False, True], ids=["plain", "by-namespace"])
 @pytest.mark.parametrize("namespace", ["repo:payments", "repo:web"])
 async def test_one_trip_ranks_as_lexical_leg_and_query_idf_did(
-    service: MemoryService, owner: Actor, namespace: str
+    service: MemoryService, owner: Actor, namespace: str, by_namespace: bool
 ) -> None:
+    """Both candidate steps (the shipped one, and per scope namespace as hack/benchscale.py measures it)."""
     for ns, body in BODIES:
         await service.note(MemoryIn(body=body, namespace=ns), owner)
     store = service.store
     for q in QUERIES:
         scope = Scope.of([namespace])
-        new = await bm25(store, q, scope, 10)
+        new = await bm25(store, q, scope, 10, by_namespace=by_namespace)
         old = await reference.lexical_leg(store, q, scope, 10)
         assert [d for d, _ in new.hits] == [d for d, _ in old], q
         assert [round(s, 9) for _, s in new.hits] == [round(s, 9) for _, s in old], q
         assert new.query_idf == pytest.approx(await reference.query_idf(store, q)), q
     # scope holds: nothing from the other repo
-    hits = (await bm25(store, "staging port", Scope.of(["repo:web"]), 10)).hits
+    hits = (await bm25(store, "staging port", Scope.of(["repo:web"]), 10, by_namespace=by_namespace)).hits
     got = {h.namespace for h in (await store.hits([d for d, _ in hits])).values()}
     assert got <= {"repo:web", "shared"} and hits
 

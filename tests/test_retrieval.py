@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 from hypothesis import given
@@ -129,6 +130,34 @@ async def test_edge_expansion_pulls_connected_entries(service: MemoryService, ow
     res = await _retriever(service, top_k=1).retrieve("brain_hook.py retriever", Scope.of([]))
     assert res.hits[0].id == a.id and [h.id for h in res.expanded] == [b.id]
     assert res.expanded[0].via == a.id
+
+
+async def test_expansion_in_the_fetch_picks_what_the_separate_statement_did(
+    service: MemoryService, owner: Actor
+) -> None:
+    """The neighbours now ride in the fetch: the strongest edges first, either direction, only in scope."""
+
+    async def note(body: str, ns: str = "shared") -> Any:
+        return (await service.note(MemoryIn(body=body, kind="code", namespace=ns), owner)).memory
+
+    a = await note("checkout_flow.py charges the card, then calls the ledger writer.")
+    weak, strong, back = (
+        await note("ledger_writer.py appends double-entry rows."),
+        await note("card_gateway.py wraps the payment provider's client."),
+        await note("refund_flow.py reverses a checkout charge."),
+    )
+    hidden = await note("web_cart.ts posts the checkout form.", ns="repo:web")
+    await service.store.add_edge(a.lineage_id, weak.lineage_id, "calls", 0.4)
+    await service.store.add_edge(a.lineage_id, strong.lineage_id, "calls", 0.9)
+    await service.store.add_edge(back.lineage_id, a.lineage_id, "calls", 0.7)
+    await service.store.add_edge(hidden.lineage_id, a.lineage_id, "calls", 1.0)  # outside the scope
+    scope = Scope.of([])
+    res = await _retriever(service, top_k=1).retrieve("checkout_flow.py charges the card", scope)
+    assert res.hits[0].id == a.id
+    assert [h.id for h in res.expanded] == [strong.id, back.id]
+    assert "expand" not in res.timings  # no second round trip
+    separate = await service.store.neighbours([a.lineage_id], scope, 6)
+    assert [h.id for _, h in separate][:2] == [h.id for h in res.expanded]
 
 
 async def test_an_answer_in_the_next_turn_is_found_through_its_episode(

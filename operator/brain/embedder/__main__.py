@@ -8,7 +8,7 @@ import os
 import uvicorn
 
 from brain.core.contract import Env
-from brain.embedder.model import DEFAULT_MODEL, LocalEmbedder
+from brain.embedder.model import DEFAULT_MODEL, THREADS_ENV, LocalEmbedder, threads_from_env
 from brain.embedder.server import Limits, create_app
 
 HELD_MODEL_ENV = "BRAIN_EMBEDDER_HELD_MODEL"
@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--threads",
         type=int,
-        default=int(os.environ.get("BRAIN_EMBEDDER_THREADS", "0")) or None,
-        help="onnxruntime threads (default: all cores)",
+        default=threads_from_env(None),
+        help=f"onnxruntime threads (default: ${THREADS_ENV}, else all cores)",
     )
     p.add_argument("--max-inputs", type=int, default=256, help="inputs per request before 413")
     p.add_argument("--max-chars", type=int, default=8192, help="characters per input before 413")

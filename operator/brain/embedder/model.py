@@ -15,6 +15,29 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 OFFLINE_MODEL_DIR = "models/all-minilm-l6-v2-int8-tryaii1.0.0-gt0.1.0"  # assembled by hack/model.sh
 
 
+THREADS_ENV = "BRAIN_EMBEDDER_THREADS"
+# The gateway's in-process model embeds one short question per request. A second onnxruntime
+# thread buys little for ~15 tokens, and the pool's threads spin between operators, taking the two
+# cores from Postgres and the event loop for the rest of the request: at 100k memories, with other
+# work on the machine, one thread took the retrieval's p50 from 64 to 56 ms and from 51 to 31 ms in
+# two alternating pairs of runs (docs/performance.md, "The query model's threads").
+QUERY_THREADS = 1
+
+
+def threads_from_env(default: int | None, env: dict[str, str] | None = None) -> int | None:
+    """onnxruntime threads from $BRAIN_EMBEDDER_THREADS: a positive count, 0 for all cores (None)."""
+    raw = (os.environ if env is None else env).get(THREADS_ENV, "").strip()
+    if not raw:
+        return default
+    try:
+        n = int(raw)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise ValueError(f"{THREADS_ENV}={raw!r}: expected a whole number of threads, or 0 for all cores")
+    return n or None
+
+
 class Embedder(Protocol):
     dim: int
     model: str

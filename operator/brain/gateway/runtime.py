@@ -130,10 +130,13 @@ class Runtime:
             await self._embedding_client.aclose()
 
     async def _load_local_model(self) -> None:
-        from brain.embedder.model import LocalEmbedder
+        from brain.embedder.model import QUERY_THREADS, LocalEmbedder, threads_from_env
 
         try:
-            local = await asyncio.to_thread(LocalEmbedder)
+            # One thread unless told otherwise: it embeds one question per request on cores the proxy
+            # and Postgres need for the same request (brain/embedder/model.py, QUERY_THREADS).
+            threads = threads_from_env(QUERY_THREADS)
+            local = await asyncio.to_thread(LocalEmbedder, threads=threads)
         except Exception:
             log.exception("could not load the offline embedding model; retrieval answers from keywords only")
             return

@@ -41,6 +41,8 @@ from brain.store.store import Scope, Store
 from brain.store.timeline import first_mention
 
 T = TypeVar("T")
+# What the fetch returns: hits by id, and (from lineage, confidence, neighbour) for expansion.
+Fetched = tuple[dict[str, Hit], list[tuple[str, float, Hit]]]
 
 # Episode context is looked up for the head of the fused list. Since groups are fused per leg (an
 # episode counts each leg's best z among its entries), deeper candidates add evidence to their
@@ -163,6 +165,13 @@ class Retriever:
             result.timings[stage] = dt
             metrics.retrieval_stage_seconds.labels(stage).observe(dt)
 
+    async def _fetch(self, ids: list[str], scope: Scope) -> Fetched:
+        """The memories `ids` and, when edges are expanded, their neighbours (the final top three are
+        always among the fetched head, so their edges come in the same round trip)."""
+        if self.config.expand_edges:
+            return await self.store.hits_with_neighbours(ids, scope, self.config.expand_edges * 3)
+        return await self.store.hits(ids), []
+
     async def _embed(self, query: str, result: RetrievalResult) -> Any:
         if self.embedder is None:
             return None
@@ -265,7 +274,15 @@ class Retriever:
             fused = zscore_fusion(scored, weights=weights)
             per_leg = leg_zscores(scored)
         result.timings["fuse"] = time.perf_counter() - t0
+        # Boosts and diversity reorder only near the top, so only the head is fetched (bodies are large).
+        head_size = max(limit * 3, limit + 20)
+        early: asyncio.Task[Fetched] | None = None
         if fused and (cfg.episode_weight or cfg.adjacent_weight):
+            # The head as it stands is fetched while the episode context is looked up: where the
+            # context moves nothing new into the head (no episodes, or neighbours already in it) that
+            # is the whole fetch, and the two round trips overlap instead of queueing.
+            guess = [d for d, _, _ in fused if d in passing][:head_size]
+            early = asyncio.create_task(self._timed(result, "fetch", self._fetch(guess, scope)))
             try:
                 context = await self._timed(
                     result,
@@ -291,9 +308,17 @@ class Retriever:
                 passing |= {d for d, (ep, _) in context.items() if ep in episodes}
         result.below_floor = sum(1 for d, _, _ in fused if d not in passing)
         fused = [f for f in fused if f[0] in passing]
-        # Boosts and diversity reorder only near the top, so only the head is fetched (bodies are large).
-        fused = fused[: max(limit * 3, limit + 20)]
-        hits_by_id = await self._timed(result, "fetch", self.store.hits([d for d, _, _ in fused]))
+        fused = fused[:head_size]
+        head = [d for d, _, _ in fused]
+        if early is None:
+            hits_by_id, near = await self._timed(result, "fetch", self._fetch(head, scope))
+        else:
+            hits_by_id, near = await early
+            missing = [d for d in head if d not in hits_by_id]
+            if missing:  # the context brought new memories into the head: fetch just those
+                more, more_near = await self._timed(result, "fetch_more", self._fetch(missing, scope))
+                hits_by_id, near = {**hits_by_id, **more}, [*near, *more_near]
+        fetched = {h.lineage_id for h in hits_by_id.values()}
         frame = None
         if time_task is not None:
             try:
@@ -343,9 +368,14 @@ class Retriever:
         if cfg.expand_edges and result.hits:
             top = {h.lineage_id: h for h in result.hits[:3]}
             present = {h.id for h in result.hits}
-            for origin, hit in await self._timed(
-                result, "expand", self.store.neighbours(list(top), scope, cfg.expand_edges * 3)
-            ):
+            if fetched.issuperset(top):
+                best = sorted((n for n in near if n[0] in top), key=lambda n: -n[1])
+                neighbours = [(origin, hit) for origin, _, hit in best[: cfg.expand_edges * 3]]
+            else:  # a top hit from "before <event>"'s history, fetched by the inner retrieval
+                neighbours = await self._timed(
+                    result, "expand", self.store.neighbours(list(top), scope, cfg.expand_edges * 3)
+                )
+            for origin, hit in neighbours:
                 if hit.id not in present and len(result.expanded) < cfg.expand_edges:
                     hit.via = top[origin].id
                     hit.score = top[origin].score * 0.5

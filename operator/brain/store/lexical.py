@@ -32,14 +32,32 @@ class Lexical:
     query_idf: float
 
 
-async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
+def _candidates(where: str, by_namespace: bool) -> str:
+    """The candidate step: memories in scope holding one of the query's selective lexemes.
+
+    `by_namespace` looks them up one scope namespace at a time, `namespace = ns AND tsv @@ q`, which a
+    (namespace, tsv) GIN index (btree_gin) answers inside the index; the plain form scans every
+    namespace's matches and intersects them with the scope afterwards, which grows with the whole
+    Brain rather than with the namespaces asked. Same rows either way (the scope predicate stays).
+    Measured in hack/benchscale.py; not shipped until that index is (docs/performance.md).
+    """
+    if not by_namespace:
+        return f"""SELECT m.id, m.tsv FROM memories m, sel WHERE m.tsv @@ sel.tsq AND {where}
+                    LIMIT {CANDIDATE_CAP}"""
+    return f"""SELECT m.id, m.tsv FROM unnest($5::text[]) AS s(ns), sel
+                 CROSS JOIN LATERAL (SELECT m.id, m.tsv FROM memories m
+                                      WHERE m.namespace = s.ns AND m.tsv @@ sel.tsq AND {where}) m
+                 LIMIT {CANDIDATE_CAP}"""
+
+
+async def bm25(store: Store, query: str, scope: Scope, n: int, *, by_namespace: bool = False) -> Lexical:
     """BM25 over the full-text index, plus the query's IDF sum, in one round trip.
 
     `query_idf` counts a term no memory holds at the highest IDF, so "write a haiku" against an
     engineering brain covers almost nothing (docs/memory-core.md, relevance floor).
     """
     stats = await store.corpus_stats()
-    where, args = scope.where(5)
+    where, args = scope.where(5)  # $5 is the scope's namespaces (Scope.where), which by_namespace unnests
     rows = await store.pool.fetch(
         f"""WITH terms AS (
                 SELECT l.lexeme, coalesce(s.df, 0) AS df
@@ -50,8 +68,7 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
                     FROM terms WHERE df > 0),
             sel AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tsq FROM q
                      WHERE df <= greatest(0.05 * $2::float8, 50) OR rarity = 1),
-            cand AS (SELECT m.id, m.tsv FROM memories m, sel WHERE m.tsv @@ sel.tsq AND {where}
-                      LIMIT {CANDIDATE_CAP}),
+            cand AS ({_candidates(where, by_namespace)}),
             scored AS (
                 SELECT c.id, sum(q.idf * (tf * 2.2) / (tf + 1.2 * (0.7 + 0.3 * length(c.tsv) / $3::float8)))
                          AS score

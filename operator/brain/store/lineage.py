@@ -35,6 +35,50 @@ class Lineage(StoreBase):
         )
         return [(r["origin_lineage"], _record_to_hit(r)) for r in rows]
 
+    async def hits_with_neighbours(
+        self, ids: Sequence[str], scope: Scope, per_lineage: int
+    ) -> tuple[dict[str, Hit], list[tuple[str, float, Hit]]]:
+        """The entries `ids` and, in the same round trip, each one's best `per_lineage` in-scope
+        neighbours one edge away: (hits by id, [(from lineage, confidence, neighbour)]).
+
+        Retrieval fetches its head of candidates and then expanded the final top three with a second
+        statement (`neighbours`); which three is only known after boosts and diversity, but they are
+        always among these `ids`, so their neighbours come along here and the pick happens in Python.
+        Up to `per_lineage` per lineage is enough: the old statement's top `limit` by confidence over
+        three lineages never needs more than `limit` from any one of them.
+        """
+        if not ids:
+            return {}, []
+        where, args = scope.where(3)
+        cols = ", ".join("m." + c.strip() for c in _HIT_COLUMNS.split(","))
+        rows = await self.pool.fetch(
+            f"""WITH h AS (SELECT {_HIT_COLUMNS} FROM memories WHERE id = ANY($1::text[]))
+                SELECT NULL::text AS origin_lineage, NULL::real AS confidence, h.* FROM h
+                UNION ALL
+                SELECT o.lineage_id, x.* FROM (SELECT DISTINCT lineage_id FROM h) o
+                 CROSS JOIN LATERAL (
+                       SELECT e.confidence, {cols}
+                         FROM (SELECT target_id AS other, confidence FROM edges WHERE source_id = o.lineage_id
+                               UNION ALL
+                               SELECT source_id, confidence FROM edges WHERE target_id = o.lineage_id) e
+                         JOIN memories m ON m.lineage_id = e.other
+                        WHERE {where} ORDER BY e.confidence DESC LIMIT $2) x""",
+            list(ids),
+            per_lineage,
+            *args,
+        )
+        hits: dict[str, Hit] = {}
+        near: list[tuple[str, float, Hit]] = []
+        for r in rows:
+            origin, confidence = r["origin_lineage"], r["confidence"]
+            fields = {k: v for k, v in r.items() if k not in ("origin_lineage", "confidence")}
+            hit = Hit.model_validate({**fields, "score": 0.0})
+            if origin is None:
+                hits[hit.id] = hit
+            else:
+                near.append((origin, float(confidence), hit))
+        return hits, near
+
     async def episode_context(
         self, ids: Sequence[str], scope: Scope, window: int
     ) -> dict[str, tuple[str, int]]:
