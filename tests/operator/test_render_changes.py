@@ -153,3 +153,18 @@ def test_network_policies_fence_database_and_embedder() -> None:
     assert "ingress" not in out[("NetworkPolicy", "team-ingest")]["spec"]  # job pods accept nothing
     off = deep_set(sample("brain.yaml"), "spec.networkPolicies", {"enabled": False})
     assert not [k for k in by_key(render(brain(off))) if k[0] == "NetworkPolicy"]
+
+
+def test_the_embedders_thread_pool_follows_its_own_cpu_limit_not_the_nodes_cores() -> None:
+    from brain.embedder.model import threads_from_env
+
+    spec = sample("brain.yaml")
+    spec = deep_set(spec, "spec.embedding.resources", {"limits": {"cpu": "1500m", "memory": "2Gi"}})
+    dep = by_key(render(brain(spec)))[("Deployment", "team-embedder")]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    ref = env["BRAIN_EMBEDDER_THREADS"]["valueFrom"]["resourceFieldRef"]
+    assert ref == {"containerName": container["name"], "resource": "limits.cpu", "divisor": "1"}
+    assert container["resources"]["limits"]["cpu"] == "1500m"
+    # the kubelet hands 1500m over as "2" (rounded up to whole cores); the embedder takes it as its pool
+    assert threads_from_env(None, {"BRAIN_EMBEDDER_THREADS": "2"}) == 2

@@ -20,6 +20,8 @@ class Env:
     EMBEDDER_URL = "BRAIN_EMBEDDER_URL"
     EMBEDDING_MODEL = "BRAIN_EMBEDDING_MODEL"
     EMBEDDING_DIM = "BRAIN_EMBEDDING_DIM"
+    # onnxruntime threads of a model: the embedder pod (from its CPU limit) and the gateway in-process
+    EMBEDDER_THREADS = "BRAIN_EMBEDDER_THREADS"
     # the gateway, and the distill job that calls the LLM through it
     MASTER_KEY = "BRAIN_MASTER_KEY"
     GATEWAY_URL = "BRAIN_GATEWAY_URL"

@@ -11,11 +11,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from brain.core.contract import Env
+
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 OFFLINE_MODEL_DIR = "models/all-minilm-l6-v2-int8-tryaii1.0.0-gt0.1.0"  # assembled by hack/model.sh
 
 
-THREADS_ENV = "BRAIN_EMBEDDER_THREADS"
+THREADS_ENV = Env.EMBEDDER_THREADS
 # The gateway's in-process model embeds one short question per request. A second onnxruntime
 # thread buys little for ~15 tokens, and the pool's threads spin between operators, taking the two
 # cores from Postgres and the event loop for the rest of the request: at 100k memories, with other

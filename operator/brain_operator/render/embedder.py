@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from brain.core.contract import Env
 from brain_operator.render import names
 from brain_operator.render.common import (
     EMBEDDER_PORT,
@@ -20,6 +21,17 @@ from brain_operator.render.common import (
 
 COMPONENT = "embedder"
 
+# onnxruntime sizes its pool by the node's cores, not the pod's CPU limit; on a node with more cores
+# than the limit its spinning threads are throttled by the CFS quota (docs/performance.md, "The
+# query model's threads"). The downward API gives the limit rounded up to whole cores (the node's
+# allocatable CPU when no limit is set), which brain.embedder reads as its thread count.
+THREADS_FROM_CPU_LIMIT = {
+    "name": Env.EMBEDDER_THREADS,
+    "valueFrom": {
+        "resourceFieldRef": {"containerName": "embedder", "resource": "limits.cpu", "divisor": "1"}
+    },
+}
+
 
 def embedder_url(inp: RenderInput) -> str:
     return f"http://{names.embedder(inp.name)}:{EMBEDDER_PORT}"
@@ -34,7 +46,7 @@ def render_embedder(inp: RenderInput) -> list[Manifest]:
         "command": ["python", "-m", "brain.embedder"],
         "args": ["--host", "0.0.0.0", "--port", str(EMBEDDER_PORT), "--model", emb.model],
         "ports": [{"name": "http", "containerPort": EMBEDDER_PORT}],
-        "env": [{"name": "HOME", "value": "/tmp"}],  # the model (--model) fixes the dimension
+        "env": [{"name": "HOME", "value": "/tmp"}, THREADS_FROM_CPU_LIMIT],  # --model fixes the dimension
         "resources": resources("embedder", emb.resources),
         "securityContext": container_security_context(),
         "volumeMounts": [TMP_MOUNT],
