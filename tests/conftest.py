@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -15,6 +16,11 @@ from brain.store import Store
 from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
 
 pytest_plugins = ["tests.kube_fixtures", "tests.gateway_fixtures"]
+
+# Offline, LiteLLM's import retries a remote cost-map fetch for ~10 s before using its bundled copy.
+# The gateway sets this for itself (prepare_litellm_env); the test process and the jobs it spawns
+# (distill, brainctl) import LiteLLM too, and wait for nothing.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 @pytest.fixture(scope="session")
