@@ -17,9 +17,9 @@ from tests.pg_fixtures import fresh_database, offline_embedder, open_store, post
 
 pytest_plugins = ["tests.kube_fixtures", "tests.gateway_fixtures"]
 
-# Offline, LiteLLM's import retries a remote cost-map fetch for ~10 s before using its bundled copy.
-# The gateway sets this for itself (prepare_litellm_env); the test process and the jobs it spawns
-# (distill, brainctl) import LiteLLM too, and wait for nothing.
+# Offline, importing LiteLLM starts a remote cost-map fetch retried three times over ~10 s (in a
+# thread) before it keeps its bundled copy. The gateway turns that off for itself
+# (prepare_litellm_env); the test process and the jobs it spawns import LiteLLM too.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
