@@ -7,7 +7,7 @@ export BRAIN_CACHE := $(CACHE)
 
 .PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help \
 	images base-images docker-up docker-down lock kind-up e2e chart-test chart-sync lint-dockerfiles agents \
-	node-build node-up node-down e2e-pods e2e-ha
+	node-build node-up node-down e2e-pods e2e-ha test-profile
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -33,6 +33,14 @@ unit: install ## pytest (real Postgres, real model, real control plane)
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck unit ## everything CI runs
+
+PROFILE_DIR ?= .suite-profile
+test-profile: install ## the whole pytest run, profiled: per directory, file, test (setup/call/teardown) and fixture, into $(PROFILE_DIR)
+	rm -rf $(PROFILE_DIR) && mkdir -p $(PROFILE_DIR)
+	SUITE_PROFILE_DIR=$(CURDIR)/$(PROFILE_DIR) PYTHONPATH=$(CURDIR)/hack$${PYTHONPATH:+:$$PYTHONPATH} \
+		$(VENV)/bin/pytest -q -p suite_profile --durations=0 --junitxml=$(PROFILE_DIR)/junit.xml \
+		| tee $(PROFILE_DIR)/run.log; rc=$${PIPESTATUS[0]}; \
+		$(PY) hack/suite_profile.py $(PROFILE_DIR) | tee $(PROFILE_DIR)/tables.md; exit $$rc
 
 agents: ## the pinned agent CLIs (Claude Code, Codex) tests/agents drives, into the cache folder (the tests run this too)
 	bash hack/agents.sh

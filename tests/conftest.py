@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -15,6 +16,11 @@ from brain.store import Store
 from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
 
 pytest_plugins = ["tests.kube_fixtures", "tests.gateway_fixtures"]
+
+# Offline, importing LiteLLM starts a remote cost-map fetch retried three times over ~10 s (in a
+# thread) before it keeps its bundled copy. The gateway turns that off for itself
+# (prepare_litellm_env); the test process and the jobs it spawns import LiteLLM too.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 @pytest.fixture(scope="session")

@@ -515,7 +515,7 @@ RUN: dict[str, Case] = {
     "kubectl apply -n team -f samples/brain.yaml": Case(
         "cluster", has("brain.brain.dev/team created"), after=("kubectl create namespace team",)
     ),
-    "kubectl -n team get brain team -w": Case(  # a watch: stopped after 10 s, as a person would
+    "kubectl -n team get brain team -w": Case(  # a watch, stopped (after 5 s) as a person would
         "cluster", check_watch, after=("kubectl apply -n team -f samples/brain.yaml",), rc=124
     ),
     "kubectl apply --server-side -f charts/brain-operator/crds/": Case("cluster", check_dry_run_crds),
@@ -935,8 +935,8 @@ class ClusterBox(Box):
         if cmd.key in self.DRY_RUN:
             text = text.replace("samples/operator/install.yaml", str(self._install_yaml(n["system"])))
             text += " --dry-run=server"
-        if text.split()[-1] == "-w":
-            text = "timeout 10 " + text
+        if text.split()[-1] == "-w":  # the first line is all check_watch reads: it comes within a second
+            text = "timeout 5 " + text
         return text
 
     def env(self, cmd: DocCommand) -> dict[str, str]:

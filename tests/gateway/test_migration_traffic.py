@@ -191,6 +191,18 @@ async def run_job(brain: Brain) -> dict[str, Any]:
     return summary
 
 
+async def mismatch_seen(url: str, timeout: float = 120) -> None:
+    """Until the gateway at `url` has refused a query vector of another model (its counter moved)."""
+    deadline = time.monotonic() + timeout
+    async with httpx.AsyncClient(timeout=10) as c:
+        while True:
+            text = (await c.get(f"{url}/metrics")).text
+            if metric(text, "brain_retrieval_degraded_total", cause="model_mismatch") > 0:
+                return
+            assert time.monotonic() < deadline, f"no model_mismatch at {url} in {timeout:.0f} s"
+            await asyncio.sleep(0.2)
+
+
 @pytest.mark.timeout(900)
 async def test_a_model_change_under_http_traffic_fails_no_request_and_never_ranks_across_models(
     brain: Brain, embedder: LocalEmbedder
@@ -216,9 +228,11 @@ async def test_a_model_change_under_http_traffic_fails_no_request_and_never_rank
         brain.embedder.app = embedder_app(lambda: load_embedder(NEW, base=embedder))
         await brain.embedder.start()
         rolled = time.monotonic()
-        # the old gateway meets the new model's Service, past its breaker's cooldown (10 s) after
-        # the restart's failed calls
-        await asyncio.sleep(15)
+        # the old gateway meets the new model's Service (past its breaker's 10 s cooldown after the
+        # restart's failed calls) and refuses its vectors: waited for, not slept for
+        await mismatch_seen(old_url)
+        # and a note written through it meanwhile, a second clear of the Job (the checks below read it)
+        await until(seen, lambda x: x.kind == "note" and rolled < x.started < time.monotonic() - 1)
         job_started = time.monotonic()
         summary = await run_job(brain)
         swapped = time.monotonic()

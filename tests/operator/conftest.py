@@ -216,9 +216,17 @@ class Operator:
         return self.log_path.read_text(errors="replace")[-6000:]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "operator_args(*args): extra arguments for the `operator` fixture's process"
+    )
+
+
 @pytest.fixture
-def operator(kc: Kubectl, tmp_path: Path) -> Iterator[Operator]:
-    op = Operator(kc.cluster, kc.ns, tmp_path / "operator.log").start()
+def operator(kc: Kubectl, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Operator]:
+    marker = request.node.get_closest_marker("operator_args")
+    extra = [str(a) for a in marker.args] if marker else []
+    op = Operator(kc.cluster, kc.ns, tmp_path / "operator.log", *extra).start()
     try:
         yield op
     finally:

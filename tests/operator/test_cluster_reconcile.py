@@ -156,6 +156,7 @@ def test_spec_changes_touch_only_what_they_affect(kc: Kubectl, operator: Operato
     assert changed == {("ConfigMap", "team-gateway-config"), ("Deployment", "team-gateway")}
 
 
+@pytest.mark.operator_args("--resync-seconds", "2")  # the same resyncs counted, in less time
 def test_a_steady_state_makes_no_writes(kc: Kubectl, operator: Operator) -> None:
     apply_samples(kc)
     wait_ready(kc)

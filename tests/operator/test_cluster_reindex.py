@@ -19,6 +19,11 @@ from .helpers import sample
 
 pytestmark = pytest.mark.cluster
 
+#: The operator's resync period here (the fixture's default is 5 s). The checks that no second Job
+#: appears wait RESYNC_S plus a margin per resync they need, so a faster resync keeps every check.
+RESYNC_S = 2
+ONE_RESYNC_S = RESYNC_S + 1
+
 OLD = "BAAI/bge-small-en-v1.5"  # the index's model before the change (the Brain names it first)
 NEW = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -87,6 +92,7 @@ def no_pods(kc: Kubectl) -> None:
               "spec": {"hard": {"pods": "0"}}})  # fmt: skip
 
 
+@pytest.mark.operator_args("--resync-seconds", str(RESYNC_S))
 def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_gateway(
     kc: Kubectl, operator: Operator, gateway_health: tuple[str, dict[str, Any]]
 ) -> None:
@@ -96,7 +102,7 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
     brain["metadata"]["annotations"] = {"brain.dev/health-url": url}
     kc.apply(brain)
     wait_until("Reindexing Current", reason_is(kc, "Current"))
-    time.sleep(6)  # a resync: the gateway reports the spec's model, so no Job
+    time.sleep(ONE_RESYNC_S)  # a resync: the gateway reports the spec's model, so no Job
     assert reindex_jobs(kc) == []
 
     no_pods(kc)
@@ -115,7 +121,7 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
 
     # resyncs, and a reconcile for an unrelated change, read the one Job back
     kc("annotate", "brain", "team", "example.com/touched=1")
-    time.sleep(12)
+    time.sleep(2 * ONE_RESYNC_S)
     assert [j["metadata"]["uid"] for j in reindex_jobs(kc)] == [job["metadata"]["uid"]]
 
     # the Job fails (its deadline, cut to 1 s, ends it in the Job controller): the Brain says so,
@@ -126,7 +132,7 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
     assert f"kubectl logs job/{job['metadata']['name']}" in failed["message"]
     (warning,) = wait_until("a ReindexFailed Warning event", lambda: events(kc, "ReindexFailed"))
     assert warning["type"] == "Warning"
-    time.sleep(6)
+    time.sleep(ONE_RESYNC_S)
     assert len(events(kc, "ReindexFailed")) == 1 and len(reindex_jobs(kc)) == 1  # no retry loop
 
     # the owner deletes the failed Job (the documented retry): one new Job, which runs
@@ -145,5 +151,5 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
     doc["index"].update(reindex=None, liveModel=NEW, embeddingModel=NEW)
     current = wait_until("Current", reason_is(kc, "Current"))
     assert NEW in current["message"]
-    time.sleep(6)
+    time.sleep(ONE_RESYNC_S)
     assert len(reindex_jobs(kc)) == 1
