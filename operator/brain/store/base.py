@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
@@ -126,7 +126,7 @@ def _record_to_memory(r: asyncpg.Record) -> Memory:
     return Memory.model_validate(d)
 
 
-def _record_to_hit(r: asyncpg.Record, score: float = 0.0) -> Hit:
+def _record_to_hit(r: asyncpg.Record | Mapping[str, Any], score: float = 0.0) -> Hit:
     return Hit.model_validate({**dict(r), "score": score})
 
 

@@ -71,8 +71,7 @@ class Lineage(StoreBase):
         near: list[tuple[str, float, Hit]] = []
         for r in rows:
             origin, confidence = r["origin_lineage"], r["confidence"]
-            fields = {k: v for k, v in r.items() if k not in ("origin_lineage", "confidence")}
-            hit = Hit.model_validate({**fields, "score": 0.0})
+            hit = _record_to_hit({k: v for k, v in r.items() if k not in ("origin_lineage", "confidence")})
             if origin is None:
                 hits[hit.id] = hit
             else:
