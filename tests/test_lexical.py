@@ -1,19 +1,28 @@
-"""One-trip BM25 + query IDF (brain.store.lexical) ranks exactly as the two-statement reference did.
+"""The lexical leg over stored sparsevec weights (brain.store.lexical) ranks as the tsvector SQL did.
 
-The reference (tests/lexical_reference.py) is the leg the store shipped until issue 16.
+The reference (tests/lexical_reference.py) is the leg the store shipped until issue 16: BM25 from
+each candidate's tsvector at the live mean length, and the query's IDF in a second statement.
 """
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
+import asyncpg
 import pytest
+from pgvector.asyncpg import register_vector
 
 from brain.core.models import Actor, MemoryIn
+from brain.local.devdb import EmbeddedPostgres
 from brain.services.memory import MemoryService
-from brain.store import Scope
+from brain.store import Scope, Store
+from brain.store import lexical_weights as weights
+from brain.store.base import LexicalStats
 from brain.store.lexical import bm25
+from brain.store.migrate import migrate
 from tests import lexical_reference as reference
+from tests.pg_fixtures import fresh_database, open_store
 
 BODIES = [
     ("repo:payments", "The staging Postgres for payments listens on port 6543 behind PgBouncer."),
@@ -32,28 +41,192 @@ QUERIES = [
     "write a haiku about autumn leaves",
     "",
 ]
+# Two lexemes whose dimensions collide (md5's first 32 bits mod 999,999,937 are both 610,723,324:
+# found by hashing k0…k400000 offline; the 'simple' configuration keeps tags as they are).
+COLLIDING = ("k15231", "k25525")
 
 
-@pytest.mark.parametrize("by_namespace", [False, True], ids=["plain", "by-namespace"])
+async def _write(store: Store, items: list[tuple[str, str]], owner: Actor) -> None:
+    await store.note_many([(MemoryIn(body=body, namespace=ns), None) for ns, body in items], actor=owner)
+
+
+async def _stale_rows(store: Store) -> int:
+    """Rows whose stored weights differ from their tsvector's at the current reference length."""
+    return int(
+        await store.pool.fetchval(
+            """SELECT count(*) FROM memories
+                WHERE bm25 IS DISTINCT FROM brain_bm25_doc(tsv, brain_bm25_reference(1))"""
+        )
+    )
+
+
 @pytest.mark.parametrize("namespace", ["repo:payments", "repo:web"])
-async def test_one_trip_ranks_as_lexical_leg_and_query_idf_did(
-    service: MemoryService, owner: Actor, namespace: str, by_namespace: bool
-) -> None:
-    """Both candidate steps (the shipped one, and per scope namespace as hack/benchscale.py measures it)."""
-    for ns, body in BODIES:
-        await service.note(MemoryIn(body=body, namespace=ns), owner)
-    store = service.store
+async def test_ranks_as_the_tsvector_sql_at_the_live_mean(store: Store, owner: Actor, namespace: str) -> None:
+    await _write(store, BODIES, owner)
+    await weights.settle(store)
     for q in QUERIES:
         scope = Scope.of([namespace])
-        new = await bm25(store, q, scope, 10, by_namespace=by_namespace)
+        new = await bm25(store, q, scope, 10)
         old = await reference.lexical_leg(store, q, scope, 10)
         assert [d for d, _ in new.hits] == [d for d, _ in old], q
-        assert [round(s, 9) for _, s in new.hits] == [round(s, 9) for _, s in old], q
+        assert [s for _, s in new.hits] == pytest.approx([s for _, s in old], rel=1e-6), q  # float4 weights
         assert new.query_idf == pytest.approx(await reference.query_idf(store, q)), q
+    assert (await bm25(store, "staging port", Scope.of([namespace]), 10)).hits
     # scope holds: nothing from the other repo
-    hits = (await bm25(store, "staging port", Scope.of(["repo:web"]), 10, by_namespace=by_namespace)).hits
+    hits = (await bm25(store, "staging port", Scope.of(["repo:web"]), 10)).hits
     got = {h.namespace for h in (await store.hits([d for d, _ in hits])).values()}
     assert got <= {"repo:web", "shared"} and hits
+
+
+async def test_a_stale_reference_is_bm25_with_other_parameters(store: Store, owner: Actor) -> None:
+    """Weights at reference L rank as k1' = k1(1−b+b·A/L), b' = b(A/L)k1/k1' at the live mean A,
+    scores scaled by (k1+1)/(k1'+1): what docs/performance.md's stale-reference figures rest on."""
+    await _write(store, BODIES, owner)
+    mean = await weights.settle(store)
+    await store.corpus_stats(max_age=0)  # document count and mean, before the reference goes stale
+    for ratio in (0.5, 2.0):
+        await store.pool.execute(
+            "UPDATE brain_meta SET value = $1 WHERE key = 'bm25_avgdl'", repr(mean / ratio)
+        )
+        await store.pool.execute("UPDATE memories SET bm25 = brain_bm25_doc(tsv, $1)", mean / ratio)
+        store.lexical.refreshed = time.monotonic()  # keep the stale reference: no drift check now
+        store.lexical.reference = mean / ratio
+        k1 = 1.2 * (1 - 0.3 + 0.3 * ratio)
+        b = 0.3 * ratio * 1.2 / k1
+        for q in QUERIES[:4]:
+            scope = Scope.of(["repo:payments"])
+            new = (await bm25(store, q, scope, 10)).hits
+            old = await reference.lexical_leg(store, q, scope, 10, k1=k1, b=b)
+            assert [d for d, _ in new] == [d for d, _ in old], (ratio, q)
+            scale = 2.2 / (k1 + 1)
+            assert [s for _, s in new] == pytest.approx([s * scale for _, s in old], rel=1e-6), (ratio, q)
+
+
+async def test_every_write_path_stores_the_weights_of_its_tsvector(
+    service: MemoryService, owner: Actor
+) -> None:
+    """The trigger builds the tsvector itself (a BEFORE trigger cannot read the generated column):
+    title, body and tags must come out exactly as `tsv` has them."""
+    store = service.store
+    first = (
+        await service.note(
+            MemoryIn(
+                title="Deploy rule", body="Deploys go out on Tuesdays; deploys deploy.", tags=["ops", "Rule"]
+            ),
+            owner,
+        )
+    ).memory
+    await service.supersede(
+        first.id,
+        MemoryIn(title="Deploy rule", body="Deploys go out on Wednesdays.", tags=["ops"]),
+        first.content_hash,
+        owner,
+    )
+    await _write(store, BODIES, owner)
+    assert await _stale_rows(store) == 0
+    # a caller's own weights are never kept
+    await store.pool.execute(
+        """INSERT INTO memories (id, lineage_id, kind, namespace, origin, author, body, content_hash, bm25)
+           VALUES ('x1', 'x1', 'note', 'shared', 'owner', 'cole', 'ports and hosts', 'h', '{1:1000}/999999937')"""
+    )
+    assert await _stale_rows(store) == 0
+
+
+async def test_lexemes_sharing_a_dimension_are_summed(store: Store, owner: Actor) -> None:
+    a, b = COLLIDING
+    dims = await store.pool.fetch("SELECT brain_lexeme_dim(l) AS d FROM unnest($1::text[]) l", [a, b])
+    assert dims[0]["d"] == dims[1]["d"]
+    await store.note_many([(MemoryIn(body="build cache notes", tags=[a, b]), None)], actor=owner)
+    await weights.settle(store)
+    row = await store.pool.fetchrow("SELECT bm25::text AS v, length(tsv) AS n, tsv::text AS t FROM memories")
+    assert row["v"].count(":") == row["n"] - 1, row  # one element for the two lexemes
+    hit = (await bm25(store, a, Scope.of([]), 5)).hits
+    assert hit and hit[0][1] > 0
+
+
+async def test_a_body_of_more_lexemes_than_a_sparsevec_holds_is_stored(store: Store, owner: Actor) -> None:
+    """pgvector keeps at most 16,000 non-zero elements: a 32 KB body of distinct words keeps its
+    16,000 heaviest weights instead of failing the write."""
+    body = " ".join(chr(0x4E00 + i) for i in range(16_300))
+    await store.note_many([(MemoryIn(body=body), None)], actor=owner)
+    row = await store.pool.fetchrow("SELECT bm25::text AS v, length(tsv) AS n FROM memories")
+    assert row["n"] > 16_000
+    assert row["v"].count(":") == 16_000
+
+
+async def test_the_reference_follows_the_live_mean(store: Store, owner: Actor) -> None:
+    await _write(store, BODIES[:2], owner)
+    first = await store.pool.fetchval("SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'")
+    long = " ".join(f"word{i} topic{i % 7}" for i in range(60))
+    await _write(store, [("shared", f"{long} variant {i}") for i in range(6)], owner)
+    stats = await store.corpus_stats(max_age=0)
+    assert stats.reference is not None and stats.reference != first
+    assert stats.reference == pytest.approx(stats.avg_len)
+    assert await _stale_rows(store) == 0  # a small brain is rewritten inline
+    assert await store.pool.fetchval("SELECT count(*) FROM brain_meta WHERE key = 'bm25_rewrite_after'") == 0
+    # within DRIFT of the mean, nothing moves
+    await _write(store, [("shared", BODIES[2][1])], owner)
+    assert (await store.corpus_stats(max_age=0)).reference == stats.reference
+
+
+async def test_a_store_from_before_migration_0004_ranks_the_same(pg: EmbeddedPostgres, owner: Actor) -> None:
+    async with fresh_database(pg, "pre4") as dsn:
+        conn = await asyncpg.connect(dsn)
+        try:
+            assert await migrate(conn, dim=384, upto=3) == 3
+        finally:
+            await conn.close()
+        pool = await asyncpg.create_pool(dsn, init=register_vector, min_size=1, max_size=2)
+        old = Store(pool, dim=384, embedding_model="sentence-transformers/all-MiniLM-L6-v2")
+        try:
+            await _write(old, BODIES, owner)
+            # schema 3 knows no weights: the corpus numbers the tsvector SQL read, without the upkeep
+            mean = float(await pool.fetchval("SELECT avg(length(tsv)) FROM memories WHERE status = 'active'"))
+            old.lexical = LexicalStats(len(BODIES), mean, time.monotonic())
+            scope = Scope.of(["repo:payments"])
+            before = {q: await reference.lexical_leg(old, q, scope, 10) for q in QUERIES}
+        finally:
+            await old.close()
+        async with open_store(dsn) as store:
+            assert await store.pool.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == len(
+                BODIES
+            )
+            assert await store.pool.fetchval(
+                "SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'"
+            ) == (pytest.approx(mean))
+            # before the backfill reaches them: weights computed on the fly
+            store.lexical = LexicalStats(len(BODIES), mean, time.monotonic(), mean)
+            for q in QUERIES:
+                assert _close(await bm25(store, q, scope, 10), before[q]), q
+            assert await store.pool.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == len(
+                BODIES
+            )
+            # the backfill, in batches: the first corpus_stats of a small brain runs it
+            await store.corpus_stats(max_age=0)
+            assert await store.pool.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == 0
+            assert await _stale_rows(store) == 0
+            for q in QUERIES:
+                assert _close(await bm25(store, q, scope, 10), before[q]), q
+
+
+def _close(new: object, old: list[tuple[str, float]]) -> bool:
+    hits = new.hits  # type: ignore[attr-defined]
+    return [d for d, _ in hits] == [d for d, _ in old] and [s for _, s in hits] == pytest.approx(
+        [s for _, s in old], rel=1e-6
+    )
+
+
+async def test_backfill_batches_resume_where_they_stopped(store: Store, owner: Actor) -> None:
+    await _write(store, [("shared", f"note {i} about hosts and ports") for i in range(12)], owner)
+    await store.pool.execute("UPDATE memories SET bm25 = NULL")
+    await store.pool.execute(
+        "INSERT INTO brain_meta VALUES ('bm25_rewrite_after', '') ON CONFLICT (key) DO UPDATE SET value = ''"
+    )
+    assert await weights.rewrite_batch(store.pool, 5) == 5
+    assert await store.pool.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == 7
+    assert await weights.catch_up(store.pool, 5) == 7
+    assert await weights.rewrite_batch(store.pool, 5) == 0
+    assert await _stale_rows(store) == 0
 
 
 async def test_history_is_scored_too(service: MemoryService, owner: Actor) -> None:

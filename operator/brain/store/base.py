@@ -87,11 +87,15 @@ class Scope:
 
 @dataclass
 class LexicalStats:
-    """Corpus numbers BM25 needs; refreshed lazily because exact counts are not worth a query each time."""
+    """Corpus numbers BM25 needs; refreshed lazily because exact counts are not worth a query each time.
+
+    `reference` is the length the stored BM25 weights were computed with (brain/store/lexical_weights.py).
+    """
 
     docs: int = 0
     avg_len: float = 1.0
     refreshed: float = 0.0
+    reference: float | None = None
 
 
 # What says the server is gone or frozen (rather than that a statement failed): the connection is abandoned.
@@ -144,6 +148,7 @@ class StoreBase:
         self.embedding_model = embedding_model
         self.acquire_timeout = acquire_timeout
         self.lexical = LexicalStats()
+        self.weights_task: asyncio.Task[None] | None = None  # a BM25 weight rewrite (lexical_weights)
         self.live = LiveModel()  # the brain's live embedding model (brain/store/reindex.py)
 
     @classmethod
@@ -222,6 +227,9 @@ class StoreBase:
                 await tx.commit()
 
     async def close(self) -> None:
+        from brain.store import lexical_weights
+
+        await lexical_weights.stop(self)
         await self.pool.close()
 
     async def ping(self) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import asyncpg
 import numpy as np
 
+from brain.store import lexical_weights
 from brain.store.base import (
     LexicalStats,
     Scope,
@@ -48,13 +49,23 @@ class RetrievalLegs(StoreBase):
         return [(r["id"], float(r["sim"])) for r in rows]
 
     async def corpus_stats(self, max_age: float = 30.0) -> LexicalStats:
-        """Active memories and their mean tsvector length for BM25, at most `max_age` seconds old."""
+        """Active memories, their mean tsvector length and the BM25 weights' reference length, at most
+        `max_age` seconds old; a refresh also keeps the reference near the mean (lexical_weights.keep)."""
         st = self.lexical
         if time.monotonic() - st.refreshed > max_age:
             row = await self.pool.fetchrow(
-                "SELECT count(*) AS n, coalesce(avg(length(tsv)), 1) AS avg FROM memories WHERE status = 'active'"
+                """SELECT count(*) AS n, coalesce(avg(length(tsv)), 1) AS avg,
+                          (SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl') AS ref,
+                          EXISTS (SELECT 1 FROM brain_meta WHERE key = 'bm25_rewrite_after') AS pending
+                     FROM memories WHERE status = 'active'"""
             )
-            st.docs, st.avg_len, st.refreshed = int(row["n"]), float(row["avg"]) or 1.0, time.monotonic()
+            docs, mean, ref = int(row["n"]), float(row["avg"]) or 1.0, row["ref"]
+            await lexical_weights.keep(self, mean, docs, ref, bool(row["pending"]))
+            if lexical_weights.drifted(mean, ref):
+                ref = await self.pool.fetchval(
+                    "SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'"
+                )
+            st.docs, st.avg_len, st.reference, st.refreshed = docs, mean, ref, time.monotonic()
         return st
 
     async def trigram_leg(self, tokens: Sequence[str], scope: Scope, n: int) -> list[tuple[str, float]]:

@@ -1,15 +1,21 @@
-"""The lexical leg's BM25 and the query's IDF sum in one statement.
+"""The lexical leg: BM25 as one inner product per candidate, and the query's IDF sum, in one statement.
+
+Each memory stores its BM25 document-side weights as a `sparsevec` (migration 0004, k1 1.2, b 0.3,
+at a reference length kept near the live mean by brain/store/lexical_weights.py), one dimension per
+lexeme (a hash of it). The query side is a sparsevec of its terms' IDF (from `lexeme_stats`) at the
+same dimensions, so a candidate's BM25 is `-(bm25 <#> query)`, computed by pgvector in C, where the
+statement before it unnested every candidate's tsvector and joined it to the query's lexemes (~9 of
+~12 ms at 100k). The candidate step is unchanged: the GIN index answers the query's selective
+lexemes and the scope together. tests/lexical_reference.py keeps the unnesting statement as the
+reference, and tests/test_lexical.py checks the ranking agrees with it.
 
 The floor needs the query's own IDF sum (what a memory matching every term once would score) next
-to the BM25 scores; it used to be `Store.query_idf`, a second round trip per question. Here it
-rides along as a column of the same statement. Same BM25 as the retired `Store.lexical_leg`
-(tests/lexical_reference.py keeps it as the reference; k1 1.2, b 0.3, IDF
-from `lexeme_stats`, GIN candidates from the query's selective lexemes, term frequency from the
-tsvector's positions), so the ranking is the same: tests/test_lexical.py checks.
+to the BM25 scores; it rides along as a column of the same statement.
 
-A postings table (lexeme, memory, tf, length) instead of unnesting each candidate's tsvector was
-built and measured (docs/performance.md, "Lexical leg"): 0.68× at 10k memories but 3.6× slower at
-100k and 2.8 KB a memory, so it is not shipped.
+Measured and not shipped (docs/performance.md, "Lexical leg"): a postings table (3.6× slower at
+100k, 2.8 KB a memory), candidates per scope namespace through a (namespace, tsv) GIN index
+(slower at 100k and 1M), and a sparsevec HNSW index as the candidate step (approximate: misses
+exact BM25 hits).
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ if TYPE_CHECKING:
 
 # Bounds the candidates when every query word is common (then lexical carries little signal anyway).
 CANDIDATE_CAP = 3000
+# brain_lexeme_dim's range (migration 0004): the largest prime below pgvector's 10^9 dimensions.
+DIMENSIONS = 999_999_937
 
 
 @dataclass
@@ -32,32 +40,16 @@ class Lexical:
     query_idf: float
 
 
-def _candidates(where: str, by_namespace: bool) -> str:
-    """The candidate step: memories in scope holding one of the query's selective lexemes.
-
-    `by_namespace` looks them up one scope namespace at a time, `namespace = ns AND tsv @@ q`, which a
-    (namespace, tsv) GIN index (btree_gin) answers inside the index; the plain form scans every
-    namespace's matches and intersects them with the scope afterwards, which grows with the whole
-    Brain rather than with the namespaces asked. Same rows either way (the scope predicate stays).
-    Measured in hack/benchscale.py; not shipped until that index is (docs/performance.md).
-    """
-    if not by_namespace:
-        return f"""SELECT m.id, m.tsv FROM memories m, sel WHERE m.tsv @@ sel.tsq AND {where}
-                    LIMIT {CANDIDATE_CAP}"""
-    return f"""SELECT m.id, m.tsv FROM unnest($5::text[]) AS s(ns), sel
-                 CROSS JOIN LATERAL (SELECT m.id, m.tsv FROM memories m
-                                      WHERE m.namespace = s.ns AND m.tsv @@ sel.tsq AND {where}) m
-                 LIMIT {CANDIDATE_CAP}"""
-
-
-async def bm25(store: Store, query: str, scope: Scope, n: int, *, by_namespace: bool = False) -> Lexical:
-    """BM25 over the full-text index, plus the query's IDF sum, in one round trip.
+async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
+    """BM25 over the full-text index's candidates, plus the query's IDF sum, in one round trip.
 
     `query_idf` counts a term no memory holds at the highest IDF, so "write a haiku" against an
-    engineering brain covers almost nothing (docs/memory-core.md, relevance floor).
+    engineering brain covers almost nothing (docs/memory-core.md, relevance floor). A row without
+    stored weights (written before migration 0004, until the backfill reaches it) has them computed
+    here from its tsvector at the same reference length, so it ranks the same.
     """
     stats = await store.corpus_stats()
-    where, args = scope.where(5)  # $5 is the scope's namespaces (Scope.where), which by_namespace unnests
+    where, args = scope.where(5)
     rows = await store.pool.fetch(
         f"""WITH terms AS (
                 SELECT l.lexeme, coalesce(s.df, 0) AS df
@@ -68,22 +60,19 @@ async def bm25(store: Store, query: str, scope: Scope, n: int, *, by_namespace: 
                     FROM terms WHERE df > 0),
             sel AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tsq FROM q
                      WHERE df <= greatest(0.05 * $2::float8, 50) OR rarity = 1),
-            cand AS ({_candidates(where, by_namespace)}),
-            scored AS (
-                SELECT c.id, sum(q.idf * (tf * 2.2) / (tf + 1.2 * (0.7 + 0.3 * length(c.tsv) / $3::float8)))
-                         AS score
-                  FROM cand c
-                 CROSS JOIN LATERAL (SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf
-                                       FROM unnest(c.tsv) u) t
-                  JOIN q ON q.lexeme = t.lexeme
-                 GROUP BY c.id ORDER BY score DESC, c.id LIMIT $4)
+            qv AS (SELECT format('{{%s}}/{DIMENSIONS}', string_agg(dim || ':' || idf, ','))::sparsevec AS v
+                     FROM (SELECT brain_lexeme_dim(lexeme) AS dim, sum(idf) AS idf FROM q GROUP BY 1) d),
+            cand AS (SELECT m.id, coalesce(m.bm25, brain_bm25_doc(m.tsv, $3::float8)) <#> qv.v AS neg
+                       FROM memories m, sel, qv WHERE m.tsv @@ sel.tsq AND {where}
+                      LIMIT {CANDIDATE_CAP}),
+            scored AS (SELECT id, -neg AS score FROM cand ORDER BY neg, id LIMIT $4)
             SELECT id, score FROM scored
             UNION ALL
             SELECT NULL, (SELECT coalesce(sum(ln(1 + ($2::float8 - df + 0.5) / (df + 0.5))), 0) FROM terms)
             ORDER BY 1 NULLS LAST""",
         query,
         max(stats.docs, 1),
-        stats.avg_len,
+        stats.reference or stats.avg_len,
         n,
         *args,
     )

@@ -26,8 +26,11 @@ def available() -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
-async def migrate(conn: asyncpg.Connection, *, dim: int, allow_destructive: bool = False) -> int:
-    """Brings the schema to the newest version; returns it. Refuses a dimension change or a newer schema."""
+async def migrate(
+    conn: asyncpg.Connection, *, dim: int, allow_destructive: bool = False, upto: int | None = None
+) -> int:
+    """Brings the schema to the newest version (or to `upto`, for tests of an upgrade); returns it.
+    Refuses a dimension change or a newer schema."""
     await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_ID)
     try:
         await conn.execute(
@@ -43,7 +46,7 @@ async def migrate(conn: asyncpg.Connection, *, dim: int, allow_destructive: bool
                 "upgrade brain-operator instead of downgrading"
             )
         for version, name, sql in migrations:
-            if version <= current:
+            if version <= current or (upto is not None and version > upto):
                 continue
             if sql.lstrip().startswith("-- destructive") and not allow_destructive:
                 raise SchemaMismatch(
@@ -65,6 +68,6 @@ async def migrate(conn: asyncpg.Connection, *, dim: int, allow_destructive: bool
                 f"this database stores {stored}-dimensional embeddings but embedding.dim is {dim}; "
                 "the dimension is fixed when a brain is created (reindex into a new brain to change it)"
             )
-        return int(newest)
+        return int(newest if upto is None else min(newest, max(upto, current)))
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", _LOCK_ID)
