@@ -1,31 +1,70 @@
-"""Lexical leg: BM25 and the query's IDF in one statement, against the two round trips it replaced.
+"""Lexical leg: BM25 as a sparsevec inner product against the tsvector SQL it replaced.
 
 Prints Markdown for docs/benchmarks.md (`python hack/bench.py --only lexical`, or alone with sizes
 as arguments: `python hack/bench_lexical.py 10000 100000`). LoCoMo turns are copied into namespaces
-until the store holds N memories (no embeddings: only the lexical leg is timed); 200 LoCoMo
-questions scoped to one namespace + `shared`. "before" is what retrieval did until issue 16: the
-BM25 SQL unnesting each candidate's tsvector, then a second round trip for the query's IDF sum
-(retired from the store; kept as tests/lexical_reference.py);
-"after" is `brain.store.lexical.bm25`, one statement returning both. Rankings are compared on the same run.
+until the store holds N memories (no embeddings: only the lexical leg is timed), written through
+the store (so the weights come from the write trigger), then the weights settled at the live mean
+(the rewrite is timed: what a reference move costs at that size); 200 LoCoMo questions scoped to
+one namespace + `shared`. "before" is the statement retrieval shipped until then, BM25 from each
+candidate's unnested tsvector (tests/lexical_reference.py); "after" is `brain.store.lexical.bm25`,
+the same GIN candidates scored by `bm25 <#> query`. Both are interleaved query by query, rankings
+compared on the same run.
+
+Also measured, per size: the column's bytes a memory, how many lexemes share a dimension, and a
+sparsevec HNSW index (`sparsevec_ip_ops`) as the candidate step instead of the GIN index (its
+recall of the exact top 10); at sizes up to 20k, what a stale reference length does to the top 10.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the suite's fixtures and the reference leg (tests/)
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
+STALE = (0.5, 0.8, 1.25, 2.0)  # live mean / reference
+
+# The HNSW variant: candidates straight from the index by inner product, scope filtered during the
+# scan (the pool runs hnsw.iterative_scan = relaxed_order, ef_search 100), rescored exactly.
+HNSW_SQL = """WITH q AS (
+        SELECT l.lexeme, s.df, ln(1 + ($2::float8 - s.df + 0.5) / (s.df + 0.5)) AS idf
+          FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
+          JOIN lexeme_stats s ON s.lexeme = l.lexeme AND s.df > 0),
+    qv AS (SELECT format('{{%s}}/{dims}', string_agg(dim || ':' || idf, ','))::sparsevec AS v
+             FROM (SELECT brain_lexeme_dim(lexeme) AS dim, sum(idf) AS idf FROM q GROUP BY 1) d)
+    SELECT m.id, -(m.bm25 <#> qv.v) AS score FROM memories m, qv
+     WHERE {where} ORDER BY m.bm25 <#> qv.v LIMIT $3"""
 
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def interleaved(
+    fns: dict[str, Callable[[str], Awaitable[list[str]]]], queries: list[str], runs: int
+) -> dict[str, tuple[float, float]]:
+    """p50 / p95 ms per function, medians over runs, query by query in turn so load hits all alike."""
+    p50s: dict[str, list[float]] = {k: [] for k in fns}
+    p95s: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(runs):
+        lat: dict[str, list[float]] = {k: [] for k in fns}
+        for q in queries:
+            for label, fn in fns.items():
+                t = time.perf_counter()
+                await fn(q)
+                lat[label].append((time.perf_counter() - t) * 1000)
+        for label, values in lat.items():
+            p50s[label].append(pct(values, 0.5))
+            p95s[label].append(pct(values, 0.95))
+    return {k: (statistics.median(p50s[k]), statistics.median(p95s[k])) for k in fns}
 
 
 async def main(sizes: list[int], runs: int = 3) -> str:
@@ -35,27 +74,23 @@ async def main(sizes: list[int], runs: int = 3) -> str:
     from brain.core.models import Actor, MemoryIn
     from brain.local.eval import load_dataset
     from brain.store import Scope, Store
-    from brain.store.lexical import bm25
+    from brain.store import lexical_weights as weights
+    from brain.store.lexical import DIMENSIONS, bm25
     from brain.store.store import AbandoningPool
 
     AbandoningPool.release_timeout = 30.0  # a shared, loaded machine: do not count slow resets as hangs
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     queries = [q.query for q in ds.queries[:200]]
-    out = [
-        "## Lexical leg: one round trip",
-        "",
-        "`hack/bench_lexical.py`: LoCoMo turns copied to N memories, 200 LoCoMo questions in one namespace "
-        "+ `shared`. before = BM25 unnesting each candidate's tsvector + a second trip for the query's "
-        "IDF; after = the same BM25 with the IDF in one statement. Medians of the runs.",
-        "",
-        "| memories | before p50 / p95 ms | after p50 / p95 ms | same top-10 | full-text GIN B / memory |",
-        "|---|---|---|---|---|",
-    ]
+    load0 = os.getloadavg()[0]
+    rows: list[str] = []
+    extra: list[str] = []
+    stale_rows: list[str] = []
     with postgres() as pg:
         for size in sizes:
             async with fresh_database(pg, f"bench_lex_{size}") as dsn, open_store(dsn) as store:
                 actor = Actor(name="bench", role="owner", origin="import")
                 n, copy = 0, 0
+                t0 = time.perf_counter()
                 while n < size:
                     batch = [
                         (
@@ -70,14 +105,27 @@ async def main(sizes: list[int], runs: int = 3) -> str:
                         await store.note_many(batch[j : j + 1000], actor=actor)
                     n += len(batch)
                     copy += 1
+                load_s = time.perf_counter() - t0
+                t0 = time.perf_counter()
+                mean = await weights.settle(store)
+                rewrite_s = time.perf_counter() - t0
                 await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
-                space = await store.pool.fetchrow("SELECT pg_relation_size('memories_tsv') AS gin")
+                await store.corpus_stats(max_age=0)
+                space = await store.pool.fetchrow(
+                    """SELECT pg_relation_size('memories_tsv') AS gin, avg(pg_column_size(bm25)) AS col,
+                              avg(length(bm25::text) - length(replace(bm25::text, ':', ''))) AS nnz,
+                              count(*) FILTER (WHERE length(bm25::text) - length(replace(bm25::text, ':', ''))
+                                               <> length(tsv)) AS collided
+                         FROM memories"""
+                )
+                vocab = await store.pool.fetchrow(
+                    "SELECT count(*) AS lexemes, count(DISTINCT brain_lexeme_dim(lexeme)) AS dims FROM lexeme_stats"
+                )
                 scope = Scope.of(["bench-1"])
+                where, args = scope.where(4)
 
                 async def before(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
-                    hits = await reference.lexical_leg(store, q, scope, 80)
-                    await reference.query_idf(store, q)
-                    return [d for d, _ in hits]
+                    return [d for d, _ in (await reference.bm25(store, q, scope, 80)).hits]
 
                 async def after(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
                     return [d for d, _ in (await bm25(store, q, scope, 80)).hits]
@@ -85,30 +133,98 @@ async def main(sizes: list[int], runs: int = 3) -> str:
                 for q in queries[:20]:  # warm-up: plans cached, pages in memory
                     await before(q)
                     await after(q)
-                same = 0
-                for q in queries:
-                    same += (await before(q))[:10] == (await after(q))[:10]
-                # Interleaved, query by query, so load from anything else on the machine hits both alike.
-                p50s: dict[str, list[float]] = {"before": [], "after": []}
-                p95s: dict[str, list[float]] = {"before": [], "after": []}
-                for _ in range(runs):
-                    lat: dict[str, list[float]] = {"before": [], "after": []}
-                    for q in queries:
-                        for label, fn in (("before", before), ("after", after)):
-                            t = time.perf_counter()
-                            await fn(q)
-                            lat[label].append((time.perf_counter() - t) * 1000)
-                    for label, values in lat.items():
-                        p50s[label].append(pct(values, 0.5))
-                        p95s[label].append(pct(values, 0.95))
-                cells = [
-                    f"{statistics.median(p50s[label]):.1f} / {statistics.median(p95s[label]):.1f}"
-                    for label in ("before", "after")
-                ]
-                out.append(
-                    f"| {size:,} | {cells[0]} | {cells[1]} | {same}/{len(queries)} | {space['gin'] / size:.0f} |"
+                exact = {q: await before(q) for q in queries}
+                tops = {q: await after(q) for q in queries}
+                same = sum(exact[q][:10] == tops[q][:10] for q in queries if exact[q])
+                answered = sum(bool(exact[q]) for q in queries)
+                lat = await interleaved({"before": before, "after": after}, queries, runs)
+                rows.append(
+                    f"| {size:,} | {lat['before'][0]:.1f} / {lat['before'][1]:.1f} | "
+                    f"{lat['after'][0]:.1f} / {lat['after'][1]:.1f} | "
+                    f"{lat['after'][1] / lat['before'][1]:.2f}× | {same}/{answered} | "
+                    f"{float(space['col']):.0f} B ({float(space['nnz']):.1f} lexemes) | {space['gin'] / size:.0f} B | "
+                    f"{load_s:.0f} s | {rewrite_s:.1f} s |"
                 )
-                print(out[-1], file=sys.stderr, flush=True)  # progress: a long run keeps what it measured
+                print(rows[-1], file=sys.stderr, flush=True)  # progress: a long run keeps what it measured
+                extra.append(
+                    f"- {size:,} memories: {vocab['lexemes']:,} distinct lexemes on {vocab['dims']:,} dimensions "
+                    f"({vocab['lexemes'] - vocab['dims']} shared); {space['collided']} memories hold two lexemes "
+                    "on one dimension."
+                )
+
+                if size <= 20_000:
+                    for ratio in STALE:
+                        await store.pool.execute(
+                            "UPDATE memories SET bm25 = brain_bm25_doc(tsv, $1)", mean / ratio
+                        )
+                        store.lexical.reference = mean / ratio
+                        tops = {q: await after(q) for q in queries}
+                        same_top = sum(tops[q][:10] == exact[q][:10] for q in queries if exact[q])
+                        overlap = statistics.mean(
+                            len(set(tops[q][:10]) & set(exact[q][:10])) / len(exact[q][:10])
+                            for q in queries
+                            if exact[q]
+                        )
+                        stale_rows.append(f"| {size:,} | {ratio} | {same_top}/{answered} | {overlap:.3f} |")
+                        print(stale_rows[-1], file=sys.stderr, flush=True)
+                    await weights.settle(store)
+                    await store.corpus_stats(max_age=0)
+
+                t0 = time.perf_counter()
+                await store.pool.execute("SET maintenance_work_mem = '1GB'")
+                await store.pool.execute(
+                    "CREATE INDEX memories_bm25_hnsw ON memories USING hnsw (bm25 sparsevec_ip_ops)"
+                )
+                build_s = time.perf_counter() - t0
+                hnsw_bytes = await store.pool.fetchval("SELECT pg_relation_size('memories_bm25_hnsw')")
+                sql = HNSW_SQL.format(dims=DIMENSIONS, where=where)
+
+                async def hnsw(q: str, store: Store = store, sql: str = sql, args: list = args) -> list[str]:
+                    docs = max(store.lexical.docs, 1)
+                    return [r["id"] for r in await store.pool.fetch(sql, q, docs, 80, *args)]
+
+                for q in queries[:20]:
+                    await hnsw(q)
+                found = {q: await hnsw(q) for q in queries}
+                recall = statistics.mean(
+                    len(set(found[q][:10]) & set(exact[q][:10])) / len(exact[q][:10])
+                    for q in queries
+                    if exact[q]
+                )
+                hlat = await interleaved({"after": after, "hnsw": hnsw}, queries, 1)
+                extra.append(
+                    f"- {size:,} memories, sparsevec HNSW as the candidate step: build {build_s:.0f} s, "
+                    f"{hnsw_bytes / size:.0f} B a memory, p50 / p95 {hlat['hnsw'][0]:.1f} / {hlat['hnsw'][1]:.1f} ms "
+                    f"against the GIN step's {hlat['after'][0]:.1f} / {hlat['after'][1]:.1f} ms, recall of the "
+                    f"exact top 10: {recall:.3f}."
+                )
+                print(extra[-1], file=sys.stderr, flush=True)
+    load1 = os.getloadavg()[0]
+    out = [
+        "## Lexical leg: sparsevec weights",
+        "",
+        "`hack/bench_lexical.py`: LoCoMo turns copied to N memories, 200 LoCoMo questions in one namespace "
+        "+ `shared`, interleaved query by query. before = BM25 unnesting each candidate's tsvector (the "
+        "statement shipped until the sparsevec weights); after = the same GIN candidates scored by the "
+        f"stored weights' inner product with the query's IDF. Medians of {runs} runs. Load average "
+        f"{load0:.1f} at the start, {load1:.1f} at the end ({os.cpu_count()} CPUs).",
+        "",
+        "| memories | before p50 / p95 ms | after p50 / p95 ms | after / before p95 | same top-10 (of questions with hits) | "
+        "weights / memory | full-text GIN / memory | load s | rewrite s |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        *extra,
+    ]
+    if stale_rows:
+        out += [
+            "",
+            "A stale reference length (weights at live mean / ratio), against the exact top 10:",
+            "",
+            "| memories | live mean / reference | same top-10 | mean overlap@10 |",
+            "|---|---|---|---|",
+            *stale_rows,
+        ]
     return "\n".join(out)
 
 

@@ -1,7 +1,7 @@
 """The lexical leg over stored sparsevec weights (brain.store.lexical) ranks as the tsvector SQL did.
 
-The reference (tests/lexical_reference.py) is the leg the store shipped until issue 16: BM25 from
-each candidate's tsvector at the live mean length, and the query's IDF in a second statement.
+The reference (tests/lexical_reference.py) is the leg the store shipped until then: BM25 from
+each candidate's tsvector at the live mean length, with the query's IDF in the same statement.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from brain.services.memory import MemoryService
 from brain.store import Scope, Store
 from brain.store import lexical_weights as weights
 from brain.store.base import LexicalStats
-from brain.store.lexical import bm25
+from brain.store.lexical import Lexical, bm25
 from brain.store.migrate import migrate
 from tests import lexical_reference as reference
 from tests.pg_fixtures import fresh_database, open_store
@@ -67,10 +67,9 @@ async def test_ranks_as_the_tsvector_sql_at_the_live_mean(store: Store, owner: A
     for q in QUERIES:
         scope = Scope.of([namespace])
         new = await bm25(store, q, scope, 10)
-        old = await reference.lexical_leg(store, q, scope, 10)
-        assert [d for d, _ in new.hits] == [d for d, _ in old], q
-        assert [s for _, s in new.hits] == pytest.approx([s for _, s in old], rel=1e-6), q  # float4 weights
-        assert new.query_idf == pytest.approx(await reference.query_idf(store, q)), q
+        old = await reference.bm25(store, q, scope, 10)
+        assert _close(new, old.hits), q  # float4 weights
+        assert new.query_idf == pytest.approx(old.query_idf), q
     assert (await bm25(store, "staging port", Scope.of([namespace]), 10)).hits
     # scope holds: nothing from the other repo
     hits = (await bm25(store, "staging port", Scope.of(["repo:web"]), 10)).hits
@@ -96,7 +95,7 @@ async def test_a_stale_reference_is_bm25_with_other_parameters(store: Store, own
         for q in QUERIES[:4]:
             scope = Scope.of(["repo:payments"])
             new = (await bm25(store, q, scope, 10)).hits
-            old = await reference.lexical_leg(store, q, scope, 10, k1=k1, b=b)
+            old = (await reference.bm25(store, q, scope, 10, k1=k1, b=b)).hits
             assert [d for d, _ in new] == [d for d, _ in old], (ratio, q)
             scale = 2.2 / (k1 + 1)
             assert [s for _, s in new] == pytest.approx([s * scale for _, s in old], rel=1e-6), (ratio, q)
@@ -184,7 +183,7 @@ async def test_a_store_from_before_migration_0004_ranks_the_same(pg: EmbeddedPos
             mean = float(await pool.fetchval("SELECT avg(length(tsv)) FROM memories WHERE status = 'active'"))
             old.lexical = LexicalStats(len(BODIES), mean, time.monotonic())
             scope = Scope.of(["repo:payments"])
-            before = {q: await reference.lexical_leg(old, q, scope, 10) for q in QUERIES}
+            before = {q: (await reference.bm25(old, q, scope, 10)).hits for q in QUERIES}
         finally:
             await old.close()
         async with open_store(dsn) as store:
@@ -209,8 +208,8 @@ async def test_a_store_from_before_migration_0004_ranks_the_same(pg: EmbeddedPos
                 assert _close(await bm25(store, q, scope, 10), before[q]), q
 
 
-def _close(new: object, old: list[tuple[str, float]]) -> bool:
-    hits = new.hits  # type: ignore[attr-defined]
+def _close(new: Lexical, old: list[tuple[str, float]]) -> bool:
+    hits = new.hits
     return [d for d, _ in hits] == [d for d, _ in old] and [s for _, s in hits] == pytest.approx(
         [s for _, s in old], rel=1e-6
     )

@@ -237,7 +237,11 @@ class StoreBase:
         await self.pool.fetchval("SELECT 1")
 
     async def analyze(self) -> None:
-        """Fresh planner statistics after a bulk load (brainctl eval), so plans match a settled database."""
+        """After a bulk load (brainctl eval): the BM25 weights at the loaded corpus's mean length and
+        fresh planner statistics, so ranking and plans match a settled database."""
+        from brain.store import lexical_weights
+
+        await lexical_weights.settle(self)
         await self.pool.execute("ANALYZE memories, lexeme_stats")
 
     def _check_embedding(self, embedding: np.ndarray | None) -> np.ndarray | None:
