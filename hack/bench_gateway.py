@@ -73,7 +73,7 @@ async def seed(dsn: str, n: int, dim: int = 384) -> None:
     The vacuum brings the store to the steady state autovacuum keeps a live brain in (GIN pending
     lists merged, statistics current), also for a cached seed: otherwise the run times autovacuum.
     """
-    from brain.store import Store
+    from brain.store import Store, lexical_weights
 
     store = await Store.open(dsn, dim=dim)
     try:
@@ -84,6 +84,9 @@ async def seed(dsn: str, n: int, dim: int = 384) -> None:
         )
         if have < n or indexes < 3:  # a seed interrupted during its load or index build
             await _load(dsn, have, n, dim)
+        # BM25 weights at the corpus mean, now (a cached seed from before schema v4 is backfilled
+        # here once), so no rewrite runs in the background while the gateways are timed.
+        await lexical_weights.settle(store, only_if_due=True)
         await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
     finally:
         await store.close()
@@ -106,6 +109,7 @@ async def _load(dsn: str, have: int, n: int, dim: int) -> None:
         for index in ("memories_embedding", "memories_tsv", "memories_trgm"):
             await conn.execute(f"DROP INDEX IF EXISTS {index}")
         await conn.execute("ALTER TABLE memories DISABLE TRIGGER memories_lexeme_df")
+        await conn.execute("ALTER TABLE memories DISABLE TRIGGER memories_bm25")  # weights once, below
         # Labelled with the model the gateways embed queries with, so the vector leg searches them
         # (until v3 they were labelled "bench": the vector leg answered nothing, in both topologies).
         await conn.execute("UPDATE brain_meta SET value = $1 WHERE key = 'embedding_model'", MODEL)
@@ -156,6 +160,17 @@ async def _load(dsn: str, have: int, n: int, dim: int) -> None:
             )
             print(f"  {start + len(rows)}/{n}", file=sys.stderr)
         await conn.execute("ALTER TABLE memories ENABLE TRIGGER memories_lexeme_df")
+        await conn.execute("ALTER TABLE memories ENABLE TRIGGER memories_bm25")
+        await conn.execute(
+            """INSERT INTO brain_meta (key, value)
+               SELECT 'bm25_avgdl', avg(length(tsv))::text FROM memories WHERE status = 'active'
+               ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"""
+        )
+        await conn.execute(
+            "UPDATE memories SET bm25 = brain_bm25_doc(tsv, (SELECT value::float8 FROM brain_meta "
+            "WHERE key = 'bm25_avgdl'))"
+        )
+        await conn.execute("DELETE FROM brain_meta WHERE key = 'bm25_rewrite_after'")
         await conn.execute("DELETE FROM lexeme_stats")
         await conn.execute(
             """INSERT INTO lexeme_stats (lexeme, df)
