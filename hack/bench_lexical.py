@@ -25,6 +25,10 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from brain.local.devdb import EmbeddedPostgres
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the suite's fixtures and the reference leg (tests/)
@@ -67,6 +71,42 @@ async def interleaved(
     return {k: (statistics.median(p50s[k]), statistics.median(p95s[k])) for k in fns}
 
 
+async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) -> str:
+    """What the weights add to a write: the store alone (LoCoMo turns, random unit vectors, batches
+    of 128), with the BM25 trigger on and off in alternating batches of the same run."""
+    import numpy as np
+    from tests.pg_fixtures import fresh_database, open_store
+
+    from brain.core.models import Actor, MemoryIn
+    from brain.local.eval import load_dataset
+
+    ds = load_dataset(json.loads(LOCOMO.read_text()))
+    actor = Actor(name="bench", role="owner", origin="import")
+    rng = np.random.default_rng(3)
+    spent = {"on": 0.0, "off": 0.0}
+    async with fresh_database(pg, "bench_lex_writes") as dsn, open_store(dsn) as store:
+        for i in range(0, 2 * notes, batch):
+            side = "on" if (i // batch) % 2 == 0 else "off"
+            await store.pool.execute(
+                f"ALTER TABLE memories {'ENABLE' if side == 'on' else 'DISABLE'} TRIGGER memories_bm25"
+            )
+            vecs = rng.normal(size=(batch, 384)).astype(np.float32)
+            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            items = [
+                (MemoryIn(body=m.body, title=m.title, namespace="w"), vecs[j])
+                for j, m in enumerate(ds.memories[i : i + batch])
+            ]
+            t = time.perf_counter()
+            await store.note_many(items, actor=actor)
+            spent[side] += time.perf_counter() - t
+    on, off = notes / spent["on"], notes / spent["off"]
+    return (
+        f"Write cost (the store alone, {notes:,} LoCoMo turns a side with random vectors, batches of {batch}, "
+        f"trigger on and off alternating): {on:.0f} notes/s with the BM25 weights, {off:.0f} without "
+        f"({on / off:.2f}×; {1000 / on - 1000 / off:+.2f} ms a note)."
+    )
+
+
 async def main(sizes: list[int], runs: int = 3) -> str:
     from tests import lexical_reference as reference
     from tests.pg_fixtures import fresh_database, open_store, postgres
@@ -86,6 +126,8 @@ async def main(sizes: list[int], runs: int = 3) -> str:
     extra: list[str] = []
     stale_rows: list[str] = []
     with postgres() as pg:
+        writes = await write_cost(pg)
+        print(writes, file=sys.stderr, flush=True)
         for size in sizes:
             async with fresh_database(pg, f"bench_lex_{size}") as dsn, open_store(dsn) as store:
                 actor = Actor(name="bench", role="owner", origin="import")
@@ -215,6 +257,8 @@ async def main(sizes: list[int], runs: int = 3) -> str:
         *rows,
         "",
         *extra,
+        "",
+        writes,
     ]
     if stale_rows:
         out += [
@@ -229,5 +273,8 @@ async def main(sizes: list[int], runs: int = 3) -> str:
 
 
 if __name__ == "__main__":
-    sizes = [int(a) for a in sys.argv[1:]] or [10_000, 100_000]
+    # `--writes` alone: only the write cost
+    sizes = [int(a) for a in sys.argv[1:] if a != "--writes"] or (
+        [] if "--writes" in sys.argv else [10_000, 100_000]
+    )
     print(asyncio.run(main(sizes)))
