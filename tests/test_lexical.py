@@ -243,3 +243,22 @@ async def test_history_is_scored_too(service: MemoryService, owner: Actor) -> No
     )
     assert [d for d, _ in now.hits] == [new.id]
     assert [d for d, _ in then.hits] == [old.id]
+
+
+async def test_a_larger_brain_rewrites_in_the_background(
+    store: Store, owner: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above INLINE_ROWS the query that sees the drift does not wait for the rewrite; it finishes in
+    a task (and `close` would cancel it), after which every row has the new reference's weights."""
+    monkeypatch.setattr(weights, "INLINE_ROWS", 3)
+    monkeypatch.setattr(weights, "BATCH", 4)
+    await _write(store, [("shared", f"note {i} about ports") for i in range(4)], owner)
+    long = " ".join(f"word{i}" for i in range(80))
+    await _write(store, [("shared", f"{long} host {i}") for i in range(8)], owner)
+    stats = await store.corpus_stats(max_age=0)
+    task = store.weights_task
+    assert task is not None
+    await task
+    assert stats.reference == pytest.approx(stats.avg_len)
+    assert await _stale_rows(store) == 0
+    assert await store.pool.fetchval("SELECT count(*) FROM brain_meta WHERE key = 'bm25_rewrite_after'") == 0
