@@ -27,7 +27,9 @@ async def main(a: argparse.Namespace) -> None:
     from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
 
     from brain.local.eval import evaluate, load_dataset, load_into
+    from brain.store.store import AbandoningPool
 
+    AbandoningPool.release_timeout = 30.0  # a shared, loaded machine: do not count slow resets as hangs
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     embedder = offline_embedder()
     modes = a.modes.split(",")
