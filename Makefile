@@ -32,7 +32,8 @@ typecheck: install ## mypy
 unit: install ## pytest (real Postgres, real model, real control plane)
 	$(VENV)/bin/pytest -q
 
-test: lint typecheck unit ## everything CI runs
+test: ## everything CI runs (lint, typecheck, unit), with the cached builds warming beside it (hack/prebuild.sh)
+	bash hack/prebuild.sh start; trap 'bash hack/prebuild.sh stop' EXIT; $(MAKE) lint typecheck unit
 
 PROFILE_DIR ?= .suite-profile
 test-profile: install ## the whole pytest run, profiled: per directory, file, test (setup/call/teardown) and fixture, into $(PROFILE_DIR)

@@ -49,6 +49,13 @@ for w in "${wanted[@]}"; do
   [[ " ${ALL[*]} ${OPTIONAL[*]} " == *" $w "* ]] || die "unknown image '$w' (one of: ${ALL[*]} ${OPTIONAL[*]})"
 done
 
+# One build at a time per cache (hack/prebuild.sh's background run and a test's fixture, or two
+# test workers): the second waits, then finds Docker's layer cache warm and the wheels downloaded.
+LOCK_DIR=${BRAIN_CACHE:-$HOME/.cache/brain-operator}
+mkdir -p "$LOCK_DIR"
+exec 9>"$LOCK_DIR/images-build.lock"
+flock 9
+
 bash hack/docker-up.sh || die "no Docker engine (hack/docker-up.sh failed above)"
 
 if [ "$BASES" = auto ]; then
