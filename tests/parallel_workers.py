@@ -19,7 +19,10 @@ left to separate is done here:
   other's. Every test under ``NODE_TESTS`` is one work unit (one worker runs them all, in order)
   and is scheduled first: those are the longest waits, and the other worker fills them.
 - **Everything else** is scheduled a module at a time, so a module-scoped fixture (the docs'
-  ``make up`` stack, Prometheus and its operator) starts once, as in a serial run.
+  ``make up`` stack, Prometheus and its operator) starts once, as in a serial run. Longest first:
+  each run records every unit's seconds in pytest's cache (``brain/unit-seconds``, serial runs
+  too), and the next run hands out the slow modules before the quick ones, so the run does not
+  end with one worker alone in a long module. A fresh clone has no cache: collection order.
 
 Serial runs (no ``-n``, or ``-n 0``) are untouched: no worker id, no change of order or env.
 """
@@ -84,21 +87,66 @@ def work_unit(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def node_tests_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """The same items, the real node's first (a stable sort: every worker gets the same order)."""
-    return sorted(items, key=lambda item: not needs_real_node(item.nodeid))
+UNIT_SECONDS_KEY = "brain/unit-seconds"
+
+
+def schedule_order(nodeids: list[str], unit_seconds: Mapping[str, float]) -> list[int]:
+    """The indices of ``nodeids`` in run order: the real node's first, then whole units from the
+    slowest (last run's seconds) to the unknown ones; within a unit, and among equals, collection
+    order."""
+    first_seen: dict[str, int] = {}
+    for i, nodeid in enumerate(nodeids):
+        first_seen.setdefault(work_unit(nodeid), i)
+
+    def key(i: int) -> tuple[bool, float, int, int]:
+        unit = work_unit(nodeids[i])
+        return (unit != REAL_NODE_UNIT, -float(unit_seconds.get(unit, 0.0)), first_seen[unit], i)
+
+    return sorted(range(len(nodeids)), key=key)
+
+
+def _cached_seconds(config: pytest.Config) -> dict[str, float]:
+    cache = getattr(config, "cache", None)
+    seen = cache.get(UNIT_SECONDS_KEY, {}) if cache is not None else {}
+    if not isinstance(seen, dict):
+        return {}
+    return {str(k): float(v) for k, v in seen.items() if isinstance(v, int | float)}
+
+
+class UnitClock:
+    """Adds up each unit's setup + call + teardown seconds where reports arrive (the controller
+    under xdist, the one process in a serial run) and keeps them in pytest's cache for the next
+    run's order."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        unit = work_unit(report.nodeid)
+        self.seconds[unit] = self.seconds.get(unit, 0.0) + report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        cache = getattr(session.config, "cache", None)
+        if cache is None or not self.seconds:
+            return
+        merged = {**_cached_seconds(session.config), **{k: round(v, 1) for k, v in self.seconds.items()}}
+        cache.set(UNIT_SECONDS_KEY, merged)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     number = worker_number(os.environ.get("PYTEST_XDIST_WORKER"))
     if number is not None:
         os.environ.update(kube_env_for_worker(os.environ, number))
+    elif not config.pluginmanager.has_plugin("brain-unit-clock"):
+        config.pluginmanager.register(UnitClock(), "brain-unit-clock")
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Workers only (each reads the same cache, so their collections still match)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        items[:] = node_tests_first(items)
+        order = schedule_order([item.nodeid for item in items], _cached_seconds(config))
+        items[:] = [items[i] for i in order]
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
