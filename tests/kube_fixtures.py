@@ -12,8 +12,9 @@ Fixtures
 - ``kube_namespace`` (function): a fresh namespace (its ``default`` service account exists),
   deleted afterwards.
 
-The one-time build runs in ``pytest_collection_modifyitems`` when a collected test uses the
-cluster, so it is not charged to any test's pytest-timeout.
+The one-time build and the start run in ``pytest_collection_modifyitems`` when a collected test
+uses the cluster, so neither is charged to any test's pytest-timeout (a start killed by that
+timeout left a half cluster that every later cluster test of the session errored on).
 """
 
 from __future__ import annotations
