@@ -29,17 +29,23 @@ lint: install ## ruff, and the import contracts between the rooms (.importlinter
 typecheck: install ## mypy
 	$(VENV)/bin/mypy
 
-unit: install ## pytest (real Postgres, real model, real control plane)
-	$(VENV)/bin/pytest -q
+# Two pytest-xdist workers: about half a serial run is waiting, which the second one fills. Each has
+# its own control plane; the real node's tests all run on one (tests/parallel_workers.py).
+# WORKERS=0 runs serially.
+WORKERS ?= 2
+unit: install ## pytest on $(WORKERS) workers (real Postgres, real model, real control plane)
+	$(VENV)/bin/pytest -q -n $(WORKERS)
 
 test: ## everything CI runs (lint, typecheck, unit), with the cached builds warming beside it (hack/prebuild.sh)
 	bash hack/prebuild.sh start; trap 'bash hack/prebuild.sh stop' EXIT; $(MAKE) lint typecheck unit
 
 PROFILE_DIR ?= .suite-profile
-test-profile: install ## the whole pytest run, profiled: per directory, file, test (setup/call/teardown) and fixture, into $(PROFILE_DIR)
+# Serial on purpose: under -n the test durations add up to more than the wall, and the fixture
+# rows of both workers interleave (PROFILE_WORKERS=2 works, but read the totals as CPU-side sums).
+test-profile: install ## the whole pytest run, serial, profiled: per directory, file, test (setup/call/teardown) and fixture, into $(PROFILE_DIR)
 	rm -rf $(PROFILE_DIR) && mkdir -p $(PROFILE_DIR)
 	SUITE_PROFILE_DIR=$(CURDIR)/$(PROFILE_DIR) PYTHONPATH=$(CURDIR)/hack$${PYTHONPATH:+:$$PYTHONPATH} \
-		$(VENV)/bin/pytest -q -p suite_profile --durations=0 --junitxml=$(PROFILE_DIR)/junit.xml \
+		$(VENV)/bin/pytest -q -n $(or $(PROFILE_WORKERS),0) -p suite_profile --durations=0 --junitxml=$(PROFILE_DIR)/junit.xml \
 		| tee $(PROFILE_DIR)/run.log; rc=$${PIPESTATUS[0]}; \
 		$(PY) hack/suite_profile.py $(PROFILE_DIR) | tee $(PROFILE_DIR)/tables.md; exit $$rc
 

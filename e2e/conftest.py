@@ -20,6 +20,9 @@ from dataclasses import dataclass
 import pytest
 from tests.kube_fixtures import KubeCluster, kube_cluster, kube_namespace  # noqa: F401 (fixtures)
 
+# Also registered by tests/conftest.py; here too for `pytest e2e ...` alone (xdist workers apart).
+pytest_plugins = ["tests.parallel_workers"]
+
 CLUSTERS = ["local", "kind"]
 
 

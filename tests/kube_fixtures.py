@@ -12,8 +12,9 @@ Fixtures
 - ``kube_namespace`` (function): a fresh namespace (its ``default`` service account exists),
   deleted afterwards.
 
-The one-time build runs in ``pytest_collection_modifyitems`` when a collected test uses the
-cluster, so it is not charged to any test's pytest-timeout.
+The one-time build and the start run in ``pytest_collection_modifyitems`` when a collected test
+uses the cluster, so neither is charged to any test's pytest-timeout (a start killed by that
+timeout left a half cluster that every later cluster test of the session errored on).
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HACK = ROOT / "hack"
 _FIXTURES = {"kube_cluster", "kube_namespace"}
+#: cluster-up's result when collection started the cluster (the kube_cluster fixture takes it over)
+_STARTED = pytest.StashKey[subprocess.CompletedProcess[str]]()
 
 
 @dataclass(frozen=True)
@@ -121,18 +124,40 @@ def pytest_collection_modifyitems(
     proc = subprocess.run(["bash", str(HACK / "kube-build.sh")], stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         raise pytest.UsageError("hack/kube-build.sh failed (see its output above)")
+    # The start too, for the same reason: a session fixture's setup counts against the first test
+    # that asks for it, and on a loaded machine (two workers) cluster-up plus that test's own
+    # module fixtures can pass the 300 s. Killed mid-start (pytest-timeout), cluster-up cannot
+    # clean up, and every later cluster test of the session errors on the half-started one.
+    config.stash[_STARTED] = _cluster_up()
+
+
+def _cluster_up() -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ["bash", str(HACK / "cluster-up.sh")], capture_output=True, text=True, timeout=900
+        )
+    except BaseException:  # interrupted: stop what it had started, or the next start meets it
+        subprocess.run(["bash", str(HACK / "cluster-down.sh")], check=False, timeout=120)
+        raise
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A cluster started at collection that no test ended up using (e.g. ``-x``) is stopped too."""
+    proc = session.config.stash.get(_STARTED, None)
+    started = proc is not None and proc.returncode == 0 and "already running" not in proc.stderr
+    if started and os.environ.get("BRAIN_KUBE_KEEP") != "1":
+        subprocess.run(["bash", str(HACK / "cluster-down.sh")], check=False, timeout=120)
 
 
 @pytest.fixture(scope="session")
-def kube_cluster() -> Iterator[KubeCluster]:
+def kube_cluster(request: pytest.FixtureRequest) -> Iterator[KubeCluster]:
     if shutil.which("openssl") is None or shutil.which("curl") is None:
         pytest.fail("the local control plane needs openssl and curl")
-    proc = subprocess.run(
-        ["bash", str(HACK / "cluster-up.sh")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = request.config.stash.get(_STARTED, None)
+    if proc is None:
+        proc = _cluster_up()
+    else:
+        del request.config.stash[_STARTED]  # this fixture owns it now (and stops it at its end)
     sys.stderr.write(proc.stderr)
     if proc.returncode != 0:
         pytest.fail(f"hack/cluster-up.sh failed ({proc.returncode}):\n{proc.stderr[-4000:]}")

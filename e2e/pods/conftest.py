@@ -1,10 +1,12 @@
-"""The real node (hack/node-up.sh) as a session fixture for the user story on real pods.
+"""The real node (hack/node-up.sh) as a fixture for the user story on real pods.
 
 ``real_node`` builds the images (hack/images.sh: cached, seconds when nothing changed), starts a
 control plane with one real node (containerd, kubelet, kube-proxy, CoreDNS; its own state folder
 and ports, beside the kwok-only cluster other suites use), and always runs hack/node-down.sh
 afterwards, pass or fail, so the machine is left clean: no pods, shims, mounts, netns, veths or
 kubepods cgroups. A Docker engine this fixture started is stopped again (images stay cached).
+It is package-scoped: under ``make test``'s two workers the node's tests run first on one worker
+(tests/parallel_workers.py), and the node goes down when they are done, not at that worker's end.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def _docker_answers() -> bool:
     return proc.returncode == 0
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # node-down as soon as e2e/pods is done, not at the session's end
 def real_node() -> Iterator[RealNode]:
     reuse = os.environ.get("BRAIN_NODE_KUBECONFIG")  # a node you started (make node-up): used, not stopped
     if reuse:

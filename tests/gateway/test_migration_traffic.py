@@ -236,12 +236,14 @@ async def test_a_model_change_under_http_traffic_fails_no_request_and_never_rank
         job_started = time.monotonic()
         summary = await run_job(brain)
         swapped = time.monotonic()
-        await asyncio.sleep(2)  # the old gateway after the swap
+        # the old gateway after the swap answers a search (lexically: checked below), waited for
+        await until(seen, lambda x: x.kind == "search" and x.gateway == 0 and x.started > swapped)
         await brain.start_gateway(NEW)  # the gateway rolls last
         current[0] = 1
         moved = time.monotonic()
         await until(seen, lambda x: x.gateway == 1 and x.vector_model == NEW)  # the new model ranks
-        await asyncio.sleep(2)
+        # and a note written through the new gateway, which it must embed with the new model
+        await until(seen, lambda x: x.kind == "note" and x.gateway == 1 and x.started > moved)
     finally:
         stop_at.set()
         await client
@@ -287,4 +289,5 @@ async def test_a_model_change_under_http_traffic_fails_no_request_and_never_rank
     before_job = [s for s in notes if s.started < job_started - 1]
     assert any(s.started > rolled for s in before_job)
     assert all(model_of[s.top] == NEW for s in before_job), [(s.top, model_of[s.top]) for s in before_job]
-    assert all(model_of[s.top] == NEW for s in notes if s.gateway == 1)  # the new gateway embeds its own
+    by_new = [s for s in notes if s.gateway == 1]
+    assert by_new and all(model_of[s.top] == NEW for s in by_new)  # the new gateway embeds its own

@@ -335,6 +335,8 @@ def test_deleting_a_brain_while_its_health_poll_hangs_does_not_wait_a_minute(
     kc.apply(brain)
     wait_until("index status", lambda: (kc.get("brain", "team").get("status") or {}).get("index"))
     doc["_delay"] = 2.5  # every poll now hangs until just before the operator's 3 s timeout
-    time.sleep(1.5)
+    polls = len(AUTH_SEEN)  # any request after this reads the delay
+    # delete while one of those polls hangs: waited for (its request has arrived), not slept for
+    wait_until("a hanging health poll", lambda: len(AUTH_SEEN) > polls, timeout=30)
     kc("delete", "brain", "team", "--wait=false")
     wait_until("Brain gone", lambda: kc.get("brain", "team") is None, timeout=30)

@@ -8,6 +8,7 @@ before the fix, or by hand) reads back zone-aware, so search, MCP and chat keep 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 
@@ -81,9 +82,18 @@ async def test_hostile_row_through_the_real_gateway(gw: Gateway, ns: str) -> Non
     # The poisoned row as the attack left it (stored before the door validated times).
     await gw.store.pool.execute("UPDATE memories SET valid_from = '-infinity' WHERE id = $1", ids[1])
 
-    r = await gw.rest("POST", "/search", json={"query": "ledger service", "namespaces": [ns]})
-    assert r.status_code == 200, r.text
-    assert {h["id"] for h in r.json()["hits"]} >= set(ids)
+    # The query embedding has a 0.3 s deadline: on a loaded machine (two workers) the first search
+    # through a fresh gateway may answer from the lexical leg alone. Waited for: an answer the
+    # vector leg ranked, which is the one that must still hold the poisoned row.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while True:
+        r = await gw.rest("POST", "/search", json={"query": "ledger service", "namespaces": [ns]})
+        assert r.status_code == 200, r.text
+        if r.json()["vectorModel"] is not None or loop.time() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    assert {h["id"] for h in r.json()["hits"]} >= set(ids), r.json()
 
     body = {
         "jsonrpc": "2.0",
