@@ -137,6 +137,10 @@ class Runtime:
             # and Postgres need for the same request (brain/embedder/model.py, QUERY_THREADS).
             threads = threads_from_env(QUERY_THREADS)
             local = await asyncio.to_thread(LocalEmbedder, threads=threads)
+            # The first inference allocates onnxruntime's buffers, which on a busy machine outlasts the
+            # first question's embedding deadline (that question would be answered by keywords only):
+            # pay for it here, before the model counts as loaded.
+            await asyncio.to_thread(local.embed_sync, ["warm-up"])
         except Exception:
             log.exception("could not load the offline embedding model; retrieval answers from keywords only")
             return
