@@ -37,7 +37,7 @@ unit: install ## pytest on $(WORKERS) workers (real Postgres, real model, real c
 	$(VENV)/bin/pytest -q -n $(WORKERS)
 
 test: ## everything CI runs (lint, typecheck, unit), with the cached builds warming beside it (hack/prebuild.sh)
-	bash hack/prebuild.sh start; trap 'bash hack/prebuild.sh stop' EXIT; $(MAKE) lint typecheck unit
+	bash hack/prebuild.sh around $(MAKE) lint typecheck unit
 
 PROFILE_DIR ?= .suite-profile
 # Serial on purpose: under -n the test durations add up to more than the wall, and the fixture

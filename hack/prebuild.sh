@@ -8,6 +8,8 @@
 #   bash hack/prebuild.sh start     # returns at once; the steps run niced (19) in their own session
 #   bash hack/prebuild.sh status    # the steps done so far, and whether it still runs
 #   bash hack/prebuild.sh stop      # stops what still builds, brings down a Docker engine it started
+#   bash hack/prebuild.sh around CMD...  # start, CMD, then stop however CMD ends; exits with CMD's status
+#                                        # (`make test` runs its lint, typecheck and unit this way)
 #
 # Steps, in the order the suite first needs them: kube-build (the control plane: pytest's
 # collection asks for it), then, as root only (the real-node tests skip elsewhere), images
@@ -129,13 +131,22 @@ case ${1:-} in
   start) start ;;
   stop) stop ;;
   status) status ;;
+  around)
+    shift
+    (($#)) || die "around: no command given (e.g. hack/prebuild.sh around make lint typecheck unit)"
+    start
+    trap stop EXIT
+    rc=0
+    "$@" || rc=$?
+    exit "$rc"
+    ;;
   _run)
     shift
     run_steps "$@"
     ;;
   -h | --help | help) usage ;;
   *)
-    log "unknown command '${1:-}' (accepted: start, status, stop, --help)"
+    log "unknown command '${1:-}' (accepted: start, status, stop, around, --help)"
     exit 2
     ;;
 esac

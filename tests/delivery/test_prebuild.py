@@ -8,6 +8,7 @@ the suite), and a bad step name is refused, naming the variable and the accepted
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -77,7 +78,7 @@ def test_bad_input_is_refused_with_what_would_be_accepted(tmp_path: Path) -> Non
 
     bad_command = prebuild("restart", **env)
     assert bad_command.returncode == 2
-    assert "unknown command 'restart' (accepted: start, status, stop, --help)" in bad_command.stderr
+    assert "unknown command 'restart' (accepted: start, status, stop, around, --help)" in bad_command.stderr
 
     nothing = prebuild("stop", **env)
     assert nothing.returncode == 0
@@ -85,3 +86,22 @@ def test_bad_input_is_refused_with_what_would_be_accepted(tmp_path: Path) -> Non
 
     helped = prebuild("--help")
     assert helped.returncode == 0 and "BRAIN_PREBUILD_STEPS" in helped.stdout
+
+
+def test_around_stops_the_builds_however_the_command_ends_and_keeps_its_status(tmp_path: Path) -> None:
+    # `make test` runs lint, typecheck and unit this way: a recipe's own `trap … EXIT` never ran,
+    # because bash execs the last command of `bash -c`, and left the builds' Docker engine running.
+    env = {"BRAIN_PREBUILD_STATE": str(tmp_path / "state"), "BRAIN_PREBUILD_STEPS": "kube-build"}
+    failed = prebuild("around", "bash", "-c", "echo from-the-command; exit 3", **env)
+    assert failed.returncode == 3, failed.stderr
+    assert "from-the-command" in failed.stdout
+    assert not (tmp_path / "state" / "pid").exists(), "stop did not run after the command"
+    sid = int(re.search(r"started \(pid (\d+)\)", failed.stderr)[1])  # type: ignore[index]
+    assert session_pids(sid) == []
+
+    ok = prebuild("around", "true", **env)
+    assert ok.returncode == 0 and not (tmp_path / "state" / "pid").exists()
+
+    nothing = prebuild("around", **env)
+    assert nothing.returncode != 0
+    assert "around: no command given" in nothing.stderr
