@@ -14,7 +14,8 @@
 # Steps, in the order the suite first needs them: kube-build (the control plane: pytest's
 # collection asks for it), then, as root only (the real-node tests skip elsewhere), images
 # (hack/images.sh: cloudflared's binary, the bases, the six images) and node-build.
-# BRAIN_PREBUILD_STEPS overrides the list (space-separated, of those names).
+# BRAIN_PREBUILD_STEPS overrides the list (space-separated, of those names); BRAIN_PREBUILD_NICE
+# the niceness (19: only idle CPU).
 #
 # Every step is the same script the tests call, and each holds its own lock (flock in
 # hack/{kube,node,cloudflared}-build.sh and hack/images.sh), so a test that needs a build before
@@ -25,6 +26,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STATE=${BRAIN_PREBUILD_STATE:-$ROOT/.prebuild}
 STEPS_ALL=(kube-build images node-build)
+NICE=${BRAIN_PREBUILD_NICE:-19}
+[[ $NICE =~ ^[0-9]+$ ]] && ((NICE <= 19)) || { echo "prebuild: ERROR: BRAIN_PREBUILD_NICE=$NICE: expected 0 to 19" >&2; exit 2; }
 log() { echo "prebuild: $*" >&2; }
 die() {
   log "ERROR: $*"
@@ -88,7 +91,7 @@ start() {
   # Whether an engine answered before us decides whether stop brings it down again.
   if ! docker version >/dev/null 2>&1; then touch "$STATE/docker-was-down"; fi
   # shellcheck disable=SC2086 # the step names are words
-  setsid nice -n 19 bash "${BASH_SOURCE[0]}" _run $list </dev/null >>"$STATE/log" 2>&1 &
+  setsid nice -n "$NICE" bash "${BASH_SOURCE[0]}" _run $list </dev/null >>"$STATE/log" 2>&1 &
   echo $! >"$STATE/pid"
   log "started (pid $!): $list; log $STATE/log"
 }
