@@ -38,8 +38,11 @@ WORKERS ?= 2
 unit: install ## pytest on $(WORKERS) workers (real Postgres, real model, real control plane)
 	$(VENV)/bin/pytest -q -n $(WORKERS)
 
+# Not spelt $(MAKE): make runs a line naming $(MAKE) even under -n, and `make -n test` (the docs test
+# checks the target exists) would start and stop the builds, wiping a running suite's prebuild state.
+SUBMAKE = make
 test: ## everything CI runs (lint, typecheck, unit), with the cached builds warming beside it (hack/prebuild.sh)
-	bash hack/prebuild.sh around $(MAKE) lint typecheck unit
+	bash hack/prebuild.sh around $(SUBMAKE) lint typecheck unit
 
 PROFILE_DIR ?= .suite-profile
 # Serial on purpose: under -n the test durations add up to more than the wall, and the fixture

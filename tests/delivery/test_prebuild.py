@@ -113,3 +113,20 @@ def test_around_stops_the_builds_however_the_command_ends_and_keeps_its_status(t
     nothing = prebuild("around", **env)
     assert nothing.returncode != 0
     assert "around: no command given" in nothing.stderr
+
+
+def test_a_dry_run_of_make_test_starts_nothing(tmp_path: Path) -> None:
+    # tests/delivery/test_docs_commands.py runs `make -n test` inside the suite; had it started
+    # and stopped the builds, it would have wiped the running suite's own prebuild state.
+    state = tmp_path / "state"
+    proc = subprocess.run(
+        ["make", "--no-print-directory", "-n", "test"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "BRAIN_PREBUILD_STATE": str(state)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "hack/prebuild.sh around make lint typecheck unit" in proc.stdout
+    assert not state.exists(), "make -n test started the background builds"
