@@ -62,9 +62,7 @@ class RetrievalLegs(StoreBase):
             docs, mean, ref = int(row["n"]), float(row["avg"]) or 1.0, row["ref"]
             await lexical_weights.keep(self, mean, docs, ref, bool(row["pending"]))
             if lexical_weights.drifted(mean, ref):
-                ref = await self.pool.fetchval(
-                    "SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'"
-                )
+                ref = await lexical_weights.reference(self.pool)
             st.docs, st.avg_len, st.reference, st.refreshed = docs, mean, ref, time.monotonic()
         return st
 

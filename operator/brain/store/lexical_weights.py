@@ -43,6 +43,12 @@ BATCH = 200
 INLINE_ROWS = 200
 
 
+async def reference(pool: asyncpg.Pool) -> float | None:
+    """The reference length the stored weights were computed with; None before the first write."""
+    value = await pool.fetchval("SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'")
+    return None if value is None else float(value)
+
+
 def drifted(live_mean: float, reference: float | None, bound: float = DRIFT) -> bool:
     """Whether the weights' reference is due to move to `live_mean`."""
     if reference is None or reference <= 0:
@@ -131,7 +137,7 @@ async def settle(store: StoreBase, *, only_if_due: bool = False) -> float:
         )
         or 1.0
     )
-    seen = await store.pool.fetchval("SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'")
+    seen = await reference(store.pool)
     await stop(store)
     if not only_if_due or drifted(mean, seen):
         await move_reference(store.pool, mean, seen)
