@@ -12,7 +12,7 @@ export BRAIN_CACHE := $(CACHE)
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
-$(VENV)/.installed: pyproject.toml $(wildcard requirements/dev.txt) hack/install.sh
+$(VENV)/.installed: pyproject.toml $(wildcard requirements/dev.txt) hack/install.sh hack/uv.sh
 	bash hack/install.sh
 	touch $@
 

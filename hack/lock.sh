@@ -5,17 +5,10 @@
 #   bash hack/lock.sh            # after changing dependencies in pyproject.toml
 #   bash hack/lock.sh --check    # exit 1 when uv.lock or requirements/ are out of date
 #
-# uv comes from PyPI into a versioned tool venv in the cache (never into .venv).
+# uv is the pinned one of hack/uv.sh (a versioned tool venv in the cache, never in .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-UV_VERSION=0.13.9
-CACHE=${BRAIN_CACHE:-$HOME/.cache/brain-operator}
-TOOL=$CACHE/tools/uv-$UV_VERSION
-if [ ! -x "$TOOL/bin/uv" ]; then
-  python3 -m venv "$TOOL"
-  "$TOOL/bin/pip" install -q "uv==$UV_VERSION"
-fi
-uv=$TOOL/bin/uv
+uv=$(bash hack/uv.sh)
 export SSL_CERT_FILE=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt} UV_SYSTEM_CERTS=1
 EXTRAS=(operator gateway embedder jobs local dev)
 if [ "${1:-}" = --check ]; then
