@@ -47,9 +47,9 @@ HACK = ROOT / "hack"
 SAMPLES = ROOT / "samples"
 CLUSTER_ENV = {
     "BRAIN_KUBE_STATE": "/tmp/brain-kube-bench",
-    "BRAIN_KUBE_ETCD_PORT": "43379",
-    "BRAIN_KUBE_ETCD_PEER_PORT": "43380",
-    "BRAIN_KUBE_APISERVER_PORT": "47443",
+    "BRAIN_KUBE_ETCD_PORT": "23379",
+    "BRAIN_KUBE_ETCD_PEER_PORT": "23380",
+    "BRAIN_KUBE_APISERVER_PORT": "27443",
     "BRAIN_KUBE_SMOKE": "0",
     # Each Brain requests about one CPU (database, embedder, two gateways); a kwok node offers 32.
     "BRAIN_KUBE_NODES": "4",

@@ -12,7 +12,7 @@
 # Environment (all optional):
 #   BRAIN_KUBE_STATE   state folder (pids, certs, kubeconfigs, logs, etcd data) [/tmp/brain-kube]
 #   BRAIN_KUBE_ETCD_PORT / BRAIN_KUBE_ETCD_PEER_PORT / BRAIN_KUBE_APISERVER_PORT
-#                      loopback ports [42379 / 42380 / 46443]
+#                      loopback ports [22379 / 22380 / 26443]
 #   BRAIN_KUBE_NODES   number of kwok fake nodes [1]
 #   BRAIN_KUBE_SMOKE   0 skips the smoke Deployment at start-up [1]
 #   BRAIN_KUBE_ADDRESS the apiserver's bind/advertise address, in its certificate and the
@@ -27,9 +27,9 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=kube-lib.sh
 source "$ROOT/hack/kube-lib.sh" # STATE, COMPONENTS, pid_alive, stop_all
-ETCD_PORT=${BRAIN_KUBE_ETCD_PORT:-42379}
-ETCD_PEER_PORT=${BRAIN_KUBE_ETCD_PEER_PORT:-42380}
-API_PORT=${BRAIN_KUBE_APISERVER_PORT:-46443}
+ETCD_PORT=${BRAIN_KUBE_ETCD_PORT:-22379}
+ETCD_PEER_PORT=${BRAIN_KUBE_ETCD_PEER_PORT:-22380}
+API_PORT=${BRAIN_KUBE_APISERVER_PORT:-26443}
 NODES=${BRAIN_KUBE_NODES:-1}
 SMOKE=${BRAIN_KUBE_SMOKE:-1}
 ADDRESS=${BRAIN_KUBE_ADDRESS:-127.0.0.1}

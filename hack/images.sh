@@ -89,7 +89,7 @@ cp /usr/local/share/ca-certificates/*.crt "$ctx/.build/ca/" 2>/dev/null || true
 # base, so the platform is the image's), then served on loopback to the builds (--network host)
 # with --no-index: a fresh Docker data root rebuilds without PyPI. WHEELS=0 skips this.
 WHEELS_DIR=${BRAIN_CACHE:-$HOME/.cache/brain-operator}/images-v1/wheels
-WHEEL_PORT=${WHEEL_PORT:-38417}
+WHEEL_PORT=${WHEEL_PORT:-28417} # below the ephemeral range (32768-60999), like the cluster ports
 wheel_args=()
 py_wanted=()
 for w in "${wanted[@]}"; do [[ $w == database || $w == cloudflared || $w == cnpg* ]] || py_wanted+=("$w"); done

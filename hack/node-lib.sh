@@ -18,11 +18,11 @@ SERVICE_CIDR=10.96.0.0/16 # hack/cluster-up.sh's
 DNS_IP=10.96.0.10
 NODE_NAME=${BRAIN_NODE_NAME:-brain-node}
 # The node's control plane: its own state folder and ports, so the kwok-only cluster of
-# tests/operator and tests/cluster (/tmp/brain-kube, 42379/42380/46443) runs alongside.
+# tests/operator and tests/cluster (/tmp/brain-kube, 22379/22380/26443) runs alongside.
 export BRAIN_KUBE_STATE=$NODE_STATE/kube
-export BRAIN_KUBE_ETCD_PORT=${BRAIN_NODE_ETCD_PORT:-43379}
-export BRAIN_KUBE_ETCD_PEER_PORT=${BRAIN_NODE_ETCD_PEER_PORT:-43380}
-export BRAIN_KUBE_APISERVER_PORT=${BRAIN_NODE_APISERVER_PORT:-47443}
+export BRAIN_KUBE_ETCD_PORT=${BRAIN_NODE_ETCD_PORT:-23379}
+export BRAIN_KUBE_ETCD_PEER_PORT=${BRAIN_NODE_ETCD_PEER_PORT:-23380}
+export BRAIN_KUBE_APISERVER_PORT=${BRAIN_NODE_APISERVER_PORT:-27443}
 CONTAINERD_SOCK=$NODE_STATE/containerd/containerd.sock
 NODE_DAEMONS=(containerd kubelet kube-proxy provisioner)
 CGROUP_ROOT=/sys/fs/cgroup

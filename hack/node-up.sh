@@ -13,7 +13,7 @@
 # This cluster is separate from hack/cluster-up.sh's kwok-only one (its own state folder and
 # ports, see hack/node-lib.sh); both run side by side. Environment (all optional):
 #   BRAIN_NODE_STATE     state folder [/tmp/brain-node]
-#   BRAIN_NODE_ETCD_PORT / BRAIN_NODE_ETCD_PEER_PORT / BRAIN_NODE_APISERVER_PORT [43379/43380/47443]
+#   BRAIN_NODE_ETCD_PORT / BRAIN_NODE_ETCD_PEER_PORT / BRAIN_NODE_APISERVER_PORT [23379/23380/27443]
 #   BRAIN_NODE_IMAGES    images to import from Docker, space-separated [the six of hack/images.sh]
 #   BRAIN_NODE_IMAGE_CACHE  1: containerd's root (its image store) lives in
 #                        $BRAIN_CACHE/node-containerd-v1 and survives node-down, so only images whose

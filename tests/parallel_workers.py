@@ -10,8 +10,8 @@ left to separate is done here:
 - **The kwok control plane.** hack/cluster-up.sh takes its state folder and ports from
   ``BRAIN_KUBE_STATE`` and ``BRAIN_KUBE_{ETCD,ETCD_PEER,APISERVER}_PORT``. Worker ``gwN`` uses the
   values it was started with (or cluster-up's defaults) plus ``N × PORT_STEP`` and the folder
-  ``<state>-gwN``; ``gw0`` keeps them as they are, so ``-n 2`` on the defaults (42379/42380/46443)
-  gives 42379… and 42389…, clear of the real node's 43379/43380/47443. Set in ``os.environ`` at
+  ``<state>-gwN``; ``gw0`` keeps them as they are, so ``-n 2`` on the defaults (22379/22380/26443)
+  gives 22379… and 22389…, clear of the real node's 23379/23380/27443. Set in ``os.environ`` at
   configure time, so every script and docs command a test runs (``make cluster-up`` included)
   meets its own worker's cluster.
 - **The real node and Docker.** hack/node-up.sh has one state folder, one network namespace and
@@ -42,9 +42,9 @@ REAL_NODE_UNIT = "real-node"
 PORT_STEP = 10
 KUBE_DEFAULTS = {
     "BRAIN_KUBE_STATE": "/tmp/brain-kube",
-    "BRAIN_KUBE_ETCD_PORT": "42379",
-    "BRAIN_KUBE_ETCD_PEER_PORT": "42380",
-    "BRAIN_KUBE_APISERVER_PORT": "46443",
+    "BRAIN_KUBE_ETCD_PORT": "22379",
+    "BRAIN_KUBE_ETCD_PEER_PORT": "22380",
+    "BRAIN_KUBE_APISERVER_PORT": "26443",
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ KUBE_KEYS = (
     "BRAIN_KUBE_APISERVER_PORT",
 )
 #: the real node's control plane (hack/node-lib.sh)
-NODE_PORTS = {"43379", "43380", "47443"}
+NODE_PORTS = {"23379", "23380", "27443"}
 
 
 def test_worker_numbers_come_from_xdist_ids() -> None:
@@ -34,13 +35,29 @@ def test_two_workers_on_the_defaults_meet_neither_each_other_nor_the_node() -> N
     gw0, gw1 = kube_env_for_worker({}, 0), kube_env_for_worker({}, 1)
     assert gw0 == {
         "BRAIN_KUBE_STATE": "/tmp/brain-kube",
-        "BRAIN_KUBE_ETCD_PORT": "42379",
-        "BRAIN_KUBE_ETCD_PEER_PORT": "42380",
-        "BRAIN_KUBE_APISERVER_PORT": "46443",
+        "BRAIN_KUBE_ETCD_PORT": "22379",
+        "BRAIN_KUBE_ETCD_PEER_PORT": "22380",
+        "BRAIN_KUBE_APISERVER_PORT": "26443",
     }
     assert gw1["BRAIN_KUBE_STATE"] == "/tmp/brain-kube-gw1"
     ports = [g[k] for g in (gw0, gw1) for k in KUBE_KEYS[1:]]
     assert len(set(ports)) == 6 and not NODE_PORTS & set(ports)
+
+
+def test_the_fixed_ports_lie_outside_the_ephemeral_range() -> None:
+    """A fixed port inside Linux's ephemeral range can be held for a moment by any outgoing
+    connection, and cluster-up then fails "already in use" (seen once, on 38580). The scripts'
+    defaults, and what four workers add to them, stay below this machine's range."""
+    defaults = {}
+    for script in ("cluster-up.sh", "node-lib.sh", "images.sh"):
+        text = (ROOT / "hack" / script).read_text()
+        defaults.update({f"{script}:{m[0]}": int(m[1]) for m in re.findall(r"\$\{(\w*PORT):-(\d+)\}", text)})
+    assert len(defaults) == 7, defaults  # cluster-up's three, the node's three, the wheel server
+    cluster = {k.split(":")[1]: str(v) for k, v in defaults.items() if k.startswith("cluster-up.sh:")}
+    assert kube_env_for_worker({}, 0) == {"BRAIN_KUBE_STATE": "/tmp/brain-kube", **cluster}
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    workers = [int(p) for n in range(4) for p in list(kube_env_for_worker({}, n).values())[1:]]
+    assert max([*defaults.values(), *workers]) < low, (defaults, low)
 
 
 def test_a_workers_cluster_follows_the_state_and_ports_it_was_given() -> None:
@@ -147,14 +164,14 @@ def test_under_two_workers_each_has_its_own_cluster_and_one_runs_every_node_test
     assert by_worker["gw0"] == {
         "BRAIN_KUBE_STATE": "/tmp/brain-kube",
         "BRAIN_KUBE_ETCD_PORT": "38379",
-        "BRAIN_KUBE_ETCD_PEER_PORT": "42380",
-        "BRAIN_KUBE_APISERVER_PORT": "46443",
+        "BRAIN_KUBE_ETCD_PEER_PORT": "22380",
+        "BRAIN_KUBE_APISERVER_PORT": "26443",
     }
     assert by_worker["gw1"] == {
         "BRAIN_KUBE_STATE": "/tmp/brain-kube-gw1",
         "BRAIN_KUBE_ETCD_PORT": "38389",
-        "BRAIN_KUBE_ETCD_PEER_PORT": "42390",
-        "BRAIN_KUBE_APISERVER_PORT": "46453",
+        "BRAIN_KUBE_ETCD_PEER_PORT": "22390",
+        "BRAIN_KUBE_APISERVER_PORT": "26453",
     }
     for module in (f"m{i}" for i in range(6)):
         assert ran[f"{module}_a"]["worker"] == ran[f"{module}_b"]["worker"], f"{module} was split"
