@@ -28,6 +28,12 @@ def images_from_env() -> Images:
     )
 
 
+#: kopf's own default, kept: a peer whose record is younger than this counts as alive.
+DEFAULT_PEERING_LIFETIME = 60
+#: Below this the refresh (lifetime - 5..10 s) would leave no time for its own patch request.
+MIN_PEERING_LIFETIME = 10
+
+
 @dataclass
 class OperatorConfig:
     namespaces: list[str] = field(default_factory=list)  # empty: all namespaces
@@ -37,6 +43,7 @@ class OperatorConfig:
     metrics_host: str = "0.0.0.0"
     metrics_port: int = 8080
     peering_name: str | None = None
+    peering_lifetime_seconds: int = DEFAULT_PEERING_LIFETIME
     standalone: bool = False
     priority: int = 0
     images: Images = field(default_factory=images_from_env)

@@ -11,7 +11,12 @@ from typing import Any, cast
 import kopf
 
 from brain_operator import __version__, handlers_brain, handlers_memorysource, handlers_routingpolicy
-from brain_operator.config import DEFAULT_HEALTH_URL, OperatorConfig
+from brain_operator.config import (
+    DEFAULT_HEALTH_URL,
+    DEFAULT_PEERING_LIFETIME,
+    MIN_PEERING_LIFETIME,
+    OperatorConfig,
+)
 from brain_operator.kube import Kube
 from brain_operator.metrics import start_http_server
 from brain_operator.runtime import Runtime, get_runtime, set_runtime
@@ -42,6 +47,19 @@ examples:
 
 def _env_list(name: str) -> list[str]:
     return [x.strip() for x in os.environ.get(name, "").split(",") if x.strip()]
+
+
+def _lifetime(value: str) -> int:
+    try:
+        seconds = int(value)
+    except ValueError:
+        seconds = -1
+    if seconds < MIN_PEERING_LIFETIME:
+        raise argparse.ArgumentTypeError(
+            f"expected whole seconds, at least {MIN_PEERING_LIFETIME}, here or in "
+            f"BRAIN_OPERATOR_PEERING_LIFETIME_SECONDS; got {value!r}"
+        )
+    return seconds
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -104,6 +122,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="peering priority; the highest live replica is active. Default: random per process, because "
         "kopf pauses every replica when the highest priority is shared [BRAIN_OPERATOR_PRIORITY]",
     )
+    p.add_argument(
+        "--peering-lifetime-seconds",
+        type=_lifetime,
+        default=env("BRAIN_OPERATOR_PEERING_LIFETIME_SECONDS", str(DEFAULT_PEERING_LIFETIME)),
+        help="how long a replica's peering record counts as alive: the longest a killed active replica "
+        "holds back the standby; each replica refreshes its record 5-10 s before it expires "
+        f"(at least {MIN_PEERING_LIFETIME}) [%(default)s, BRAIN_OPERATOR_PEERING_LIFETIME_SECONDS]",
+    )
     p.add_argument("--standalone", action="store_true", help="no peering at all (a single replica)")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = p.parse_args(argv)
@@ -121,6 +147,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
         peering_name=args.peering,
+        peering_lifetime_seconds=args.peering_lifetime_seconds,
         standalone=args.standalone,
         priority=args.priority if args.priority is not None else secrets.randbelow(2**31 - 2) + 1,
     )
@@ -135,6 +162,7 @@ def build_registry(cfg: OperatorConfig) -> kopf.OperatorRegistry:
         settings.posting.level = logging.WARNING  # our own events are explicit; no log echo as events
         settings.watching.server_timeout = 300
         settings.networking.request_timeout = 60
+        settings.peering.lifetime = cfg.peering_lifetime_seconds
         # A timer caught mid-reconcile when its Brain is deleted is re-checked after this long before
         # kopf drops the finalizer; kopf's default (60 s) made every such deletion take a minute.
         settings.background.cancellation_polling = 1.0

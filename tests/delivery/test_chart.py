@@ -97,6 +97,7 @@ def test_default_render_has_the_operator_pieces(render: Render) -> None:
 
     parsed = parse_args(c["args"])
     assert parsed.all_namespaces and parsed.peering == "brain-brain-operator" and parsed.metrics_port == 8080
+    assert parsed.peering_lifetime_seconds == 60
     pdb = one(docs, "PodDisruptionBudget")
     assert pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
     svc = one(docs, "Service")
@@ -281,6 +282,7 @@ def test_single_replica_has_no_pdb(render: Render) -> None:
         ),
         ({"resources.limits.memory": "lots"}, "/resources/limits/memory"),
         ({"replicas": 2}, "additional properties 'replicas' not allowed"),
+        ({"peering.lifetimeSeconds": 5}, "/peering/lifetimeSeconds"),
     ],
 )
 def test_bad_values_are_refused_with_the_field_named(

@@ -28,3 +28,17 @@ def test_flags_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config_from_args(parse_args(["--all-namespaces"])).namespaces == []
     assert cfg.health_url("team", "ns", {"brain.dev/health-url": "http://h/x"}) == "http://h/x"
     assert cfg.health_url("team", "ns", {}) == "http://team-gateway.ns.svc:4000/brain/v1/health"
+
+
+def test_peering_lifetime_from_flag_or_env_and_a_bad_one_named(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert config_from_args(parse_args([])).peering_lifetime_seconds == 60  # kopf's default
+    assert config_from_args(parse_args(["--peering-lifetime-seconds", "20"])).peering_lifetime_seconds == 20
+    monkeypatch.setenv("BRAIN_OPERATOR_PEERING_LIFETIME_SECONDS", "30")
+    assert config_from_args(parse_args([])).peering_lifetime_seconds == 30
+    for bad in ("5", "1.5", "soon"):
+        with pytest.raises(SystemExit):
+            parse_args(["--peering-lifetime-seconds", bad])
+        err = capsys.readouterr().err
+        assert "--peering-lifetime-seconds" in err and "at least 10" in err and repr(bad) in err

@@ -5,6 +5,7 @@ peer's keep-alive expires, and the Brain gets Ready at its new generation throug
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +19,9 @@ pytestmark = pytest.mark.cluster
 PEERING = "brain-operator"
 #: kopf forgets a peer that stopped touching the peering object after its lifetime (60 s).
 TAKEOVER_TIMEOUT = 150
+#: The `replicas` pair's --peering-lifetime-seconds: a SIGKILLed peer holds the standby back at
+#: most this long (at kopf's 60 s this test waited a minute for it).
+LIFETIME = 15
 
 
 class PeeredOperator(Operator):
@@ -64,7 +68,7 @@ def replicas(peered: Callable[..., PeeredOperator]) -> tuple[PeeredOperator, Pee
     # kopf elects by priority: the higher one is active (equal priorities pause every peer, see
     # test_identical_replicas_elect_one).
     # A 2 s resync (the fixture's is 5 s): the resyncs the tests count come round sooner.
-    fast = ("--resync-seconds", "2")
+    fast = ("--resync-seconds", "2", "--peering-lifetime-seconds", str(LIFETIME))
     return peered("active", "--priority", "200", *fast), peered("standby", "--priority", "100", *fast)
 
 
@@ -81,6 +85,7 @@ def test_one_replica_reconciles_and_the_other_takes_over(
     assert "Resuming operations" not in standby.log()  # kopf starts paused until peering says go
 
     active.kill(signal.SIGKILL)
+    killed = time.monotonic()
     # While nobody is active: change the spec and delete a child. The survivor must catch up.
     kc("patch", "brain", "team", "--type=merge", "-p", '{"spec":{"embedding":{"replicas":2}}}')
     generation = kc.get("brain", "team")["metadata"]["generation"]
@@ -88,6 +93,8 @@ def test_one_replica_reconciles_and_the_other_takes_over(
     kc("delete", "service", "team-gateway")
 
     wait_until("the standby takes over", lambda: standby.reconciles() > 0, timeout=TAKEOVER_TIMEOUT)
+    # Within the configured lifetime, not kopf's 60 s (which alone would take at least 50 s here).
+    assert time.monotonic() - killed < 3 * LIFETIME, standby.log()
     brain = wait_ready(kc, generation=generation, timeout=90)
     assert brain["status"]["phase"] == "Ready"
     assert kc.get("deployment", "team-embedder")["spec"]["replicas"] == 2
