@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prints the path of the pinned uv, installing it once from PyPI into a versioned tool venv in the
 # cache (never into .venv). hack/lock.sh resolves with it; hack/install.sh installs with it, because
-# uv installs the dev lock into a fresh venv in ≈ 3 s from its cache ($BRAIN_CACHE/uv-v1) where pip
-# took ≈ 105 s on every fresh clone (pip byte-compiles every file and had no cache here).
+# uv installs the dev lock into a fresh venv from its cache ($BRAIN_CACHE/uv-v1) in ≈ 30 s with
+# the byte-compilation where pip took ≈ 105 s on every fresh clone (one file at a time, no cache here).
 #
 #   uv=$(bash hack/uv.sh)
 set -euo pipefail

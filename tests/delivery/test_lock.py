@@ -105,15 +105,19 @@ def test_install_puts_exactly_the_lock_into_a_new_venv(tmp_path: Path) -> None:
         [
             str(venv / "bin" / "python"),
             "-c",
-            "import importlib.metadata as m, brain_operator; print(brain_operator.__file__); "
+            "import importlib.metadata as m, importlib.util as u, os, brain_operator, kopf; "
+            "print(brain_operator.__file__); print(os.path.exists(u.cache_from_source(kopf.__file__))); "
             "[print(d.metadata['Name'], d.version) for d in m.distributions()]",
         ],
         capture_output=True,
         text=True,
         check=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},  # what this importing wrote must not count
     ).stdout.splitlines()
     assert listing[0] == str(ROOT / "operator" / "brain_operator" / "__init__.py")
-    installed = {str(canonicalize_name(n)): v for n, v in (row.split(" ", 1) for row in listing[1:])}
+    # Byte-compiled at install: where PYTHONDONTWRITEBYTECODE is set, nothing else ever compiles it.
+    assert listing[1] == "True", "the dependencies were installed without their .pyc files"
+    installed = {str(canonicalize_name(n)): v for n, v in (row.split(" ", 1) for row in listing[2:])}
     pins = applicable_pins("operator")
     assert installed.pop("brain-operator") == PYPROJECT["project"]["version"]
     for tool in ("pip", "setuptools"):  # the venv's own, unless the lock pins them
