@@ -139,12 +139,12 @@ for image in "${wanted[@]}"; do
       cp "$bin" "$ctx/.build/cloudflared"
       files=(images/cloudflared) from=$DEB_BASE wargs=()
       base=(--build-arg "DEBIAN_IMAGE=$DEB_BASE" --build-arg "CLOUDFLARED_VERSION=$("$bin" --version | awk '{print $3}')") ;;
-    embedder) files=(pyproject.toml requirements/embedder.txt operator/brain operator/brain_operator images/embedder)
+    embedder) files=(requirements/embedder.txt operator/brain operator/brain_operator images/embedder)
       base=(--build-arg "PYTHON_IMAGE=$PY_BASE") from=$PY_BASE wargs=("${wheel_args[@]}")
       if [ -n "${EMBEDDER_MODEL:-}" ]; then # the manifest's model from a model hub, not the offline MiniLM
         base+=(--build-arg MODEL_SOURCE=hub --build-arg "EMBEDDING_MODEL=$EMBEDDER_MODEL" --build-arg MODEL_PATH=)
       fi ;;
-    *) files=(pyproject.toml "requirements/$image.txt" operator/brain operator/brain_operator "images/$image")
+    *) files=("requirements/$image.txt" operator/brain operator/brain_operator "images/$image")
       base=(--build-arg "PYTHON_IMAGE=$PY_BASE") from=$PY_BASE wargs=("${wheel_args[@]}") ;;
   esac
   start=$(date +%s)
