@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from brain.core.models import Actor, MemoryIn
 from brain.embedder import LocalEmbedder
-from brain.retrieval.calibration import PROBES, calibrated_floor
+from brain.retrieval.calibration import MAX_SAMPLING, PROBES, calibrated_floor
 from brain.retrieval.pipeline import Floor, RetrievalConfig, Retriever
 from brain.store import Store
 from brain.store.store import Scope, embed_text
@@ -81,3 +83,25 @@ async def test_first_question_uses_the_configured_floor_while_calibration_runs(
     assert r._floors(eng)["vector"] == 0.3  # nothing sampled yet: never looser than configured
     await r.warm(eng)
     assert r._floors(eng)["vector"] < 0.3
+
+
+async def test_a_burst_of_new_scopes_is_sampled_a_few_at_a_time(
+    store: Store, embedder: LocalEmbedder
+) -> None:
+    """A caller chooses its scope, and each new one costs 32 lookups: twenty new scopes at once
+    (one hostile key's burst) put MAX_SAMPLING samples in flight, not twenty; the rest keep the
+    configured floor and are sampled by a later question once a slot is free."""
+    await _load(store, embedder, "repo:eng", ENGINEERING)
+    r = Retriever(store, embedder, RetrievalConfig(embed_timeout_s=30.0))
+    assert r.calibrator is not None
+    kinds = ["fact", "decision", "convention", "incident", "runbook"]
+    scopes = [Scope.of([f"repo:eng{i % 4}", "repo:eng"], kinds=(kinds[i % 5],)) for i in range(20)]
+    assert len(set(scopes)) == 20
+    for scope in scopes:
+        assert r._floors(scope)["vector"] == 0.3
+    assert len(r.calibrator._pending) == MAX_SAMPLING
+    while r.calibrator._pending:
+        await asyncio.gather(*r.calibrator._pending.values())
+        for scope in scopes:
+            r._floors(scope)
+    assert all(r.calibrator.sample(scope) is not None for scope in scopes)  # every one sampled in the end

@@ -74,6 +74,10 @@ PROBE_BATCH = 4  # small batches, so a question's own embedding never queues beh
 TTL_S = 300.0  # a scope's null moves only as its memories do; five minutes of staleness costs nothing
 RETRY_S = 30.0  # after a failed sample (embedder down): not one doomed attempt per request
 MAX_SCOPES = 1024  # callers choose scopes; the cache must not grow with them
+# Samples in flight at once, over all scopes. Each is 32 vector lookups, and a caller picks its
+# scope (namespaces x kinds), so a burst of new scopes from one hostile key would otherwise be a
+# burst of 32x its size on the pool. A scope waiting for a slot keeps the configured floor.
+MAX_SAMPLING = 2
 
 # Probe vectors depend on the model alone: one embedding per model per process, shared by retrievers.
 _probe_vectors: dict[tuple[str, int], list[Any]] = {}
@@ -153,9 +157,11 @@ class Calibrator:
 
     def sample(self, scope: Scope) -> list[float] | None:
         """The scope's probe cosines if known (a refresh starts when they are old), else None."""
-        entry = self._best.get(self._key(scope))
+        key = self._key(scope)
+        entry = self._best.get(key)
         now = time.monotonic()
-        if (entry is None or now - entry[0] > TTL_S) and now - self._failed_at > RETRY_S:
+        due = (entry is None or now - entry[0] > TTL_S) and now - self._failed_at > RETRY_S
+        if due and (key in self._pending or len(self._pending) < MAX_SAMPLING):
             self._refresh(scope)
         return None if entry is None else entry[1]
 
