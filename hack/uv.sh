@@ -11,7 +11,7 @@ CACHE=${BRAIN_CACHE:-$HOME/.cache/brain-operator}
 TOOL=$CACHE/tools/uv-$UV_VERSION
 if [ ! -x "$TOOL/bin/uv" ]; then
   mkdir -p "$CACHE/tools"
-  exec 9>"$CACHE/tools/uv.lock" # two first runs at once (install and a test) install it once
+  exec 9>"$CACHE/tools/uv-install.lock" # two first runs at once (install and a test) install it once
   flock 9
   if [ ! -x "$TOOL/bin/uv" ]; then
     rm -rf "$TOOL.tmp"
