@@ -89,17 +89,18 @@ def applicable_pins(extra: str) -> dict[str, str]:
     return out
 
 
+def install(extra: str, venv: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "EXTRA": extra, "VENV": str(venv)}
+    return subprocess.run(
+        ["bash", str(HACK / "install.sh")], capture_output=True, text=True, timeout=600, env=env
+    )
+
+
 def test_install_puts_exactly_the_lock_into_a_new_venv(tmp_path: Path) -> None:
     """hack/install.sh (uv, from its cache) into a fresh venv: every pin of the extra at its
     version, nothing resolved beyond it, and the project itself editable from this checkout."""
     venv = tmp_path / "venv"
-    proc = subprocess.run(
-        ["bash", str(HACK / "install.sh")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "EXTRA": "operator", "VENV": str(venv)},
-    )
+    proc = install("operator", venv)
     assert proc.returncode == 0, proc.stderr
     listing = subprocess.run(
         [
@@ -128,13 +129,7 @@ def test_install_puts_exactly_the_lock_into_a_new_venv(tmp_path: Path) -> None:
 
 def test_install_refuses_an_unknown_extra_naming_the_extras(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    proc = subprocess.run(
-        ["bash", str(HACK / "install.sh")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "EXTRA": "gatway", "VENV": str(venv)},
-    )
+    proc = install("gatway", venv)
     assert proc.returncode == 2 and "no requirements/gatway.txt" in proc.stderr
     assert all(e in proc.stderr for e in ("gateway", "embedder", "jobs", "operator", "local", "dev"))
     assert not venv.exists(), "nothing created for a bad extra"
