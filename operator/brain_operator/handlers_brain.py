@@ -23,7 +23,6 @@ import kopf
 from brain_operator import GROUP, VERSION
 from brain_operator.config import OperatorConfig
 from brain_operator.health import fetch_health
-from brain_operator.metrics import forget_brain
 from brain_operator.render.common import BRAIN_LABEL, MANAGED_BY
 from brain_operator.runtime import get_runtime
 
@@ -88,12 +87,16 @@ def register(registry: kopf.OperatorRegistry, cfg: OperatorConfig) -> None:
 
     @kopf.daemon(GROUP, VERSION, "brains", registry=registry, id="active-series", cancellation_timeout=5.0)
     async def active_series(name: str, namespace: str | None, stopped: kopf.DaemonStopped, **_: Any) -> None:
+        if not namespace:
+            return
+        rt = get_runtime()
+        rt.queue.resume(namespace, name)  # kopf (re)spawns daemons only while this replica is active
         await stopped.wait()
-        if namespace and drops_series(stopped.reason):
-            forget_brain(namespace, name)
+        if drops_series(stopped.reason):
+            rt.queue.pause(namespace, name)
             # Forget the last health answer too: after resuming, the first read differs from
             # "nothing" and reconciles, which sets the gauges again from fresh figures.
-            get_runtime().reconciler.health.pop((namespace, name), None)
+            rt.reconciler.health.pop((namespace, name), None)
             log.info("paused by peering: dropped this replica's series of %s/%s", namespace, name)
 
     for group, version, plural in WATCHED_CHILDREN:

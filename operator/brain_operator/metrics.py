@@ -40,12 +40,18 @@ INDEX_STALE = Gauge("brain_index_stale_entries", "Entries past their review date
 INDEX_EMBEDDED_RATIO = Gauge("brain_index_embedded_ratio", "Share of entries with an embedding.", ["brain"])
 INDEX_PENDING = Gauge("brain_index_pending_proposals", "Proposals awaiting an owner.", ["brain"])
 BRAIN_READY = Gauge("brain_ready", "1 when the Brain's Ready condition is True.", ["brain"])
+REINDEX_DONE = Gauge(
+    "brain_index_reindex_done", "Entries a running model migration has embedded so far.", ["brain"]
+)
+REINDEX_TOTAL = Gauge(
+    "brain_index_reindex_total", "Entries a running model migration must embed (0: none runs).", ["brain"]
+)
 
 
 def forget_brain(namespace: str, name: str) -> None:
-    """Drop every series of a deleted Brain."""
+    """Drop every series of a Brain: it was deleted, or peering paused this replica."""
     label = brain_label(namespace, name)
-    for gauge in (INDEX_STALE, INDEX_EMBEDDED_RATIO, INDEX_PENDING, BRAIN_READY):
+    for gauge in (INDEX_STALE, INDEX_EMBEDDED_RATIO, INDEX_PENDING, BRAIN_READY, REINDEX_DONE, REINDEX_TOTAL):
         with contextlib.suppress(KeyError):
             gauge.remove(label)
     for labels in list(INDEX_ENTRIES._metrics):  # prometheus-client exposes no public iterator

@@ -10,17 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import Gauge
-
 from brain_operator.api import IndexStatus
+from brain_operator.metrics import REINDEX_DONE, REINDEX_TOTAL
 from brain_operator.status import Check
-
-REINDEX_DONE = Gauge(
-    "brain_index_reindex_done", "Entries a running model migration has embedded so far.", ["brain"]
-)
-REINDEX_TOTAL = Gauge(
-    "brain_index_reindex_total", "Entries a running model migration must embed (0: none runs).", ["brain"]
-)
 
 
 def job_failure(job: dict[str, Any] | None) -> str | None:

@@ -4,6 +4,11 @@ kopf delivers events (Brain, children, MemorySource, RoutingPolicy); each event 
 its Brain. The queue coalesces bursts (debounce), runs at most one reconcile per Brain at a time
 (in a worker thread; the Kubernetes client blocks), retries failures with capped exponential
 backoff, and records metrics. Because reconciles are level-triggered, coalescing loses nothing.
+
+When peering pauses this replica, its Brains are marked paused here: kopf still delivers events
+that sneaked in while pausing (kopf #1266), and a reconcile already running finishes after the
+pause, so both would set the gauges of a Brain this replica no longer serves. A paused Brain is
+not reconciled, and a reconcile that finishes after the pause drops what it set.
 """
 
 from __future__ import annotations
@@ -16,7 +21,13 @@ from typing import Any
 
 from brain_operator.config import OperatorConfig
 from brain_operator.kube import Kube, KubeError
-from brain_operator.metrics import RECONCILE_DURATION, RECONCILE_ERRORS, RECONCILE_TOTAL, HealthState
+from brain_operator.metrics import (
+    RECONCILE_DURATION,
+    RECONCILE_ERRORS,
+    RECONCILE_TOTAL,
+    HealthState,
+    forget_brain,
+)
 from brain_operator.reconciler import Emit, Reconciler, Result
 
 log = logging.getLogger("brain_operator.runtime")
@@ -40,6 +51,15 @@ class WorkQueue:
         self._locks: dict[Key, asyncio.Lock] = {}
         self._pending: dict[Key, asyncio.Task[None]] = {}
         self._failures: dict[Key, int] = {}
+        self._paused: set[Key] = set()
+
+    def pause(self, namespace: str, name: str) -> None:
+        """Peering paused this replica: stop reconciling the Brain and drop its series."""
+        self._paused.add((namespace, name))
+        forget_brain(namespace, name)
+
+    def resume(self, namespace: str, name: str) -> None:
+        self._paused.discard((namespace, name))
 
     def enqueue(self, namespace: str, name: str, delay: float | None = None) -> None:
         """Ask for a reconcile soon; a request already waiting absorbs this one."""
@@ -57,8 +77,12 @@ class WorkQueue:
     async def run(self, namespace: str, name: str) -> Result | None:
         """Reconcile now (waiting for a running reconcile of the same Brain to finish first)."""
         key = (namespace, name)
+        if key in self._paused:
+            return None
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
+            if key in self._paused:  # paused while waiting for the running reconcile
+                return None
             started = time.perf_counter()
             try:
                 result = await asyncio.to_thread(self._reconcile, namespace, name, self._emit)
@@ -74,6 +98,8 @@ class WorkQueue:
                 return None
             finally:
                 RECONCILE_DURATION.labels(kind="Brain").observe(time.perf_counter() - started)
+                if key in self._paused:  # paused while this reconcile ran: it set the gauges again
+                    forget_brain(namespace, name)
             self._failures.pop(key, None)
             self._health.ok()
             if result is None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from prometheus_client import generate_latest
+
 from brain_operator.config import OperatorConfig
 from brain_operator.health import parse_health
+from brain_operator.metrics import REINDEX_DONE, REINDEX_TOTAL
 from brain_operator.reconciler import Reconciler
-from brain_operator.reindexing import REINDEX_DONE, REINDEX_TOTAL
 
 from .fakekube import FakeKube
 from .helpers import sample
@@ -79,6 +81,10 @@ def test_reindexing_condition_moves_from_pending_to_running_to_current() -> None
     assert (cond["status"], cond["reason"]) == ("False", "Current") and NEW in cond["message"]
     assert REINDEX_TOTAL.labels(brain=f"{NS}/team")._value.get() == 0
     assert "reindex" not in kube.obj("Brain", "team")["status"]["index"]
+
+    del kube.objects[("Brain", NS, "team")]  # deleted: its migration gauges go with its other series
+    rec.reconcile(NS, "team")
+    assert f'brain="{NS}/team"' not in generate_latest().decode()
 
 
 def test_a_failed_migration_job_shows_in_the_condition_and_an_event() -> None:
