@@ -31,10 +31,9 @@ debian_base() { # suite
   if [ ! -s "$tar" ]; then
     if ! command -v mmdebstrap >/dev/null; then
       [ "$(id -u)" = 0 ] || die "mmdebstrap is missing (apt-get install mmdebstrap)"
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap >/dev/null \
-        || { apt-get update -q >/dev/null \
-          && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap >/dev/null; } \
-        || die "apt-get install mmdebstrap failed (is Debian's mirror reachable?)"
+      # shellcheck source=hack/apt-lib.sh
+      source "$ROOT/hack/apt-lib.sh"
+      apt_install mmdebstrap || die "apt-get install mmdebstrap failed (is Debian's mirror reachable?)"
     fi
     mkdir -p "$BASES"
     log "mmdebstrap $suite from $MIRROR"

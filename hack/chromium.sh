@@ -29,13 +29,10 @@ if [[ $(id -u) -ne 0 ]]; then
   fi
 fi
 log "installing chromium and chromium-driver with apt"
-export DEBIAN_FRONTEND=noninteractive
-# A stale package list is the usual cause of a 404 on install: refresh once and retry.
-if ! $SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver >&2; then
-  $SUDO apt-get update -q >&2 || true
-  if ! $SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver >&2; then
-    log "apt-get install chromium chromium-driver failed"
-    exit 1
-  fi
+# shellcheck source=hack/apt-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-lib.sh"
+if ! apt_install chromium chromium-driver; then
+  log "apt-get install chromium chromium-driver failed"
+  exit 1
 fi
 command -v chromedriver

@@ -27,13 +27,21 @@ die() {
 if docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
   exit 0 # an engine already answers (ours from an earlier run, or the machine's own)
 fi
+# One start at a time (the background builds and a test worker may both get here): the second
+# waits, then finds the engine the first started answering.
+mkdir -p "$CACHE"
+exec 7>"$CACHE/docker-up.lock"
+flock 7
+if docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
+  exit 0
+fi
 if ! command -v dockerd >/dev/null; then
   [ "$(id -u)" = 0 ] || die "no dockerd on PATH and not root, so Debian's docker.io cannot be installed; install Docker or run as root"
   command -v apt-get >/dev/null || die "no dockerd on PATH and no apt-get to install docker.io"
   log "installing Debian's docker.io (dockerd, containerd, runc)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker.io >/dev/null \
-    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker.io >/dev/null; } \
-    || die "apt-get install docker.io failed (is Debian's mirror reachable?)"
+  # shellcheck source=hack/apt-lib.sh
+  source "$(dirname "${BASH_SOURCE[0]}")/apt-lib.sh"
+  apt_install docker.io || die "apt-get install docker.io failed (is Debian's mirror reachable?)"
 fi
 command -v docker >/dev/null || die "no docker client on PATH"
 [ "$(id -u)" = 0 ] || die "dockerd must start as root here (no rootless setup); run as root or start Docker yourself"

@@ -52,9 +52,9 @@ if ((${#need_pkgs[@]})); then
   [[ $(id -u) == 0 ]] || die "missing ${need_pkgs[*]} and not root, so apt-get cannot install them"
   command -v apt-get >/dev/null || die "missing ${need_pkgs[*]} and no apt-get to install them"
   log "installing Debian's ${need_pkgs[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_pkgs[@]}" >/dev/null \
-    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need_pkgs[@]}" >/dev/null; } \
-    || die "apt-get install ${need_pkgs[*]} failed (is Debian's mirror reachable?)"
+  # shellcheck source=hack/apt-lib.sh
+  source "$ROOT/hack/apt-lib.sh"
+  apt_install "${need_pkgs[@]}" || die "apt-get install ${need_pkgs[*]} failed (is Debian's mirror reachable?)"
 fi
 
 hash=$(

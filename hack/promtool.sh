@@ -42,8 +42,10 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log "fetching Debian's prometheus package into $CACHE (once)"
-if ! (cd "$work" && apt-get download prometheus >&2 2>/dev/null); then
-  log "apt-get download prometheus failed (run \`apt-get update\`, or put $TOOL on PATH)"
+# shellcheck source=hack/apt-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-lib.sh"
+if ! (cd "$work" && apt_download prometheus); then
+  log "apt-get download prometheus failed (is Debian's mirror reachable? Or put $TOOL on PATH)"
   exit 1
 fi
 dpkg -x "$work"/prometheus_*.deb "$work/x"
