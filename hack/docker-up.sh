@@ -28,10 +28,13 @@ if docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
   exit 0 # an engine already answers (ours from an earlier run, or the machine's own)
 fi
 # One start at a time (the background builds and a test worker may both get here): the second
-# waits, then finds the engine the first started answering.
+# waits, then finds the engine the first started answering. dockerd must inherit no lock
+# descriptor (`7>&- 8>&- 9>&-` below: ours, and hack/images.sh's 9 when it started us): it would
+# hold that lock for its whole life, and the next docker-up or images.sh would wait on it forever.
+LOCK=$CACHE/docker-up.lock
 mkdir -p "$CACHE"
-exec 7>"$CACHE/docker-up.lock"
-flock 7
+exec 7>"$LOCK"
+flock -w "${DOCKER_UP_LOCK_WAIT:-900}" 7 || die "another docker-up held $LOCK for ${DOCKER_UP_LOCK_WAIT:-900}s"
 if docker version --format '{{.Server.Version}}' >/dev/null 2>&1; then
   exit 0
 fi
@@ -65,7 +68,7 @@ else
     --iptables=false --ip-forward=false --ip-masq=false \
     --userland-proxy=false \
     --log-level warn \
-    >>"$LOGFILE" 2>&1 </dev/null &
+    >>"$LOGFILE" 2>&1 </dev/null 7>&- 8>&- 9>&- &
 fi
 for _ in $(seq "$WAIT"); do
   docker version --format '{{.Server.Version}}' >/dev/null 2>&1 && exit 0

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -62,6 +63,19 @@ def refs() -> Iterator[dict[str, str]]:
     finally:
         if not engine_was_up:
             subprocess.run(["bash", str(HACK / "docker-down.sh")], capture_output=True, timeout=60)
+
+
+def test_the_engine_holds_none_of_the_build_locks(refs: dict[str, str]) -> None:
+    """dockerd starts from inside docker-up's lock, and often from inside images.sh's too. A lock
+    descriptor it inherited stays held for the engine's life, and the next images.sh (the background
+    build's, or the other worker's) waited on it until the run was killed (a fresh machine's CI)."""
+    cache = Path(os.environ.get("BRAIN_CACHE") or Path.home() / ".cache" / "brain-operator")
+    pidfile = Path(os.environ.get("DOCKER_DATA_ROOT") or cache / "docker-v1") / "run" / "dockerd.pid"
+    if not pidfile.is_file():
+        pytest.skip("this engine was not started by hack/docker-up.sh")
+    fds = Path(f"/proc/{pidfile.read_text().strip()}/fd")
+    held = [os.readlink(fd) for fd in fds.iterdir()]
+    assert not [path for path in held if path.endswith(".lock")], held
 
 
 def _build() -> dict[str, str]:
