@@ -75,7 +75,8 @@ class WorkQueue:
         await self.run(*key)
 
     async def run(self, namespace: str, name: str) -> Result | None:
-        """Reconcile now (waiting for a running reconcile of the same Brain to finish first)."""
+        """Reconcile now (waiting for a running reconcile of the same Brain to finish first);
+        nothing while peering pauses this replica for the Brain."""
         key = (namespace, name)
         if key in self._paused:
             return None
