@@ -78,11 +78,9 @@ class WorkQueue:
         """Reconcile now (waiting for a running reconcile of the same Brain to finish first);
         nothing while peering pauses this replica for the Brain."""
         key = (namespace, name)
-        if key in self._paused:
-            return None
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
-            if key in self._paused:  # paused while waiting for the running reconcile
+            if key in self._paused:  # checked under the lock: a pause may come while waiting for it
                 return None
             started = time.perf_counter()
             try:

@@ -37,10 +37,10 @@ def held(path: Path) -> Iterator[None]:
         yield
 
 
-def start_install(cache: Path) -> subprocess.Popen[str]:
+def start_install(cache: Path, wait: int = 120) -> subprocess.Popen[str]:
     return subprocess.Popen(
         ["bash", "-c", f"source {HACK / 'apt-lib.sh'} && apt_install bash"],
-        env={**os.environ, "BRAIN_CACHE": str(cache), "APT_WAIT": "120"},
+        env={**os.environ, "BRAIN_CACHE": str(cache), "APT_WAIT": str(wait)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -72,12 +72,7 @@ def test_an_install_waits_for_the_install_before_it(tmp_path: Path, holder: str)
 
 def test_an_install_that_waited_too_long_says_which_lock(tmp_path: Path) -> None:
     with held(tmp_path / "apt.lock"):
-        proc = subprocess.run(
-            ["bash", "-c", f"source {HACK / 'apt-lib.sh'} && apt_install bash"],
-            env={**os.environ, "BRAIN_CACHE": str(tmp_path), "APT_WAIT": "1"},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        proc = start_install(tmp_path, wait=1)
+        out, _ = proc.communicate(timeout=60)
     assert proc.returncode != 0
-    assert f"held {tmp_path / 'apt.lock'} for 1s (APT_WAIT)" in proc.stderr
+    assert f"held {tmp_path / 'apt.lock'} for 1s (APT_WAIT)" in out
