@@ -32,8 +32,9 @@ RULES: list[tuple[list[str], list[str], list[str], str]] = [
     (
         [""],
         ["secrets"],
-        ["get", "list", "create", "patch", "delete"],
-        "generated DB credentials and master key (not watched: resync covers drift)",
+        ["get", "create", "patch", "delete"],
+        "generated DB credentials and master key, read by name (never listed or watched: no Secret "
+        "in a watched namespace is readable without knowing its name; resync covers drift)",
     ),
     (
         [""],

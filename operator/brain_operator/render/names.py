@@ -15,6 +15,12 @@ def master_key(brain: str) -> str:
     return child_name(brain, "master-key")
 
 
+def generated_secrets(brain: str) -> tuple[str, ...]:
+    """Every Secret the operator may create for a Brain: it reads them back by name (it may not
+    list Secrets, brain_operator.rbac), so one it no longer renders is still found and pruned."""
+    return (db_credentials(brain), master_key(brain))
+
+
 def database(brain: str) -> str:
     return child_name(brain, "db")
 
