@@ -30,7 +30,16 @@ async def migrate(
     conn: asyncpg.Connection, *, dim: int, allow_destructive: bool = False, upto: int | None = None
 ) -> int:
     """Brings the schema to the newest version (or to `upto`, for tests of an upgrade); returns it.
-    Refuses a dimension change or a newer schema."""
+    Refuses a dimension change or a newer schema.
+
+    A schema already at the newest version is only read, never locked or altered: a workload's
+    role (brain/store/roles.py) has no CREATE right, and must still open the store."""
+    newest_known = available()[-1][0] if available() else 0
+    if upto is None and await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
+        at = await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
+        stored_dim = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_dim'")
+        if at == newest_known and (stored_dim is None or int(stored_dim) == dim):
+            return int(at)
     await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_ID)
     try:
         await conn.execute(
