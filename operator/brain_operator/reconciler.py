@@ -52,17 +52,6 @@ from brain_operator.render.jobs import (
 from brain_operator.render.litellm_config import check_policies
 from brain_operator.render.secrets import master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
-from brain_operator.secret_use import (
-    CONDITION as SECRETS_CONDITION,
-    MASTER_KEY,
-    REASON as SECRET_REFUSED,
-    Use,
-    brain_uses,
-    permitted,
-    refusal_message,
-    source_uses,
-    without_refused,
-)
 from brain_operator.status import (
     Check,
     cnpg_ready,
@@ -102,8 +91,6 @@ class Result:
     phase: str | None = None
     ready: bool = False
     error: str | None = None
-    #: The Brain's SecretsPermitted condition, when it references a Secret (issue #26).
-    secrets_check: Check | None = None
 
     @property
     def wrote(self) -> bool:
@@ -123,12 +110,6 @@ def _ref(obj: dict[str, Any]) -> str:
 
 def _owned_by(obj: dict[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
-
-
-def _has_labels(obj: dict[str, Any], selector: str) -> bool:
-    """Whether obj carries every ``key=value`` of an equality selector (what a list would match)."""
-    labels = obj.get("metadata", {}).get("labels") or {}
-    return all(labels.get(k) == v for k, _, v in (p.partition("=") for p in selector.split(",")))
 
 
 def _validation_message(exc: ValidationError) -> str:
@@ -180,10 +161,7 @@ class Reconciler:
         try:
             brain = Brain.model_validate(body)
             secret, key = master_key_ref(RenderInput(brain=brain))
-            obj = self.kube.get(SECRET, brain.metadata.namespace or "default", secret)
-            if brain.spec.gateway.auth.master_key_secret_ref is not None and not permitted(obj, MASTER_KEY):
-                return None  # not opted in (issue #26): the reconcile reports it, the key stays unread
-            return _decode(obj, key)
+            return _decode(self.kube.get(SECRET, brain.metadata.namespace or "default", secret), key)
         except (ValidationError, KubeError):
             return None
 
@@ -213,22 +191,8 @@ class Reconciler:
             self._write_failed_status(raw, result, "InvalidSpec", emit)
             return result
 
-        refused = self._refused(namespace, brain_uses(brain))
-        self._report_refused(raw, refused, emit, result)
-        if any(u.use == "database-url" for u, _ in refused):
-            result.error = next(m for u, m in refused if u.use == "database-url")
-            self._write_failed_status(raw, result, SECRET_REFUSED, emit)
-            return result
-        brain = without_refused(brain, [u for u, _ in refused])
         policies_raw, sources_raw = self._related(namespace, name)
         policies, sources = self._parse_children(policies_raw, sources_raw, emit)
-        refused_sources: dict[str, str] = {}
-        for src_raw, src in [(r, s) for r in sources_raw for s in sources if s.metadata.name == r["metadata"]["name"]]:
-            src_refused = self._refused(namespace, source_uses(src))
-            self._report_refused(src_raw, src_refused, emit, result)
-            if src_refused:
-                refused_sources[src.metadata.name] = "; ".join(m for _, m in src_refused)
-        sources = [s for s in sources if s.metadata.name not in refused_sources]
         caps = self._capabilities()
         inp = RenderInput(
             brain=brain,
@@ -270,9 +234,7 @@ class Reconciler:
             live.setdefault((obj["kind"], obj["metadata"]["name"]), obj)
         self._write_brain_status(raw, brain, inp, live, missing_api, result, emit, migration)
         self._write_policy_statuses(inp, policies_raw, result)
-        self._write_source_statuses(
-            sources_raw, {s.metadata.name for s in sources}, brain, result, refused_sources
-        )
+        self._write_source_statuses(sources_raw, {s.metadata.name for s in sources}, brain, result)
         if result.applied or result.deleted:
             emit(
                 raw,
@@ -312,12 +274,7 @@ class Reconciler:
                 kind.kind == "ServiceMonitor" and not caps.service_monitor
             ):
                 continue
-            if kind.kind == "Secret":  # by name: the operator may not list Secrets (rbac.py)
-                got = (self.kube.get(kind, namespace, n) for n in names.generated_secrets(name))
-                found = [s for s in got if s and _has_labels(s, selector)]
-            else:
-                found = self.kube.list(kind, namespace, selector)
-            for obj in found:
+            for obj in self.kube.list(kind, namespace, selector):
                 out[(kind.kind, obj["metadata"]["name"])] = obj
         return out
 
@@ -461,8 +418,6 @@ class Reconciler:
         if health is None and was is not None:  # not polled yet: keep the last word, as for IndexHealthy
             reindexing = Check(was["status"], was.get("reason", ""), was.get("message", ""))
         checks = {"Ready": ready, **components, "IndexHealthy": index, "Reindexing": reindexing}
-        if result.secrets_check is not None:
-            checks[SECRETS_CONDITION] = result.secrets_check
         now = now_iso()
         status: dict[str, Any] = {
             "phase": phase_of(components, index, None),
@@ -525,47 +480,6 @@ class Reconciler:
             result.status_written = True
             emit(raw, "Warning", reason, message[:1000])
 
-    def _refused(self, namespace: str, uses: list[Use]) -> list[tuple[Use, str]]:
-        """The references whose Secret does not opt in to their use, each with its message."""
-        out = []
-        for u in uses:
-            secret = self.kube.get(SECRET, namespace, u.ref.name)
-            if not permitted(secret, u.use):
-                out.append((u, refusal_message(u, secret)))
-        return out
-
-    def _report_refused(
-        self, raw: dict[str, Any], refused: list[tuple[Use, str]], emit: Emit, result: Result
-    ) -> None:
-        """The SecretsPermitted condition of a Brain or MemorySource; a Warning Event when it turns
-        False or its message changes (not on every resync)."""
-        kind = raw.get("kind", "Brain")
-        if refused:
-            message = "; ".join(m for _, m in refused)
-            check = Check("False", SECRET_REFUSED, message)
-        else:
-            check = Check("True", "AllPermitted", "every referenced Secret carries the label for its use")
-        before = {c.get("type"): c for c in (raw.get("status") or {}).get("conditions") or []}.get(
-            SECRETS_CONDITION
-        )
-        if refused and (before is None or before.get("message") != check.message[:4096]):
-            log.warning("%s %s/%s: %s", kind, raw["metadata"]["namespace"], raw["metadata"]["name"], check.message)
-            emit(raw, "Warning", SECRET_REFUSED, check.message[:1000])
-        if before is None and not refused:
-            return  # nothing referenced or all fine, and never reported: keep status as it was
-        if kind == "Brain":  # written with the Brain's other conditions
-            result.secrets_check = check
-            return
-        scratch = Result()
-        self._patch_child_status(kind, raw, {}, {SECRETS_CONDITION: check}, now_iso(), scratch)
-        result.status_written = result.status_written or scratch.status_written
-        if scratch.status_written:  # later writers in this pass compute from the new conditions
-            cur = raw.setdefault("status", {})
-            others = [c for c in cur.get("conditions") or [] if c.get("type") != SECRETS_CONDITION]
-            cur["conditions"] = others + merge_conditions(
-                [before] if before else [], {SECRETS_CONDITION: check}, raw["metadata"].get("generation"), now_iso()
-            )
-
     def _write_policy_statuses(
         self, inp: RenderInput, policies_raw: list[dict[str, Any]], result: Result
     ) -> None:
@@ -589,18 +503,11 @@ class Reconciler:
             )
 
     def _write_source_statuses(
-        self,
-        sources_raw: list[dict[str, Any]],
-        valid: set[str],
-        brain: Brain,
-        result: Result,
-        refused: dict[str, str] | None = None,
+        self, sources_raw: list[dict[str, Any]], valid: set[str], brain: Brain, result: Result
     ) -> None:
         now = now_iso()
         for raw in sources_raw:
-            if raw["metadata"]["name"] in (refused or {}):
-                ready = Check("False", SECRET_REFUSED, (refused or {})[raw["metadata"]["name"]])
-            elif raw["metadata"]["name"] in valid:
+            if raw["metadata"]["name"] in valid:
                 ready = Check(
                     "True",
                     "Scheduled",
