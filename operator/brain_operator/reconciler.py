@@ -112,6 +112,12 @@ def _owned_by(obj: dict[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
 
 
+def _has_labels(obj: dict[str, Any], selector: str) -> bool:
+    """Whether obj carries every ``key=value`` of an equality selector (what a list would match)."""
+    labels = obj.get("metadata", {}).get("labels") or {}
+    return all(labels.get(k) == v for k, _, v in (p.partition("=") for p in selector.split(",")))
+
+
 def _validation_message(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors()[:5]:
@@ -274,7 +280,12 @@ class Reconciler:
                 kind.kind == "ServiceMonitor" and not caps.service_monitor
             ):
                 continue
-            for obj in self.kube.list(kind, namespace, selector):
+            if kind.kind == "Secret":  # by name: the operator may not list Secrets (rbac.py)
+                got = (self.kube.get(kind, namespace, n) for n in names.generated_secrets(name))
+                found = [s for s in got if s and _has_labels(s, selector)]
+            else:
+                found = self.kube.list(kind, namespace, selector)
+            for obj in found:
                 out[(kind.kind, obj["metadata"]["name"])] = obj
         return out
 

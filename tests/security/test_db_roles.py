@@ -1,6 +1,7 @@
 """Issue #26: after the roles step, the gateway's login cannot escape the database (real Postgres).
 
-Written without a runnable environment (no .venv on the machine this session); not yet run.
+The roles are not yet wired into the rendered pods (docs/security.md, "Database roles"): this pins the
+rights `brain.store.roles.bootstrap` grants, which the rendering will hand each pod.
 """
 
 from __future__ import annotations
