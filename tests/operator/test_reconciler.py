@@ -254,3 +254,25 @@ def test_database_modes_report_readiness(mode: str) -> None:
     cond = _conditions(kube.obj("Brain", "team"))["DatabaseReady"]
     assert cond["status"] == "False"
     assert cond["reason"] == ("SecretMissing" if mode == "external" else "CloudNativePGNotInstalled")
+
+
+def test_reconcile_never_lists_secrets_and_still_prunes_a_generated_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The operator's RBAC has no `list` on Secrets (issue #26): a list would be a 403 in a cluster.
+    It reads its generated Secrets by name, so one it stops rendering is still found and deleted."""
+    kube, rec = _setup()
+    listed: list[str] = []
+    real_list = kube.list
+    monkeypatch.setattr(
+        kube, "list", lambda kind, *a, **k: listed.append(kind.kind) or real_list(kind, *a, **k)
+    )
+    rec.reconcile(NS, "team")
+    assert "Secret" not in listed and listed, listed
+    assert kube.obj("Secret", "team-db-credentials")
+    brain = kube.obj("Brain", "team")
+    brain["spec"]["database"] = {"external": {"secretRef": {"name": "ext-db", "key": "dsn"}}}
+    kube.put(brain)
+    rec.reconcile(NS, "team")
+    assert kube.objects.get(("Secret", NS, "team-db-credentials")) is None
+    assert "Secret" not in listed

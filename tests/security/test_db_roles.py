@@ -20,7 +20,9 @@ from brain.store import Store, roles
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 
-async def test_gateway_role_is_refused_escapes_and_still_notes(pg: EmbeddedPostgres, dsn: str, embedder) -> None:
+async def test_gateway_role_is_refused_escapes_and_still_notes(
+    pg: EmbeddedPostgres, dsn: str, embedder
+) -> None:
     prefix = "r" + uuid.uuid4().hex[:8]
     passwords = {job: uuid.uuid4().hex for job in ("owner", *roles.JOBS)}
     conn = await asyncpg.connect(dsn)
@@ -49,7 +51,9 @@ async def test_gateway_role_is_refused_escapes_and_still_notes(pg: EmbeddedPostg
         assert any("6543" in h.body for h in hits)
     finally:
         await store.close()
-    ingest = await asyncpg.connect(f"postgresql://{prefix}_ingest:{passwords['ingest']}@127.0.0.1:{pg.port}/{db}")
+    ingest = await asyncpg.connect(
+        f"postgresql://{prefix}_ingest:{passwords['ingest']}@127.0.0.1:{pg.port}/{db}"
+    )
     try:
         with pytest.raises(asyncpg.InsufficientPrivilegeError):
             await ingest.execute("UPDATE keys SET role = 'owner'")

@@ -59,7 +59,9 @@ async def grant(conn: asyncpg.Connection, prefix: str) -> None:
         " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')")]  # fmt: skip
     for job in JOBS:
         role = _ident(role_name(prefix, job))
-        await conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {role}; GRANT USAGE ON SCHEMA public TO {role}")
+        await conn.execute(
+            f"GRANT CONNECT ON DATABASE {db} TO {role}; GRANT USAGE ON SCHEMA public TO {role}"
+        )
         await conn.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {role}")
         await conn.execute(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}")
         for table in WRITES[job]:
@@ -74,7 +76,9 @@ async def bootstrap(conn: asyncpg.Connection, *, prefix: str, passwords: dict[st
         await ensure_role(conn, role_name(prefix, job), passwords.get(job))
     owner = _ident(role_name(prefix, "owner"))
     db = _ident(await conn.fetchval("SELECT current_database()"))
-    await conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {owner}; GRANT USAGE, CREATE ON SCHEMA public TO {owner}")
+    await conn.execute(
+        f"GRANT CONNECT ON DATABASE {db} TO {owner}; GRANT USAGE, CREATE ON SCHEMA public TO {owner}"
+    )
     objects = await conn.fetch(
         "SELECT format('ALTER %s %s OWNER TO ', CASE c.relkind WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END,"
         " c.oid::regclass) AS stmt FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
