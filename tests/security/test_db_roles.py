@@ -1,7 +1,7 @@
 """Issue #26: after the roles step, the gateway's login cannot escape the database (real Postgres).
 
-The roles are not yet wired into the rendered pods (docs/security.md, "Database roles"): this pins the
-rights `brain.store.roles.bootstrap` grants, which the rendering will hand each pod.
+The roles are not yet wired into the rendered pods: this pins the rights
+`brain.store.roles.bootstrap` grants, which the rendering will hand each pod.
 """
 
 from __future__ import annotations

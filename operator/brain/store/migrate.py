@@ -34,11 +34,12 @@ async def migrate(
 
     A schema already at the newest version is only read, never locked or altered: a workload's
     role (brain/store/roles.py) has no CREATE right, and must still open the store."""
-    newest_known = available()[-1][0] if available() else 0
+    migrations = available()
+    newest = migrations[-1][0] if migrations else 0
     if upto is None and await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
         at = await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
         stored_dim = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_dim'")
-        if at == newest_known and (stored_dim is None or int(stored_dim) == dim):
+        if at == newest and (stored_dim is None or int(stored_dim) == dim):
             return int(at)
     await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_ID)
     try:
@@ -47,8 +48,6 @@ async def migrate(
             " version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
         )
         current = await conn.fetchval("SELECT coalesce(max(version), 0) FROM schema_migrations")
-        migrations = available()
-        newest = migrations[-1][0] if migrations else 0
         if current > newest:
             raise SchemaMismatch(
                 f"the database schema is at version {current} but this build knows only up to {newest}; "

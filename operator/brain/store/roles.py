@@ -6,8 +6,8 @@ admin): it creates the extensions (pg_trgm is `trusted`; pgvector's control file
 time, so the superuser creates both), the roles (none superuser, none a member of
 pg_execute_server_program), hands every schema object to the owner, migrates *as the owner* and
 grants each workload DML on what it writes. Reindex renames and drops columns of `memories`, which
-only the table's owner may do, so its role is a member of the owner role (documented in
-docs/security.md, "Database roles"). Idempotent: rerunning it re-applies passwords and grants.
+only the table's owner may do, so its role is a member of the owner role. Not yet called by the
+rendered pods: the next step wires it into the migration step. Idempotent: rerunning it re-applies passwords and grants.
 """
 
 from __future__ import annotations
