@@ -21,7 +21,7 @@ import pytest
 from tests.kube_fixtures import KubeCluster, kube_cluster, kube_namespace  # noqa: F401 (fixtures)
 
 # Also registered by tests/conftest.py; here too for `pytest e2e ...` alone (xdist workers apart).
-pytest_plugins = ["tests.parallel_workers"]
+pytest_plugins = ["tests.parallel_workers", "tests.skip_budget"]
 
 CLUSTERS = ["local", "kind"]
 

@@ -15,7 +15,12 @@ from brain.services.memory import MemoryService
 from brain.store import Store
 from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
 
-pytest_plugins = ["tests.parallel_workers", "tests.kube_fixtures", "tests.gateway_fixtures"]
+pytest_plugins = [
+    "tests.parallel_workers",
+    "tests.kube_fixtures",
+    "tests.gateway_fixtures",
+    "tests.skip_budget",
+]
 
 # Offline, importing LiteLLM starts a remote cost-map fetch retried three times over ~10 s (in a
 # thread) before it keeps its bundled copy. The gateway turns that off for itself
