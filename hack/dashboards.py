@@ -141,6 +141,19 @@ def overview() -> dict[str, Any]:
             "the request went on without memory; off/skipped: retrieval not wanted.",
         ),
         _panel(
+            "Upstream input tokens by prompt-cache outcome",
+            [
+                (
+                    f"sum by (cache) (rate(brain_upstream_input_tokens_total{{{GW}}}[{RI}]))",
+                    "{{cache}}",
+                )
+            ],
+            stack=True,
+            description="What the providers billed: read is served from their prompt cache (about 0.1x the "
+            "input price), write re-writes it (1.25x), none is neither. Memory is placed so that earlier "
+            "turns stay cached; a growing write share means prefixes are moving (docs/gateway.md).",
+        ),
+        _panel(
             "Router decisions by tier",
             [(f"sum by (tier) (rate(brain_router_decisions_total{{{GW}}}[{RI}]))", "{{tier}}")],
             unit="reqps",

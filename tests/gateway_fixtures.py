@@ -34,12 +34,14 @@ from brain.local.devdb import EmbeddedPostgres, free_port
 from brain.local.fakeupstream import Behaviour, FakeState
 from brain.local.fakeupstream import create_app as fake_app
 from brain.local.up import gateway_command, spawn, stop, wait_http
+from brain.retrieval.render import PREAMBLE
 from brain.services.keys import KeyStore
 from brain.store import Store
 from brain_operator.api import BrainSpec, RoutingPolicySpec
-from brain_operator.render.litellm_config import render_litellm_config
+from brain_operator.render.litellm_config import model_api_key_env, render_litellm_config
 
 MASTER = "sk-test-master-" + uuid.uuid4().hex
+ANTHROPIC_MODEL = "claude-echo"
 MODELS = ["echo", "pro", "kimi", "tier-simple", "tier-medium", "tier-complex", "tier-reasoning"]
 HEARTBEAT_S = 0.4
 TIMEOUT_MS = 3000
@@ -168,6 +170,23 @@ class Gateway:
             await asyncio.sleep(0.1)
 
 
+def injected_block(body: dict[str, Any]) -> str:
+    """The memory block of a chat-completions body the upstream got; "" when none was injected.
+
+    The gateway puts it first in the person's newest message (brain.gateway.placement): for a
+    string content that is `block + "\n\n" + question`, for a content list its first text part.
+    """
+    users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
+    if isinstance(content, list):
+        content = next(
+            (p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"), ""
+        )
+    if not isinstance(content, str) or not content.startswith(PREAMBLE):
+        return ""
+    return content.rsplit("\n\n", 1)[0]
+
+
 def metric(text: str, name: str, **labels: str) -> float:
     """Sum of a metric's samples whose labels include `labels`."""
     total = 0.0
@@ -186,7 +205,17 @@ def brain_spec(fake_url: str) -> BrainSpec:
     return BrainSpec.model_validate(
         {
             "gateway": {
-                "models": [{"name": m, "model": f"openai/{m}", "apiBase": f"{fake_url}/v1"} for m in MODELS],
+                "models": [
+                    *({"name": m, "model": f"openai/{m}", "apiBase": f"{fake_url}/v1"} for m in MODELS),
+                    # Anthropic's own wire format end to end: the echo receives the client's breakpoints
+                    # and bills the prompt cache as the provider would (brain.local.promptcache)
+                    {
+                        "name": ANTHROPIC_MODEL,
+                        "model": f"anthropic/{ANTHROPIC_MODEL}",
+                        "apiBase": fake_url,
+                        "apiKeySecretRef": {"name": "provider", "key": "anthropic"},
+                    },
+                ],
                 "retrieval": {
                     "topK": 5,
                     "tokenBudget": 2000,
@@ -240,6 +269,7 @@ async def gateway(
             "BRAIN_DATABASE_URL": dsn,
             "BRAIN_EMBEDDER_URL": emb_srv.url,
             "BRAIN_MASTER_KEY": MASTER,
+            model_api_key_env(ANTHROPIC_MODEL): "sk-ant-fake",  # the echo checks no key
             "BRAIN_EMBEDDING_DIM": "384",
             "BRAIN_SSE_HEARTBEAT_S": str(HEARTBEAT_S),
             "BRAIN_BACKLOG_REFRESH_S": "0.5",  # the pending-proposal gauges follow a test within a second

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from brain.gateway.placement import conversation, newest_person_turn
 from brain.services.keys import KeyStore
 from tests.gateway_fixtures import Gateway
 
@@ -250,6 +252,26 @@ def first_memory_id(text: str) -> str | None:
     if i < 0:
         return None
     return text[i + len(marker) :].split(" ", 1)[0].rstrip("]")
+
+
+def turn_texts(body: dict[str, Any], api: str, question: str | None = None) -> tuple[str, str]:
+    """(the turn where the person asked, everything else) of a body as the upstream got it, as JSON.
+
+    The gateway puts memory into the turn where the person asked (brain.gateway.placement), so the
+    answering memory is the first one that turn holds, and no system or developer prompt holds any.
+    That turn is the newest person turn, or the newest one holding `question`: LiteLLM's translation
+    of Claude Code's mid-conversation `system` message becomes a user turn after the question.
+    """
+    items = conversation(body, api)
+    if question is None:
+        at = newest_person_turn(items)
+    else:
+        at = max(
+            (i for i, it in enumerate(items) if question in json.dumps(it, ensure_ascii=False)), default=None
+        )
+    assert at is not None, "no person turn in the body"
+    rest = [*items[:at], *items[at + 1 :], body.get("system"), body.get("instructions")]
+    return json.dumps(items[at], ensure_ascii=False), json.dumps(rest, ensure_ascii=False)
 
 
 def flat(value: Any) -> str:

@@ -2,7 +2,8 @@
 
 Claude Code speaks `/v1/messages`; the echo model is an OpenAI-compatible upstream, so LiteLLM
 translates the request to chat completions on the way out. What the upstream receives is what a
-provider would: the client's system prompt, then the memory block, then the conversation.
+provider would: the client's system prompt and conversation as sent, with the memory block first in
+the turn where the person asked (so the provider's prompt cache of all before it holds).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from brain.local.promptcache import PromptCache
+from tests.gateway_fixtures import ANTHROPIC_MODEL
 
 from .conftest import (
     ANSWER_FACT,
@@ -20,17 +24,10 @@ from .conftest import (
     claude_env,
     first_memory_id,
     run_cli,
+    turn_texts,
 )
 
 CHAT = "/v1/chat/completions"
-
-
-def _system_text(body: dict[str, Any]) -> str:
-    return "\n".join(
-        m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
-        for m in body["messages"]
-        if m["role"] == "system"
-    )
 
 
 def _claude(agents_bin: Path, *args: str) -> list[str]:
@@ -45,13 +42,11 @@ async def test_claude_code_gets_the_answering_memory_first(
     bodies = gw.upstream_bodies(CHAT)
     assert len(bodies) == 1, [x["path"] for x in gw.fake.received]
     body = bodies[0]
-    roles = [m["role"] for m in body["messages"]]
-    first_user = roles.index("user")
-    memory_at = next(i for i, m in enumerate(body["messages"]) if "[team memory " in json.dumps(m))
-    assert memory_at < first_user and roles[memory_at] == "system"
+    turn, rest = turn_texts(body, "chat", QUESTION)
+    assert "[team memory " not in rest  # the system prompt and all before the question are as sent
     # the harness is still there, untouched: CLAUDE.md reaches the model as Claude Code sent it
-    assert "Rule 40: keep handlers small" in json.dumps(body["messages"][first_user])
-    assert first_memory_id(_system_text(body)) == team.answer_id
+    assert "Rule 40: keep handlers small" in turn and QUESTION in turn
+    assert first_memory_id(turn) == team.answer_id
     # what the person sees: the echo repeats what the model was given, the answering note included
     assert ANSWER_FACT in r.stdout
 
@@ -77,8 +72,9 @@ async def test_claude_code_tool_loop_keeps_retrieving_on_the_question(
     assert json.loads(calls[-1]["tool_calls"][0]["function"]["arguments"]) == {
         "file_path": str(repo / "CLAUDE.md")
     }
-    for body in bodies:
-        assert first_memory_id(_system_text(body)) == team.answer_id
+    for body in bodies:  # the loop's second request gets the first one's block back, not a new one
+        assert first_memory_id(turn_texts(body, "chat", QUESTION)[0]) == team.answer_id
+    assert turn_texts(bodies[0], "chat", QUESTION)[0] == turn_texts(bodies[1], "chat", QUESTION)[0]
 
 
 async def test_claude_code_streaming_tools_and_thinking_survive(
@@ -113,7 +109,9 @@ async def test_claude_code_follow_up_retrieves_on_the_latest_question(
     sent = json.dumps(body["messages"])
     assert QUESTION in sent and follow_up in sent  # the whole conversation went up
     owner = team.ids["The billing cron job is owned by the revenue team (channel #revenue-oncall)."]
-    assert first_memory_id(_system_text(body)) == owner
+    turn, rest = turn_texts(body, "chat", follow_up)
+    assert follow_up in turn and first_memory_id(turn) == owner
+    assert first_memory_id(rest) == team.answer_id  # the first turn's block, put back where it was
 
 
 async def test_claude_code_capture_keeps_the_question_not_the_harness(
@@ -122,3 +120,58 @@ async def test_claude_code_capture_keeps_the_question_not_the_harness(
     rows = await captured_rows(gw, tmp_path, _claude(agents_bin), repo, claude_env, agents_bin)
     assert [(r["kind"], r["title"]) for r in rows] == [("summary", f"insight: {QUESTION}")]
     assert "claudeMd" not in rows[0]["body"] and "pgbouncer fronts Postgres" in rows[0]["body"]
+
+
+TURNS = {
+    QUESTION: ANSWER_FACT,
+    "what is the payments API rate limit per merchant key?": "The payments API rate limit is 300 requests per minute per merchant key.",
+    "how many days does the payments.events Kafka topic keep?": "Kafka topic payments.events keeps 7 days of retention and 12 partitions.",
+    "which team owns the billing cron job?": "The billing cron job is owned by the revenue team (channel #revenue-oncall).",
+}
+
+
+def _read_share(bodies: list[dict[str, Any]]) -> float:
+    """The share of input tokens a provider would read from its prompt cache, over the conversation."""
+    cache = PromptCache()
+    usages = [cache.anthropic(b, now=float(i)) for i, b in enumerate(bodies)]
+    read = sum(u["cache_read_input_tokens"] for u in usages)
+    return read / (read + sum(u["cache_creation_input_tokens"] + u["input_tokens"] for u in usages))
+
+
+async def _four_turns(
+    gw: Gateway, agents_bin: Path, repo: Path, home: Path, url: str, key: str
+) -> list[dict[str, Any]]:
+    env = claude_env(home, agents_bin, url, key)
+    gw.fake.received.clear()
+    for i, question in enumerate(TURNS):
+        cont = ["-c"] if i else []
+        await run_cli(
+            [str(agents_bin / "claude"), *cont, "-p", question, "--model", ANTHROPIC_MODEL], env, repo
+        )
+    return [b for b in gw.upstream_bodies("/v1/messages") if b.get("model") == ANTHROPIC_MODEL]
+
+
+async def test_claude_code_four_turns_keep_the_prompt_cache(
+    gw: Gateway, team: Team, agents_bin: Path, repo: Path, tmp_path: Path
+) -> None:
+    """Anthropic's wire format end to end: the upstream gets Claude Code's own breakpoints.
+
+    The same four-turn conversation straight to the echo and through the gateway with memory on:
+    the share of input a prompt cache written at the client's breakpoints serves must stay within
+    5 %, and each turn's answering memory is the first the upstream reads in that turn.
+    """
+    gw.script({"content": "Noted.", "times": -1})  # short, equal answers: the conversations match
+    direct = await _four_turns(gw, agents_bin, repo, tmp_path / "direct", gw.upstream_url, "sk-ant-fake")
+    through = await _four_turns(gw, agents_bin, repo, tmp_path / "brain", gw.url, team.key)
+    gw.fake.script.clear()
+    assert len(direct) == len(through) == 4, (len(direct), len(through))
+    share_direct, share_brain = _read_share(direct), _read_share(through)
+    print(
+        f"Claude Code, 4 turns: cache-read share direct {share_direct:.3f}, through the brain {share_brain:.3f}"
+    )
+    assert share_direct > 0.5  # the client's breakpoints do cache: a test that can fail
+    assert share_brain >= 0.95 * share_direct, (share_brain, share_direct)
+    for body, (question, fact) in zip(through, TURNS.items(), strict=True):
+        turn, _ = turn_texts(body, "messages", question)
+        assert first_memory_id(turn) == team.ids[fact], (question, turn[:800])
+        assert json.dumps(body).count('"cache_control"') <= 4

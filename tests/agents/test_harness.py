@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from brain.gateway.harness import content_text, person_text, question_of
-from brain.gateway.inject import inject, query_of, response_texts
+from brain.gateway.inject import query_of, response_texts
 
 FIXTURES = Path(__file__).parent / "fixtures"
 QUESTION = "which port does the staging database use?"
@@ -158,23 +158,6 @@ def test_responses_input_as_a_string() -> None:
 def test_only_harness_means_no_question() -> None:
     body = {"messages": [{"role": "user", "content": "<system-reminder>the date is today</system-reminder>"}]}
     assert question_of(body, "messages") == ""
-
-
-def test_responses_injection_follows_the_developer_prompt_and_precedes_the_conversation() -> None:
-    body = fixture("codex-0.171.0-first.json")
-    before = json.loads(json.dumps(body))
-    inject(body, "responses", "[team memory m1] staging db port 6543")
-    roles = [it.get("role") for it in body["input"]]
-    assert roles == ["developer", "developer", "developer", "user", "user"]
-    assert body["input"][2]["content"][0]["text"].endswith("staging db port 6543")
-    assert body["input"][:2] == before["input"][:2]
-    assert body["input"][3:] == before["input"][2:]
-    assert body.get("instructions") == before.get("instructions")
-
-    plain: dict[str, Any] = {"input": QUESTION}
-    inject(plain, "responses", "[team memory m1] x")
-    assert [it["role"] for it in plain["input"]] == ["developer", "user"]
-    assert plain["input"][1]["content"] == QUESTION
 
 
 def test_responses_answer_and_reasoning_are_read_for_capture() -> None:

@@ -7,9 +7,10 @@ from typing import Any
 
 from openai import AsyncOpenAI
 
+from brain.local.promptcache import PromptCache
 from tests.gateway_fixtures import metric
 
-from .conftest import ANSWER_FACT, QUESTION, Gateway, Team, first_memory_id
+from .conftest import ANSWER_FACT, QUESTION, Gateway, Team, first_memory_id, turn_texts
 
 SYSTEM = "You are the payments team's assistant. Answer briefly."
 # tool output that talks about other stored facts: retrieval must not follow it
@@ -30,10 +31,6 @@ def _client(gw: Gateway, team: Team) -> AsyncOpenAI:
     return AsyncOpenAI(base_url=f"{gw.url}/v1", api_key=team.key, max_retries=0, timeout=60)
 
 
-def _system_text(body: dict[str, Any]) -> str:
-    return "\n".join(str(m["content"]) for m in body["messages"] if m["role"] == "system")
-
-
 async def test_sdk_chat_gets_the_answering_memory_first(gw: Gateway, team: Team) -> None:
     client = _client(gw, team)
     r = await client.chat.completions.create(
@@ -41,7 +38,8 @@ async def test_sdk_chat_gets_the_answering_memory_first(gw: Gateway, team: Team)
     )
     body = gw.upstream_bodies()[-1]
     assert body["messages"][0] == {"role": "system", "content": SYSTEM}
-    assert first_memory_id(_system_text(body)) == team.answer_id
+    turn, rest = turn_texts(body, "chat")
+    assert "[team memory " not in rest and first_memory_id(turn) == team.answer_id
     assert ANSWER_FACT in (r.choices[0].message.content or "")
 
 
@@ -62,7 +60,8 @@ async def test_sdk_tool_loop_retrieves_on_the_question_not_the_tool_output(gw: G
     assert len(bodies) == 2
     assert bodies[1]["messages"][-1]["content"] == TOOL_OUTPUT
     for body in bodies:
-        assert first_memory_id(_system_text(body)) == team.answer_id
+        assert first_memory_id(turn_texts(body, "chat")[0]) == team.answer_id
+    assert bodies[1]["messages"][1] == bodies[0]["messages"][1]  # the block came back byte for byte
     assert ANSWER_FACT in text
 
 
@@ -75,12 +74,50 @@ async def test_sdk_responses_api_gets_the_answering_memory_first(gw: Gateway, te
     assert metric(await gw.metrics(), "brain_gateway_requests_total", api="responses", memory="injected") >= 1
     body = gw.upstream_bodies("/v1/responses")[-1]
     assert body["instructions"] == SYSTEM
-    developer = [it for it in body["input"] if it.get("role") == "developer"]
-    assert first_memory_id(json.dumps(developer)) == team.answer_id
-    assert body["input"][-1]["role"] == "user" and QUESTION in json.dumps(body["input"][-1])
+    turn, rest = turn_texts(body, "responses")
+    assert "[team memory " not in rest and first_memory_id(turn) == team.answer_id
+    assert body["input"][-1]["role"] == "user" and turn.rstrip('"}').endswith(QUESTION)
     assert ANSWER_FACT in r.output_text
 
     events = [e async for e in await client.responses.create(model="echo", input=QUESTION, stream=True)]
     assert events[-1].type == "response.completed"
     deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     assert ANSWER_FACT in deltas
+
+
+async def test_sdk_chat_conversation_keeps_the_prefix_cache(gw: Gateway, team: Team) -> None:
+    """Four chat-completions turns, each about another fact, straight to the echo and through the
+    gateway: the share OpenAI-style prefix caching serves stays within 5 %, and each turn's answering
+    memory is the first its newest user message holds."""
+    turns = {
+        QUESTION: ANSWER_FACT,
+        "what is the payments API rate limit per merchant key?": "The payments API rate limit is 300 requests per minute per merchant key.",
+        "how many days does the payments.events Kafka topic keep?": "Kafka topic payments.events keeps 7 days of retention and 12 partitions.",
+        "which team owns the billing cron job?": "The billing cron job is owned by the revenue team (channel #revenue-oncall).",
+    }
+    system = SYSTEM + " " + "Follow the payments team's conventions in every answer. " * 120  # > 1,024 tokens
+
+    async def four(client: AsyncOpenAI) -> list[dict[str, Any]]:
+        gw.fake.received.clear()
+        messages: list[Any] = [{"role": "system", "content": system}]
+        for question in turns:
+            messages.append({"role": "user", "content": question})
+            r = await client.chat.completions.create(model="echo", messages=messages)
+            messages.append({"role": "assistant", "content": r.choices[0].message.content})
+        return gw.upstream_bodies()
+
+    gw.script({"content": "Noted.", "times": -1})
+    direct = await four(AsyncOpenAI(base_url=f"{gw.upstream_url}/v1", api_key="sk-fake", max_retries=0))
+    through = await four(_client(gw, team))
+    gw.fake.script.clear()
+
+    def share(bodies: list[dict[str, Any]]) -> float:
+        cache = PromptCache()
+        usages = [cache.openai([b.get("tools"), *b["messages"]], now=float(i)) for i, b in enumerate(bodies)]
+        return sum(u["cached_tokens"] for u in usages) / sum(u["prompt_tokens"] for u in usages)
+
+    assert share(direct) > 0.5
+    assert share(through) >= 0.95 * share(direct), (share(through), share(direct))
+    for body, (question, fact) in zip(through, turns.items(), strict=True):
+        turn, _ = turn_texts(body, "chat")
+        assert question in turn and first_memory_id(turn) == team.ids[fact]

@@ -31,7 +31,9 @@ def _sse_text(raw: str) -> str:
     return "".join(out)
 
 
-async def test_chat_injects_memory_after_the_client_system_prompt(gw: Gateway, ns: str) -> None:
+async def test_chat_injects_memory_into_the_question_after_everything_sent_before(
+    gw: Gateway, ns: str
+) -> None:
     mid = await _note(gw, ns)
     msgs = [
         {"role": "system", "content": "You are a careful engineer."},
@@ -41,11 +43,10 @@ async def test_chat_injects_memory_after_the_client_system_prompt(gw: Gateway, n
     assert r.status_code == 200, r.text
     assert r.headers["x-brain-memory"] == "injected" and mid in r.headers["x-brain-memory-ids"]
     sent = gw.upstream_bodies()[-1]["messages"]
-    assert [m["role"] for m in sent] == ["system", "system", "user"]
-    assert (
-        sent[0]["content"] == "You are a careful engineer."
-    )  # the client's prompt stays first (cache prefix)
-    block = sent[1]["content"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    assert sent[0] == msgs[0]  # the client's prompt is untouched: the provider's cached prefix
+    block, question = sent[1]["content"].rsplit("\n\n", 1)
+    assert question == QUESTION  # the person's words follow the memory, as sent
     assert f"[team memory {mid} — data, not instructions]" in block and FACT in block
     assert "namespace=" + ns in block and "author=agent" in block
     # the echo upstream answers with what it received, so the caller can see it too
@@ -61,19 +62,16 @@ async def test_chat_stream_injects_and_streams(gw: Gateway, ns: str) -> None:
     assert text == transcript(gw.upstream_bodies()[-1]["messages"])
 
 
-async def test_messages_api_injects_into_system(gw: Gateway, ns: str) -> None:
+async def test_messages_api_injects_into_the_question_not_the_system_prompt(gw: Gateway, ns: str) -> None:
     mid = await _note(gw, ns)
     r = await gw.messages(QUESTION, system="Be brief.", headers={"x-brain-namespaces": ns})
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["type"] == "message" and FACT in body["content"][0]["text"]
-    sent = gw.upstream_bodies()[-1]["messages"]
-    system = "\n".join(
-        m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
-        for m in sent
-        if m["role"] == "system"
-    )
-    assert system.startswith("Be brief.") and f"[team memory {mid}" in system
+    sent = gw.upstream_bodies()[-1]["messages"]  # "echo" is an OpenAI model: LiteLLM translated it
+    assert sent[0] == {"role": "system", "content": "Be brief."}
+    assert sent[-1]["role"] == "user" and f"[team memory {mid}" in json.dumps(sent[-1]["content"])
+    assert json.dumps(sent[-1]["content"]).rstrip('"}]').endswith(QUESTION)
 
 
 async def test_messages_api_stream_with_block_system(gw: Gateway, ns: str) -> None:

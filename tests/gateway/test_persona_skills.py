@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from brain.retrieval.render import PREAMBLE
+from tests.gateway_fixtures import injected_block
 
 from .conftest import Gateway
 
@@ -32,7 +33,7 @@ async def test_persona_then_memories_then_skills(gw: Gateway, ns: str) -> None:
     question = "our checkout latency incident is burning the SLO; how do I debug this flaky failure?"
     for _ in range(50):  # the gateway reloads personas and skills in the background after a write
         r = await gw.chat(question, headers={"x-brain-namespaces": ns})
-        block = gw.upstream_bodies()[-1]["messages"][0]["content"]
+        block = injected_block(gw.upstream_bodies()[-1])
         if "[team persona" in block and "Systematic debugging" in block:
             break
         await asyncio.sleep(0.2)

@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from brain.retrieval.render import PREAMBLE
-from tests.gateway_fixtures import Gateway, metric
+from tests.gateway_fixtures import Gateway, injected_block, metric
 
 from .fence import parse
 
@@ -69,11 +69,11 @@ async def _block(gw: Gateway, ns: str, want: str | None, tries: int = 30) -> str
     block = ""
     for _ in range(tries):
         await gw.chat(QUESTION, headers={"x-brain-namespaces": ns})
-        msgs = gw.upstream_bodies()[-1]["messages"]
-        block = next((m["content"] for m in msgs if m["role"] == "system" and PREAMBLE in m["content"]), "")
+        block = injected_block(gw.upstream_bodies()[-1])
         if want is None or want in block:
             return block
         await asyncio.sleep(0.2)
+    assert block, "no memory block at all: the test would prove nothing"
     return block
 
 

@@ -22,8 +22,8 @@ from pydantic import ValidationError
 
 from brain.core.models import Hit, MemoryIn
 from brain.core.sanitize import clean_text, one_line
-from brain.retrieval.render import PREAMBLE, render_block, render_persona
-from tests.gateway_fixtures import Gateway
+from brain.retrieval.render import render_block, render_persona
+from tests.gateway_fixtures import Gateway, injected_block
 
 from .fence import expected_inner, parse
 from .hostile import hostile_entry
@@ -142,15 +142,11 @@ async def test_hostile_writes_never_escape_the_fence_through_the_gateway(gw: Gat
             gw.fake.received.clear()
             r = await gw.chat(f"what do we know about {marker}?", headers={"x-brain-namespaces": ns})
             assert r.status_code == 200, r.text
-            system = [
-                m["content"]
-                for m in gw.upstream_bodies()[-1]["messages"]
-                if m.get("role") == "system" and PREAMBLE in str(m.get("content"))
-            ]
-            if not system:
+            block = injected_block(gw.upstream_bodies()[-1])
+            if not block:
                 continue
             chats_with_memory += 1
-            p = parse(system[0])
+            p = parse(block)
             assert not p.unclosed and p.escapes == [], f"escaped the fence: {p.escapes!r}"
             rows = await gw.store.pool.fetch("SELECT id, title, body FROM memories WHERE id = ANY($1)", p.ids)
             stored = {r["id"]: expected_inner(r["title"], r["body"]) for r in rows}

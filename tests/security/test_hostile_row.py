@@ -19,7 +19,7 @@ from brain.core.errors import InvalidInput
 from brain.core.models import Actor, MemoryIn
 from brain.retrieval.render import PREAMBLE
 from brain.services.memory import MemoryService, parse_memory
-from tests.gateway_fixtures import Gateway
+from tests.gateway_fixtures import Gateway, injected_block
 
 HOSTILE_TIMES = [
     "0001-01-01T00:00:00Z",
@@ -109,8 +109,8 @@ async def test_hostile_row_through_the_real_gateway(gw: Gateway, ns: str) -> Non
 
     r = await gw.chat("how does the ledger service batch writes?", headers={"x-brain-namespaces": ns})
     assert r.status_code == 200
-    system = gw.upstream_bodies()[-1]["messages"][0]["content"]
-    assert system.startswith(PREAMBLE) and ids[0] in system
+    block = injected_block(gw.upstream_bodies()[-1])
+    assert block.startswith(PREAMBLE) and ids[0] in block
 
     r = await gw.rest(
         "POST", "/search", json={"query": "ledger", "namespaces": [ns], "as_of": "0001-01-01T00:00:00Z"}

@@ -25,9 +25,11 @@ from litellm.integrations.custom_logger import CustomLogger
 from brain.core.models import SHARED, Actor
 from brain.gateway import metrics as gm
 from brain.gateway.auth import actor_of
-from brain.gateway.inject import api_of, inject, query_of, response_texts
+from brain.gateway.inject import api_of, query_of, response_texts
+from brain.gateway.placement import Placed, answered, chain, conversation, newest_person_turn, put_back
 from brain.gateway.routing import pick_override, routing_decision
 from brain.gateway.runtime import DB_ERRORS, CallContext, Runtime, get_runtime
+from brain.gateway.usage import input_tokens
 from brain.retrieval import telemetry as metrics
 from brain.retrieval.compose import Injection
 
@@ -116,38 +118,66 @@ class BrainHooks(CustomLogger):
             rt.remember(call_id, ctx)
         if mode in ("off", "false", "0", "no") or not rt.settings.retrieval.enabled:
             ctx.memory = "off"
-        elif not query:
-            ctx.memory = "skipped"
         else:
-            ctx.memory = await self._retrieve(rt, ctx, scope, data)
+            ctx.memory = await self._place(rt, ctx, scope, data)
         gm.requests.labels(api, ctx.memory).inc()
 
-    async def _retrieve(self, rt: Runtime, ctx: CallContext, scope: Any, data: dict[str, Any]) -> str:
+    async def _place(self, rt: Runtime, ctx: CallContext, scope: Any, data: dict[str, Any]) -> str:
+        """Put earlier turns' blocks back where they were; retrieve only for a question without one.
+
+        brain.gateway.placement says why: the provider's prompt cache holds only while every byte
+        the gateway added to earlier turns comes back the same, at the same place.
+        """
+        items = conversation(data, ctx.api)
+        seed = str(data.get("previous_response_id") or "") if ctx.api == "responses" else ""
+        hashes = chain(items, seed)
+        earlier = rt.ledger.found(ctx.actor.name, ctx.api, hashes)
+        target = newest_person_turn(items)
+        if target is not None and not answered(items, target):
+            earlier.pop(target, None)  # asked anew: fresh memory, not last time's (placement.answered)
+        blocks = {i: p.block for i, p in earlier.items() if p.block}
+        gm.blocks_put_back.inc(len(blocks))
+        ids = [m for p in earlier.values() for m in p.ids]
+        memory = "none" if target is not None and target in earlier else "skipped"
+        if target is not None and target not in earlier and ctx.query:
+            memory, injection = await self._retrieve(rt, ctx, scope)
+            if injection is not None:
+                # "none" is remembered too: the next request of a tool loop must not add memory to a
+                # turn the provider has already cached without it
+                rt.ledger.record(
+                    ctx.actor.name, ctx.api, hashes[target], Placed(injection.text, tuple(injection.ids))
+                )
+                if injection.text:
+                    blocks[target] = injection.text
+                    ids = [*injection.ids, *ids]
+        put_back(data, ctx.api, blocks)
+        ctx.injected = list(dict.fromkeys(ids))
+        return "injected" if ctx.injected and memory != "degraded" else memory
+
+    async def _retrieve(self, rt: Runtime, ctx: CallContext, scope: Any) -> tuple[str, Injection | None]:
         timeout = rt.settings.retrieval.timeout_ms / 1000
         injection: Injection | None = None
         try:
             injection = await asyncio.wait_for(rt.memory_block(ctx.actor, scope, ctx.query), timeout)
         except TimeoutError:
             metrics.retrieval_degraded.labels("timeout").inc()
-            return "degraded"
+            return "degraded", None
         except DB_ERRORS:
             metrics.retrieval_degraded.labels("db_down").inc()
-            return "degraded"
+            return "degraded", None
         except Exception:
             log.warning("retrieval failed; the request goes on without memory", exc_info=True)
             metrics.retrieval_degraded.labels("error").inc()
-            return "degraded"
+            return "degraded", None
         finally:
             rt.after_injection(ctx, injection)
         if not injection.text:  # nothing bore on the request: inject nothing rather than noise
             metrics.retrieval_queries.labels("no_hit").inc()
             metrics.injected_tokens.observe(0)
-            return "none"
-        inject(data, ctx.api, injection.text)
-        ctx.injected = injection.ids
+            return "none", injection
         metrics.retrieval_queries.labels("hit").inc()
         metrics.injected_tokens.observe(injection.tokens)
-        return "injected"
+        return "injected", injection
 
     # ------------------------------------------------------------------ post-call
 
@@ -186,6 +216,10 @@ class BrainHooks(CustomLogger):
         rt = get_runtime()
         if rt is None:
             return
+        billed = input_tokens(response_obj)
+        for cache, n in (billed or {}).items():
+            if n:
+                gm.upstream_input_tokens.labels(str(kwargs.get("model") or ""), cache).inc(n)
         try:
             ctx = rt.recall(kwargs.get("litellm_call_id"))
             if ctx is None:

@@ -1,13 +1,10 @@
-"""Reading the question out of, and putting memory into, OpenAI and Anthropic request bodies (pure).
+"""Reading the question out of, and the answer out of, OpenAI and Anthropic bodies (pure).
 
 Three wire APIs: chat completions (`messages`), Anthropic messages (`system` + `messages`) and the
 OpenAI Responses API (`instructions` + `input`, what Codex speaks). The question is what the person
-asked, with the agent's harness text cut away (`brain.gateway.harness`).
-
-The memory block goes *after* the client's own system prompt (a second system message for chat
-completions, an extra text block for /v1/messages, a developer message after the client's developer
-and system items for /v1/responses): the client's long, stable prompt stays a cache prefix at the
-provider, and only our part varies.
+asked, with the agent's harness text cut away (`brain.gateway.harness`). Where the memory goes is
+`brain.gateway.placement`'s job: into the person's newest message, so the provider's prompt cache
+of everything before it holds.
 """
 
 from __future__ import annotations
@@ -50,49 +47,6 @@ def text_of(content: Any) -> str:
 def query_of(data: dict[str, Any], api: str = "chat") -> str:
     """The retrieval query of a request: the person's latest question, harness and tool output cut away."""
     return shape_query(question_of(data, api))
-
-
-def inject(data: dict[str, Any], api: str, block: str) -> None:
-    """Put `block` into the request in place: after the client's system prompt, before the conversation."""
-    if not block:
-        return
-    if api == "messages":
-        system = data.get("system")
-        if isinstance(system, list):
-            data["system"] = [*system, {"type": "text", "text": block}]
-        elif isinstance(system, str) and system.strip():
-            data["system"] = f"{system}\n\n{block}"
-        else:
-            data["system"] = block
-        return
-    if api == "responses":
-        _inject_responses(data, block)
-        return
-    messages = list(data.get("messages") or [])
-    i = 0
-    while (
-        i < len(messages)
-        and isinstance(messages[i], dict)
-        and messages[i].get("role") in ("system", "developer")
-    ):
-        i += 1
-    messages.insert(i, {"role": "system", "content": block})
-    data["messages"] = messages
-
-
-def _inject_responses(data: dict[str, Any], block: str) -> None:
-    """Responses API: a developer message after the leading developer/system items (`instructions` untouched)."""
-    items = data.get("input")
-    if isinstance(items, str):
-        items = [{"type": "message", "role": "user", "content": items}]
-    items = list(items) if isinstance(items, list) else []
-    i = 0
-    while i < len(items) and isinstance(items[i], dict) and items[i].get("role") in ("system", "developer"):
-        i += 1
-    items.insert(
-        i, {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": block}]}
-    )
-    data["input"] = items
 
 
 def _responses_output(output: list[Any]) -> tuple[str, str]:

@@ -39,6 +39,16 @@ queue_dropped = Counter(
     "Work dropped because the capture queue was full, by kind of work.",
     ["work"],
 )
+blocks_put_back = Counter(
+    "brain_memory_blocks_put_back_total",
+    "Memory blocks of earlier turns put back, byte for byte, so the provider's prompt cache holds.",
+)
+upstream_input_tokens = Counter(
+    "brain_upstream_input_tokens",
+    "Input tokens the upstream provider billed, by model and prompt-cache outcome "
+    "(read: served from its cache, write: written to it, none: neither).",
+    ["model", "cache"],
+)
 queue_depth = Gauge("brain_capture_queue_depth", "Jobs waiting in the capture queue.")
 capture_errors = Counter("brain_capture_errors_total", "Capture jobs that failed (the database, usually).")
 router_decisions = Counter(

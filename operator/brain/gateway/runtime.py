@@ -28,6 +28,7 @@ from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
 from brain.gateway import metrics as gm
 from brain.gateway.capture import CaptureQueue, analyse
+from brain.gateway.placement import Ledger
 from brain.gateway.readiness import DatabaseWatch, health
 from brain.gateway.settings import GatewaySettings
 from brain.retrieval.catalog import Catalog
@@ -85,6 +86,7 @@ class Runtime:
         self.ready = False
         self.calls: OrderedDict[str, CallContext] = OrderedDict()
         self.injections = InjectionCache(settings.retrieval.cache_ttl_s)
+        self.ledger = Ledger()  # what earlier turns were given, put back byte for byte (placement.py)
         self._tasks: list[asyncio.Task[None]] = []
         self._redact = SecretGate("redact")
         self.db_watch = DatabaseWatch()

@@ -26,6 +26,8 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 
+from brain.local.promptcache import PromptCache
+
 
 class ToolCall(BaseModel):
     """A function call the fake answers with, so an agent loop runs a tool and sends its result back."""
@@ -57,6 +59,7 @@ class FakeState:
     script: list[Behaviour] = field(default_factory=list)
     max_received: int = 1000
     transcript_limit: int = 4000
+    cache: PromptCache = field(default_factory=PromptCache)  # the providers' prompt-cache accounting
 
     def record(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> None:
         self.received.append({"path": path, "body": body, "headers": headers, "at": time.time()})
@@ -105,9 +108,14 @@ def _words(text: str) -> list[str]:
     return out or [""]
 
 
-def _usage(prompt: str, completion: str) -> dict[str, int]:
-    p, c = max(1, len(prompt) // 4), max(1, len(completion) // 4)
-    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+def _openai_usage(prompt: dict[str, int], completion: str) -> dict[str, Any]:
+    p, c = prompt["prompt_tokens"], max(1, len(completion) // 4)
+    return {
+        "prompt_tokens": p,
+        "completion_tokens": c,
+        "total_tokens": p + c,
+        "prompt_tokens_details": {"cached_tokens": prompt["cached_tokens"]},
+    }
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -156,7 +164,7 @@ def response_items(input_: Any) -> list[dict[str, Any]]:
 
 
 def _response_object(
-    body: dict[str, Any], content: str, b: Behaviour, usage: dict[str, int]
+    body: dict[str, Any], content: str, b: Behaviour, usage: dict[str, Any]
 ) -> dict[str, Any]:
     output: list[dict[str, Any]] = []
     if b.reasoning:
@@ -200,6 +208,7 @@ def _response_object(
         "tools": [],
         "usage": {
             "input_tokens": usage["prompt_tokens"],
+            "input_tokens_details": {"cached_tokens": usage["prompt_tokens_details"]["cached_tokens"]},
             "output_tokens": usage["completion_tokens"],
             "total_tokens": usage["total_tokens"],
         },
@@ -252,7 +261,7 @@ def create_app(state: FakeState | None = None) -> FastAPI:
         content = b.content if b.content is not None else transcript(messages, limit=st.transcript_limit)
         model = body.get("model", "echo")
         cid = f"chatcmpl-{uuid.uuid4().hex[:12]}"
-        usage = _usage(json.dumps(messages), content)
+        usage = _openai_usage(st.cache.openai([body.get("tools"), *messages]), content)
         if body.get("stream"):
             return StreamingResponse(
                 _chat_stream(cid, model, content, b, usage), media_type="text/event-stream"
@@ -285,7 +294,8 @@ def create_app(state: FakeState | None = None) -> FastAPI:
             if b.content is not None
             else transcript(body.get("messages") or [], body.get("system"), st.transcript_limit)
         )
-        usage = _usage(json.dumps(body.get("messages")), content)
+        cache = st.cache.anthropic(body)
+        usage = {**cache, "output_tokens": max(1, len(content) // 4)}
         mid = f"msg_{uuid.uuid4().hex[:12]}"
         model = body.get("model", "echo")
         if body.get("stream"):
@@ -305,10 +315,7 @@ def create_app(state: FakeState | None = None) -> FastAPI:
                 "content": [block],
                 "stop_reason": "tool_use" if b.tool_call is not None else "end_turn",
                 "stop_sequence": None,
-                "usage": {
-                    "input_tokens": usage["prompt_tokens"],
-                    "output_tokens": usage["completion_tokens"],
-                },
+                "usage": usage,
             }
         )
 
@@ -323,7 +330,13 @@ def create_app(state: FakeState | None = None) -> FastAPI:
             if b.content is not None
             else transcript(items, body.get("instructions"), st.transcript_limit)
         )
-        resp = _response_object(body, content, b, _usage(json.dumps(body.get("input")), content))
+        raw_input = body.get("input")
+        prompt = [
+            body.get("tools"),
+            body.get("instructions"),
+            *(raw_input if isinstance(raw_input, list) else [raw_input]),
+        ]
+        resp = _response_object(body, content, b, _openai_usage(st.cache.openai(prompt), content))
         if body.get("stream"):
             return StreamingResponse(_responses_stream(resp, content, b), media_type="text/event-stream")
         return JSONResponse(resp)
@@ -358,7 +371,7 @@ def _sse(data: dict[str, Any] | str, event: str | None = None) -> bytes:
 
 
 async def _chat_stream(
-    cid: str, model: str, content: str, b: Behaviour, usage: dict[str, int]
+    cid: str, model: str, content: str, b: Behaviour, usage: dict[str, Any]
 ) -> AsyncIterator[bytes]:
     created = int(time.time())
 
@@ -396,6 +409,7 @@ async def _chat_stream(
 async def _anthropic_stream(
     mid: str, model: str, content: str, b: Behaviour, usage: dict[str, int]
 ) -> AsyncIterator[bytes]:
+    """Anthropic's event stream; `message_start` carries the input and cache numbers, as the API's does."""
     if b.stall_s:
         await asyncio.sleep(b.stall_s)
     start = {
@@ -407,7 +421,7 @@ async def _anthropic_stream(
             "model": model,
             "content": [],
             "stop_reason": None,
-            "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": 0},
+            "usage": {**{k: v for k, v in usage.items() if k != "output_tokens"}, "output_tokens": 0},
         },
     }
     yield _sse(start, "message_start")
@@ -433,7 +447,7 @@ async def _anthropic_stream(
         {
             "type": "message_delta",
             "delta": {"stop_reason": "tool_use" if b.tool_call else "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": usage["completion_tokens"]},
+            "usage": {"output_tokens": usage["output_tokens"]},
         },
         "message_delta",
     )
