@@ -46,6 +46,13 @@ class Repo:
         return self.git("rev-parse", "HEAD")
 
 
+
+@pytest.fixture(autouse=True)
+def _local_git_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests import from file:// repositories, as brainctl on a laptop does; a cluster job
+    refuses them (tests/jobs/test_git_hardening.py unsets this to check that)."""
+    monkeypatch.setenv("BRAIN_GIT_ALLOW_LOCAL", "1")
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:
     return Repo(tmp_path / "origin")

@@ -1,4 +1,5 @@
-"""Fetching a repository at a ref with the git CLI: https, ssh, a local path or file://.
+"""Fetching a repository at a ref with the git CLI: https or ssh (a local path, file:// or http:// only
+when the caller allows local sources: brainctl on a laptop, tests).
 
 Credentials come from the Secret the operator mounts as `BRAIN_SOURCE_CREDENTIALS`: an SSH
 private key (written to a 0600 file for `GIT_SSH_COMMAND`) or a token (sent as an HTTP header
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brain.core.errors import BrainError
+from brain.core.gitrefs import check_ref, check_url, is_plain_http
 
 
 class GitError(BrainError):
@@ -30,15 +32,30 @@ class Checkout:
     commit: str
 
 
-def normalize_url(url: str) -> str:
-    """A plain local path becomes a file:// URL, so shallow fetches work the same way for it."""
+def normalize_url(url: str, *, allow_local: bool = False) -> str:
+    """The checked URL; a plain local path (only with `allow_local`) becomes a file:// URL, so
+    shallow fetches work the same way for it. Raises ValueError naming spec.git.url."""
+    check_url(url, allow_local=allow_local)
     if re.match(r"^(https?|ssh|file)://", url) or re.match(r"^[\w.-]+@[\w.-]+:", url):
         return url
     return Path(url).expanduser().resolve().as_uri()
 
 
-def _env(credentials: str | None, scratch: Path) -> dict[str, str]:
+def _protocols(allow_local: bool) -> str:
+    """GIT_ALLOW_PROTOCOL: every other transport (ext::, fd::, git://) is refused by git itself."""
+    return "https:ssh:http:file" if allow_local else "https:ssh"
+
+
+def _env(credentials: str | None, scratch: Path, remote: str, allow_local: bool) -> dict[str, str]:
+    """Git's environment: no prompts, only the allowed transports, redirects never followed (a
+    redirect could carry the credential to another host), and the credential scoped to `remote`'s
+    host: the token header is `http.<scheme://host/>.extraHeader`, never a global one."""
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+    env["GIT_ALLOW_PROTOCOL"] = _protocols(allow_local)
+    config = [("http.followRedirects", "false"), ("protocol.ext.allow", "never")]
+    for i, (k, v) in enumerate(config):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = k, v
+    env["GIT_CONFIG_COUNT"] = str(len(config))
     if not credentials:
         return env
     secret = credentials.strip()
@@ -47,19 +64,24 @@ def _env(credentials: str | None, scratch: Path) -> dict[str, str]:
         key.write_text(secret + "\n")
         key.chmod(0o600)
         env["GIT_SSH_COMMAND"] = (
-            f"ssh -i {key} -o IdentitiesOnly=yes -o StrictHostKeyChecking=accept-new "
+            f"ssh -i {key} -o IdentitiesOnly=yes -o ProxyCommand=none -o StrictHostKeyChecking=accept-new "
             f"-o UserKnownHostsFile={scratch / 'known_hosts'}"
         )
     else:
+        m = re.match(r"^https://([^/@]+)", remote)
+        if not m:
+            why = (
+                "plain http:// would send it in clear text"
+                if is_plain_http(remote)
+                else "it is not an https:// URL"
+            )
+            raise ValueError(f"spec.git.url: a token credential is sent only over https://, and {why}")
         user, _, token = secret.rpartition(":") if ":" in secret else ("x-access-token", "", secret)
         basic = base64.b64encode(f"{user or 'x-access-token'}:{token}".encode()).decode()
-        env.update(
-            {
-                "GIT_CONFIG_COUNT": "1",
-                "GIT_CONFIG_KEY_0": "http.extraHeader",
-                "GIT_CONFIG_VALUE_0": f"Authorization: Basic {basic}",
-            }
-        )
+        n = len(config)
+        env[f"GIT_CONFIG_KEY_{n}"] = f"http.https://{m.group(1)}/.extraHeader"
+        env[f"GIT_CONFIG_VALUE_{n}"] = f"Authorization: Basic {basic}"
+        env["GIT_CONFIG_COUNT"] = str(n + 1)
     return env
 
 
@@ -76,27 +98,46 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], secret: str | None) ->
     return p.stdout.strip()
 
 
-def checkout(url: str, ref: str, dest: Path | None = None, credentials: str | None = None) -> Checkout:
-    """Fetch `ref` (branch, tag or commit) of `url` into `dest` (reused when it already holds a clone)."""
+def checkout(
+    url: str,
+    ref: str,
+    dest: Path | None = None,
+    credentials: str | None = None,
+    *,
+    allow_local: bool = False,
+) -> Checkout:
+    """Fetch `ref` (branch, tag or commit) of `url` into `dest` (reused when it already holds a clone).
+
+    `ref` and `url` are checked before any git runs (ValueError naming spec.git.ref / spec.git.url),
+    and every value passed to git follows `--end-of-options` or `--`, so none is read as an option.
+    `allow_local` (brainctl's local commands, tests) also accepts http://, file:// and local paths."""
+    check_ref(ref)
+    remote = normalize_url(url, allow_local=allow_local)
     target = Path(dest) if dest else Path(tempfile.mkdtemp(prefix="brain-src-"))
     target.mkdir(parents=True, exist_ok=True)
-    remote = normalize_url(url)
     with tempfile.TemporaryDirectory(prefix="brain-git-") as scratch:
-        env = _env(credentials, Path(scratch))
+        env = _env(credentials, Path(scratch), remote, allow_local)
         if not (target / ".git").exists():
             _run(["init", "-q"], target, env, credentials)
-            _run(["remote", "add", "origin", remote], target, env, credentials)
+            _run(["remote", "add", "--", "origin", remote], target, env, credentials)
         else:
-            _run(["remote", "set-url", "origin", remote], target, env, credentials)
+            _run(["remote", "set-url", "--", "origin", remote], target, env, credentials)
         try:
-            _run(["fetch", "-q", "--depth", "1", "origin", ref], target, env, credentials)
+            _run(["fetch", "-q", "--depth", "1", "--end-of-options", "origin", ref], target, env, credentials)
         except GitError:
             if not re.fullmatch(r"[0-9a-fA-F]{7,40}", ref):
                 raise
-            _run(["fetch", "-q", "origin"], target, env, credentials)  # a commit the server won't serve alone
-            _run(["checkout", "-q", "--force", ref], target, env, credentials)
+            _run(
+                ["fetch", "-q", "--end-of-options", "origin"], target, env, credentials
+            )  # a commit served only in full
+            _run(["checkout", "-q", "--force", ref, "--"], target, env, credentials)
         else:
-            _run(["checkout", "-q", "--force", "FETCH_HEAD"], target, env, credentials)
+            _run(
+                ["checkout", "-q", "--force", "FETCH_HEAD", "--"],
+                target,
+                env,
+                credentials,
+            )
         _run(["clean", "-q", "-fdx"], target, env, credentials)
-        commit = _run(["rev-parse", "HEAD"], target, env, credentials)
+        commit = _run(["rev-parse", "--verify", "HEAD"], target, env, credentials)
     return Checkout(target, commit)
