@@ -27,10 +27,20 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
-from brain.core.gitrefs import REF_ACCEPTED, REF_REGEX, URL_ACCEPTED, URL_REGEX, check_ref, check_url
+from brain.core.gitrefs import (
+    INSECURE_FLAG,
+    REF_ACCEPTED,
+    REF_REGEX,
+    SECURE_ACCEPTED,
+    URL_ACCEPTED,
+    URL_REGEX,
+    check_ref,
+    check_url,
+)
 from brain_operator import API_VERSION
 
-#: Validation context key: brainctl's local manifests may name http://, file:// or a local path.
+#: Validation context key: brainctl's local manifests may name a plain local path as a git URL
+#: (a CRD never accepts one; http:// and file:// pass the shape and meet the operator's policy).
 LOCAL_GIT_CONTEXT = "allow_local_git"
 
 # --------------------------------------------------------------------------------------------
@@ -783,7 +793,10 @@ class GitSource(_Model):
     url: str = Field(
         min_length=1,
         max_length=2048,
-        description=f"Clone URL: {URL_ACCEPTED}. No http://, file:// or local path in a cluster.",
+        description=(
+            f"Clone URL: {SECURE_ACCEPTED}. http:// and file:/// pass this check but the operator refuses "
+            f"them (condition Ready=False, reason InsecureGitURL, no Job) unless started with {INSECURE_FLAG}."
+        ),
         json_schema_extra={
             "x-kubernetes-validations": [cel(f"self.matches(r'{URL_REGEX}')", f"url must be {URL_ACCEPTED}")]
         },
@@ -792,7 +805,10 @@ class GitSource(_Model):
         default="main",
         min_length=1,
         max_length=255,
-        description="Branch, tag (optionally refs/heads/…, refs/tags/…) or commit id; never starting with '-'.",
+        description=(
+            "Branch, tag (optionally refs/heads/…, refs/tags/…) or commit id, in `git check-ref-format` "
+            "shape; never starting with '-'."
+        ),
         json_schema_extra={
             "x-kubernetes-validations": [
                 cel(
@@ -814,9 +830,11 @@ class GitSource(_Model):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str, info: ValidationInfo) -> str:
-        """The CRD's rule; brainctl passes LOCAL_GIT_CONTEXT for a laptop's own manifests, where
-        http://, file:// and local paths are the user's to read."""
-        return check_url(value, "url", allow_local=bool((info.context or {}).get(LOCAL_GIT_CONTEXT)))
+        """The CRD's shape rule only: the scheme policy (no http://, file://) is the operator's and the
+        job's, which an operator flag relaxes for tests. brainctl passes LOCAL_GIT_CONTEXT for a
+        laptop's own manifests, where a plain local path is the user's to read."""
+        local = bool((info.context or {}).get(LOCAL_GIT_CONTEXT))
+        return check_url(value, "url", allow_insecure=True, allow_path=local)
 
     @field_validator("ref")
     @classmethod

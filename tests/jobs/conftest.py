@@ -12,6 +12,7 @@ import pytest
 import pytest_asyncio
 import uvicorn
 
+from brain.core.contract import Env
 from brain.local.devdb import free_port
 from brain.local.fakeupstream import Behaviour, FakeState
 from brain.local.fakeupstream import create_app as fake_app
@@ -46,12 +47,13 @@ class Repo:
         return self.git("rev-parse", "HEAD")
 
 
-
 @pytest.fixture(autouse=True)
-def _local_git_sources(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests import from file:// repositories, as brainctl on a laptop does; a cluster job
-    refuses them (tests/jobs/test_git_hardening.py unsets this to check that)."""
-    monkeypatch.setenv("BRAIN_GIT_ALLOW_LOCAL", "1")
+def _insecure_git_urls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests import from file:// repositories, as an operator started with
+    --allow-insecure-git-urls lets its jobs do; a job without it refuses them
+    (tests/jobs/test_git_hardening.py unsets this to check that)."""
+    monkeypatch.setenv(Env.GIT_ALLOW_INSECURE_URLS, "1")
+
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Repo:

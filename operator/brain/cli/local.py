@@ -66,7 +66,8 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
             svc.embedder,
             spec,
             workdir=Path(args.workdir) if args.workdir else None,
-            allow_local=True,  # a person's own command: a local path, file:// or http:// is theirs to read
+            # a person's own command: a local path, file:// or http:// is theirs to read
+            allow_insecure=True,
         )
     print(json.dumps(summary, default=str))
     return 0

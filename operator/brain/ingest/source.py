@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brain.core.gitrefs import check_ref, check_url
 from brain.core.models import MAX_BODY, check_namespace
 from brain.ingest import code as codemod
 from brain.ingest.frontmatter import FrontMatterError
@@ -79,6 +80,10 @@ def parse_source(doc: dict[str, Any], *, inline_dir: str | None = None) -> Sourc
         )  # fmt: skip
     if not body.get("url"):
         raise ValueError(f"spec.{kind}.url is missing")
+    # The shape again, before anything connects: a document not written by the API server (a
+    # hand-run job, an older operator) meets the CRD's rule here; the scheme policy is checkout's.
+    check_url(str(body["url"]), f"spec.{kind}.url", allow_insecure=True, allow_path=True)
+    check_ref(str(body.get("ref") or "main"), f"spec.{kind}.ref")
     return SourceSpec(
         name,
         kind,

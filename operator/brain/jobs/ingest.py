@@ -28,9 +28,6 @@ from brain.ingest.sync import sync
 from brain.jobs.common import Progress, emit, finish_run, job_env, setup_logging, start_run
 from brain.store.store import Store
 
-#: Set to 1 by brainctl's local commands and tests only: http://, file:// and local paths allowed.
-ALLOW_LOCAL_ENV = "BRAIN_GIT_ALLOW_LOCAL"
-
 
 def source_actor(spec: SourceSpec) -> Actor:
     """Imports write as the source: origin `import` (curated) or `untrusted` (episodic, never standing)."""
@@ -45,15 +42,16 @@ async def run_ingest(
     workdir: Path | None = None,
     grading: GradingConfig | None = None,
     progress: Progress | None = None,
-    allow_local: bool | None = None,
+    allow_insecure: bool | None = None,
 ) -> dict[str, Any]:
     """One import, recorded in job_runs. Returns the summary (also on failure, with `error`).
 
-    `allow_local` lets http://, file:// and local-path URLs through (brainctl's local commands,
-    tests); None reads BRAIN_GIT_ALLOW_LOCAL=1, which the operator never sets in a cluster job."""
+    `allow_insecure` lets http://, file:// and local-path git URLs through; None reads
+    BRAIN_GIT_ALLOW_INSECURE_URLS=1, which the operator sets only when started with
+    --allow-insecure-git-urls (and brainctl's local jobs set), so a cluster job refuses them by default."""
     progress = progress or Progress()
-    if allow_local is None:
-        allow_local = os.environ.get(ALLOW_LOCAL_ENV) == "1"
+    if allow_insecure is None:
+        allow_insecure = os.environ.get(Env.GIT_ALLOW_INSECURE_URLS) == "1"
     run_id = await start_run(store, "ingest", spec.name)
     try:
         commit = None
@@ -65,8 +63,15 @@ async def run_ingest(
             assert spec.url is not None
             with_creds = os.environ.get(Env.SOURCE_CREDENTIALS)
             try:
-                co = checkout(spec.url, spec.ref, workdir, with_creds, allow_local=allow_local)
-            except ValueError as e:  # a bad spec.git.ref / spec.git.url, refused before git ran
+                co = checkout(
+                    spec.url,
+                    spec.ref,
+                    workdir,
+                    with_creds,
+                    allow_insecure=allow_insecure,
+                    field=f"spec.{spec.kind}",
+                )
+            except ValueError as e:  # a bad spec.<kind>.ref / .url, refused before git ran
                 raise BrainError(str(e)) from None
             root, commit = co.path, co.commit
         parsed = await asyncio.to_thread(parse_tree, spec, root, lambda d, t: progress("parsing", d, t))

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from brain.core.contract import Env
 from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
 
 _MACROS = {
@@ -129,7 +130,8 @@ def build_jobs(
     env |= {
         "HOME": env.get("HOME", "/tmp"),
         "BRAIN_NAME": name,
-        "BRAIN_GIT_ALLOW_LOCAL": "1",  # brainctl up on a laptop: local paths and file:// sources are the user's
+        # brainctl up on a laptop: local paths, file:// and http:// sources are the user's own
+        Env.GIT_ALLOW_INSECURE_URLS: "1",
         "BRAIN_DATABASE_URL": dsn,
         "BRAIN_EMBEDDING_MODEL": OFFLINE_MODEL,  # what the laptop's vectors are (see brainctl up)
         "BRAIN_EMBEDDING_DIM": str(brain.spec.embedding.dim),
