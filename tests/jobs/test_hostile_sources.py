@@ -87,11 +87,14 @@ async def test_symlinks_into_git_or_out_of_the_tree_are_not_followed(
     os.symlink("../.git/config", repo.path / "memories" / "remote.md")  # the clone's config: remote URL
     os.symlink(str(secret), repo.path / "memories" / "outside.md")
     os.symlink("friday.md", repo.path / "memories" / "alias.md")  # inside the tree: still followed
+    os.symlink("loop-b.md", repo.path / "memories" / "loop-a.md")
+    os.symlink("loop-a.md", repo.path / "memories" / "loop-b.md")
     repo.commit("links")
     summary = await _ingest(store, embedder, repo, tmp_path)
     reasons = _reasons(summary)
     assert "into .git" in reasons["memories/remote.md"], summary
     assert "outside the repository" in reasons["memories/outside.md"], summary
+    assert "cannot be resolved" in reasons["memories/loop-a.md"], summary  # before: RuntimeError, no import
     stored = await active(store, "team-notes:")
     assert set(stored) == {"team-notes:memories/friday.md", "team-notes:memories/alias.md"}
     assert not any("[remote" in r["body"] or "file://" in r["body"] for r in stored.values())

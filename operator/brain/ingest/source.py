@@ -147,7 +147,10 @@ def unsafe_file(root: Path, rel: str) -> str | None:
     full = root / rel
     if full.is_symlink():
         base = root.resolve()
-        target = full.resolve()
+        try:
+            target = full.resolve()
+        except (OSError, RuntimeError):  # a loop (RuntimeError before Python 3.13)
+            return "symlink that cannot be resolved (a loop?); not followed"
         if not target.is_relative_to(base):
             return "symlink pointing outside the repository; not followed"
         if ".git" in target.relative_to(base).parts:
