@@ -14,7 +14,7 @@ import pytest
 from brain.core.contract import Env
 from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
-from brain.ingest.gitsrc import checkout
+from brain.ingest.gitsrc import GitError, checkout
 from brain.ingest.source import parse_source
 from brain.jobs.common import Progress
 from brain.jobs.ingest import run_ingest
@@ -163,3 +163,42 @@ async def test_a_cluster_job_refuses_file_urls_and_records_why(
     assert row is not None and row["status"] == "failed"
     assert "spec.git.url is refused" in json.loads(row["summary"])["error"]
     assert not (tmp_path / "w").exists()
+
+
+def test_a_redirect_to_another_host_is_not_followed(tmp_path: Path) -> None:
+    """The real git against two local HTTP servers: the source answers every request with a redirect
+    to the other; git stops there and the other never sees a request (so no credential either)."""
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Other(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.path)
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Other)
+    target = f"http://localhost:{other.server_address[1]}"
+
+    class Source(Other):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", target + self.path)
+            self.end_headers()
+
+    source = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Source)
+    for server in (other, source):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{source.server_address[1]}/team.git"
+        with pytest.raises(GitError, match="returned error: 302"):
+            checkout(url, "main", tmp_path / "w", allow_insecure=True)
+    finally:
+        source.shutdown()
+        other.shutdown()
+    assert seen == []
