@@ -52,6 +52,15 @@ def test_insecure_url_gets_no_job_and_a_condition_naming_the_field(url: str, why
     assert [e[:2] for e in events if e[1] == "InsecureGitURL"] == [("Warning", "InsecureGitURL")]
 
 
+def test_the_refusal_is_announced_once_not_on_every_resync() -> None:
+    kube, _, _ = _reconcile("http://git.example.com/team.git", OperatorConfig())
+    events: list[str] = []
+    again = Reconciler(kube, OperatorConfig()).reconcile(  # type: ignore[arg-type]
+        NS, "team", lambda body, etype, reason, msg: events.append(reason)
+    )
+    assert again is not None and again.jobs_created == [] and "InsecureGitURL" not in events
+
+
 def test_https_source_is_rendered_without_the_allowance() -> None:
     kube, result, _ = _reconcile("https://git.example.com/team.git", OperatorConfig())
     assert result is not None and len(result.jobs_created) == 1
