@@ -111,7 +111,9 @@ def test_user_story(
 
     # ---- 1. the chart, the operator, the samples ----------------------------------------------------
     op: InstalledOperator
-    with helm_installed_operator(e2e_cluster, ns, tmp_path, "operator.healthSeconds=2") as op:
+    # file:// below: a local repository, which a cluster refuses without the test flag (docs/security.md)
+    sets = ("operator.healthSeconds=2", "operator.allowInsecureGitUrls=true")
+    with helm_installed_operator(e2e_cluster, ns, tmp_path, *sets) as op:
         k("apply", "-n", ns, "-f", str(stack.manifest))  # the manifest `brainctl up` runs (story.py)
         for sample in ("routingpolicy.yaml", "memorysource-git.yaml"):
             k("apply", "-n", ns, "-f", str(SAMPLES / sample))

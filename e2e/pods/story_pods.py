@@ -41,6 +41,8 @@ def helm_values() -> list[str]:
         "dataPlaneImages.postgres": f"{REG}/postgres:17-pgvector-{TAG}",
         "dataPlaneImages.cloudflared": f"{REG}/cloudflared:{TAG}",
         "operator.healthSeconds": "2",
+        # the story's git server is plain http:// in a pod, which a cluster refuses without this
+        "operator.allowInsecureGitUrls": "true",
     }
     return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
 

@@ -20,13 +20,28 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
+from brain.core.gitrefs import (
+    INSECURE_FLAG,
+    REF_ACCEPTED,
+    REF_REGEX,
+    SECURE_ACCEPTED,
+    URL_ACCEPTED,
+    URL_REGEX,
+    check_ref,
+    check_url,
+)
 from brain_operator import API_VERSION
+
+#: Validation context key: brainctl's local manifests may name a plain local path as a git URL
+#: (a CRD never accepts one; http:// and file:// pass the shape and meet the operator's policy).
+LOCAL_GIT_CONTEXT = "allow_local_git"
 
 # --------------------------------------------------------------------------------------------
 # Shared building blocks
@@ -778,10 +793,31 @@ class GitSource(_Model):
     url: str = Field(
         min_length=1,
         max_length=2048,
-        pattern=r"^(https://|http://|ssh://|git@|file://)\S+$",
-        description="Clone URL (https, ssh or git@host:path).",
+        description=(
+            f"Clone URL: {SECURE_ACCEPTED}. http:// and file:/// pass this check but the operator refuses "
+            f"them (condition Ready=False, reason InsecureGitURL, no Job) unless started with {INSECURE_FLAG}."
+        ),
+        json_schema_extra={
+            "x-kubernetes-validations": [cel(f"self.matches(r'{URL_REGEX}')", f"url must be {URL_ACCEPTED}")]
+        },
     )
-    ref: str = Field(default="main", min_length=1, max_length=255, description="Branch, tag or commit.")
+    ref: str = Field(
+        default="main",
+        min_length=1,
+        max_length=255,
+        description=(
+            "Branch, tag (optionally refs/heads/…, refs/tags/…) or commit id, in `git check-ref-format` "
+            "shape; never starting with '-'."
+        ),
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    f"self.matches(r'{REF_REGEX}') && !self.endsWith('.lock') && !self.contains('.lock/')",
+                    f"ref must be {REF_ACCEPTED}",
+                )
+            ]
+        },
+    )
     paths: list[str] | None = Field(
         default=None,
         max_length=64,
@@ -790,6 +826,20 @@ class GitSource(_Model):
     credentials_secret_ref: SecretKeyRef | None = Field(
         default=None, description="Secret key holding a token or SSH private key for private repositories."
     )
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, value: str, info: ValidationInfo) -> str:
+        """The CRD's shape rule only: the scheme policy (no http://, file://) is the operator's and the
+        job's, which an operator flag relaxes for tests. brainctl passes LOCAL_GIT_CONTEXT for a
+        laptop's own manifests, where a plain local path is the user's to read."""
+        local = bool((info.context or {}).get(LOCAL_GIT_CONTEXT))
+        return check_url(value, "url", allow_insecure=True, allow_path=local)
+
+    @field_validator("ref")
+    @classmethod
+    def _check_ref(cls, value: str) -> str:
+        return check_ref(value, "ref")
 
 
 class GitMemories(GitSource):

@@ -47,6 +47,8 @@ class OperatorConfig:
     standalone: bool = False
     priority: int = 0
     images: Images = field(default_factory=images_from_env)
+    #: tests only: http:// and file:// git sources are imported (brain.core.gitrefs says why not otherwise)
+    allow_insecure_git_urls: bool = False
 
     def health_url(self, name: str, namespace: str, annotations: dict[str, str] | None) -> str:
         """Where to read a Brain's health: its annotation (tests, unusual networks) or the template."""

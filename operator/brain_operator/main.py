@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import kopf
 
+from brain.core.gitrefs import INSECURE_FLAG
 from brain_operator import __version__, handlers_brain, handlers_memorysource, handlers_routingpolicy
 from brain_operator.config import (
     DEFAULT_HEALTH_URL,
@@ -131,6 +132,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"(at least {MIN_PEERING_LIFETIME}) [%(default)s, BRAIN_OPERATOR_PEERING_LIFETIME_SECONDS]",
     )
     p.add_argument("--standalone", action="store_true", help="no peering at all (a single replica)")
+    p.add_argument(
+        INSECURE_FLAG,
+        dest="allow_insecure_git_urls",
+        action="store_true",
+        default=env("BRAIN_OPERATOR_ALLOW_INSECURE_GIT_URLS", "") in ("1", "true"),
+        help="tests only: import MemorySources whose git URL is http:// (clear text) or file:// (the job "
+        "pod's disk); without it they get Ready=False, reason InsecureGitURL, and no Job "
+        "[BRAIN_OPERATOR_ALLOW_INSECURE_GIT_URLS=1]",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = p.parse_args(argv)
     if args.namespaces is None and not args.all_namespaces:
@@ -149,6 +159,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         peering_name=args.peering,
         peering_lifetime_seconds=args.peering_lifetime_seconds,
         standalone=args.standalone,
+        allow_insecure_git_urls=args.allow_insecure_git_urls,
         priority=args.priority if args.priority is not None else secrets.randbelow(2**31 - 2) + 1,
     )
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from brain.core.gitrefs import check_url
 from brain_operator import API_VERSION
 from brain_operator.api import Brain, MemorySource, RoutingPolicy
 from brain_operator.config import OperatorConfig
@@ -199,6 +200,7 @@ class Reconciler:
 
         policies_raw, sources_raw = self._related(namespace, name)
         policies, sources = self._parse_children(policies_raw, sources_raw, emit)
+        sources, refused = self._refuse_insecure_sources(sources, sources_raw, emit)
         caps = self._capabilities()
         inp = RenderInput(
             brain=brain,
@@ -207,6 +209,7 @@ class Reconciler:
             secrets=self._generated_secrets(brain),
             images=self.cfg.images,
             capabilities=caps,
+            allow_insecure_git_urls=self.cfg.allow_insecure_git_urls,
         )
         owner = owner_reference(API_VERSION, "Brain", name, str(raw["metadata"]["uid"]))
         missing_api: str | None = None
@@ -240,7 +243,7 @@ class Reconciler:
             live.setdefault((obj["kind"], obj["metadata"]["name"]), obj)
         self._write_brain_status(raw, brain, inp, live, missing_api, result, emit, migration)
         self._write_policy_statuses(inp, policies_raw, result)
-        self._write_source_statuses(sources_raw, {s.metadata.name for s in sources}, brain, result)
+        self._write_source_statuses(sources_raw, {s.metadata.name for s in sources}, brain, result, refused)
         if result.applied or result.deleted:
             emit(
                 raw,
@@ -267,6 +270,31 @@ class Reconciler:
             except ValidationError as exc:
                 emit(s, "Warning", "InvalidSpec", _validation_message(exc))
         return policies, sources
+
+    def _refuse_insecure_sources(
+        self, sources: list[MemorySource], sources_raw: list[dict[str, Any]], emit: Emit
+    ) -> tuple[list[MemorySource], dict[str, str]]:
+        """Sources whose git URL is http:// or file:// are not rendered (no CronJob, no Job) unless
+        the operator runs with --allow-insecure-git-urls: the CRD lets their shape through, so that
+        tests can use them, and this is where a cluster refuses them. Returns (kept, name → why)."""
+        if self.cfg.allow_insecure_git_urls:
+            return sources, {}
+        by_name = {s["metadata"]["name"]: s for s in sources_raw}
+        kept: list[MemorySource] = []
+        refused: dict[str, str] = {}
+        for source in sources:
+            why = _insecure_source(source)
+            if why is None:
+                kept.append(source)
+                continue
+            refused[source.metadata.name] = why
+            previous = {
+                c.get("type"): c
+                for c in (by_name[source.metadata.name].get("status") or {}).get("conditions") or []
+            }.get("Ready")
+            if not previous or previous.get("message") != why:  # once per change, not every resync
+                emit(by_name[source.metadata.name], "Warning", "InsecureGitURL", why[:1000])
+        return kept, refused
 
     def _live_children(
         self, namespace: str, name: str, caps: Capabilities
@@ -514,11 +542,18 @@ class Reconciler:
             )
 
     def _write_source_statuses(
-        self, sources_raw: list[dict[str, Any]], valid: set[str], brain: Brain, result: Result
+        self,
+        sources_raw: list[dict[str, Any]],
+        valid: set[str],
+        brain: Brain,
+        result: Result,
+        refused: dict[str, str] | None = None,
     ) -> None:
         now = now_iso()
         for raw in sources_raw:
-            if raw["metadata"]["name"] in valid:
+            if raw["metadata"]["name"] in (refused or {}):
+                ready = Check("False", "InsecureGitURL", (refused or {})[raw["metadata"]["name"]])
+            elif raw["metadata"]["name"] in valid:
                 ready = Check(
                     "True",
                     "Scheduled",
@@ -635,6 +670,19 @@ class Reconciler:
                     return doc
                 break
         return None
+
+
+def _insecure_source(source: MemorySource) -> str | None:
+    """Why a source's git URL is refused by the scheme policy (naming the field), or None."""
+    for kind in ("git", "skills", "personas"):
+        repo = getattr(source.spec, kind)
+        if repo is None:
+            continue
+        try:
+            check_url(repo.url, f"spec.{kind}.url")
+        except ValueError as exc:
+            return str(exc)
+    return None
 
 
 def _retire_stop(raw: Any) -> dict[str, Any] | None:

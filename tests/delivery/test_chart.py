@@ -379,3 +379,16 @@ def test_operator_pod_gets_no_service_links(render: Render) -> None:
     assert "brain-operator-metrics" in services  # the collision this guards against
     pod = one(docs, "Deployment")["spec"]["template"]["spec"]
     assert pod["enableServiceLinks"] is False
+
+
+def test_insecure_git_urls_are_off_unless_the_value_asks(render: Render) -> None:
+    """operator.allowInsecureGitUrls (tests only) is the operator's --allow-insecure-git-urls; by
+    default http:// and file:// MemorySources are refused (docs/security.md, "Git sources")."""
+    from brain_operator.main import parse_args
+
+    def args(values: dict[str, Any]) -> list[str]:
+        return one(render(values), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+
+    assert not parse_args(args({})).allow_insecure_git_urls
+    on = args({"operator.allowInsecureGitUrls": True})
+    assert "--allow-insecure-git-urls" in on and parse_args(on).allow_insecure_git_urls

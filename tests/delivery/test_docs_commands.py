@@ -838,6 +838,8 @@ class Stack(Box):
             BRAIN_MASTER_KEY=self.master_key,
             BRAIN_DISTILL_MODEL="echo",
         )
+        if "/etc/brain/source.json" in cmd.text:  # its git URL is a local repository (file://): as
+            env["BRAIN_GIT_ALLOW_INSECURE_URLS"] = "1"  # an operator with --allow-insecure-git-urls runs it
         if not cmd.key.startswith("export "):
             env["BRAIN_KEY"] = self.agent_key  # what the README's export leaves in the reader's shell
         else:

@@ -12,6 +12,7 @@ import pytest
 import pytest_asyncio
 import uvicorn
 
+from brain.core.contract import Env
 from brain.local.devdb import free_port
 from brain.local.fakeupstream import Behaviour, FakeState
 from brain.local.fakeupstream import create_app as fake_app
@@ -44,6 +45,14 @@ class Repo:
         self.git("add", "-A")
         self.git("commit", "-q", "--allow-empty", "-m", msg)
         return self.git("rev-parse", "HEAD")
+
+
+@pytest.fixture(autouse=True)
+def _insecure_git_urls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests import from file:// repositories, as an operator started with
+    --allow-insecure-git-urls lets its jobs do; a job without it refuses them
+    (tests/jobs/test_git_hardening.py unsets this to check that)."""
+    monkeypatch.setenv(Env.GIT_ALLOW_INSECURE_URLS, "1")
 
 
 @pytest.fixture

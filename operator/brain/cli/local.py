@@ -62,7 +62,12 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
     spec = load_source_file(args.source_file)
     async with open_service(args) as svc:
         summary = await run_ingest(
-            svc.store, svc.embedder, spec, workdir=Path(args.workdir) if args.workdir else None
+            svc.store,
+            svc.embedder,
+            spec,
+            workdir=Path(args.workdir) if args.workdir else None,
+            # a person's own command: a local path, file:// or http:// is theirs to read
+            allow_insecure=True,
         )
     print(json.dumps(summary, default=str))
     return 0

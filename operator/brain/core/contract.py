@@ -28,6 +28,9 @@ class Env:
     DISTILL_MODEL = "BRAIN_DISTILL_MODEL"
     # the ingest job
     SOURCE_CREDENTIALS = "BRAIN_SOURCE_CREDENTIALS"
+    # "1" only from an operator started with --allow-insecure-git-urls (tests): http:// and file://
+    # git URLs are then fetched; without it the job refuses them (brain.core.gitrefs)
+    GIT_ALLOW_INSECURE_URLS = "BRAIN_GIT_ALLOW_INSECURE_URLS"
     # one API key per spec.gateway.models[] entry, BRAIN_MODEL_<NAME>_API_KEY (render.litellm_config)
     MODEL_PREFIX = "BRAIN_MODEL"
 

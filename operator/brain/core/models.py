@@ -115,6 +115,12 @@ def _label(value: str, field: str, limit: int) -> str:
     return text
 
 
+def bad_identifier(value: str) -> bool:
+    """Whether `value` holds what no stored identifier may (control characters, line breaks, the
+    surrogates an undecodable file name becomes): a source_key built from it would be refused."""
+    return bool(_IDENT_FORBIDDEN.search(value))
+
+
 def _identifier(value: str, field: str) -> str:
     if _IDENT_FORBIDDEN.search(value):
         raise ValueError(f"{field} may not contain control characters or line breaks")

@@ -15,13 +15,27 @@ class FrontMatterError(ValueError):
     pass
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases: a few hundred bytes of nested `*ref`s expand into megabytes
+    (a "billion laughs"), and front matter has no use for them. Anchors alone are harmless."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise FrontMatterError(
+                f"front matter may not use YAML aliases (*{event.anchor} on its line {event.start_mark.line + 1}): "
+                "they can expand a few bytes into megabytes; write the value out"
+            )
+        return super().compose_node(parent, index)
+
+
 def split(text: str) -> tuple[dict[str, Any], str]:
     """(metadata, body). No front matter → ({}, text). Malformed YAML raises, naming the problem."""
     m = _FM.match(text)
     if not m:
         return {}, text
     try:
-        meta = yaml.safe_load(m.group(1)) or {}
+        meta = yaml.load(m.group(1), Loader=_NoAliasLoader) or {}  # a SafeLoader, aliases refused
     except yaml.YAMLError as e:
         raise FrontMatterError(f"front matter is not valid YAML: {str(e).splitlines()[0]}") from None
     if not isinstance(meta, dict):

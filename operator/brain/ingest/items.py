@@ -43,6 +43,12 @@ class Edge:
     confidence: float = 1.0
 
 
+def shown_name(rel: str) -> str:
+    """A file name fit for the summary and job_runs (JSON in Postgres): control characters and the
+    surrogates of undecodable bytes written as escapes."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in rel)
+
+
 @dataclass(frozen=True)
 class Reject:
     item: str

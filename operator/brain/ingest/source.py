@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain.core.models import MAX_BODY, check_namespace
+from brain.core.gitrefs import check_ref, check_url
+from brain.core.models import MAX_BODY, bad_identifier, check_namespace
 from brain.ingest import code as codemod
 from brain.ingest.frontmatter import FrontMatterError
-from brain.ingest.items import Edge, Item, Parsed, Reject
+from brain.ingest.items import Edge, Item, Parsed, Reject, shown_name
 from brain.ingest.markdown import is_memory_file, parse_memory
 from brain.ingest.personas import is_persona_file, parse_persona
 from brain.ingest.retireguard import RetireGuard
@@ -79,6 +80,10 @@ def parse_source(doc: dict[str, Any], *, inline_dir: str | None = None) -> Sourc
         )  # fmt: skip
     if not body.get("url"):
         raise ValueError(f"spec.{kind}.url is missing")
+    # The shape again, before anything connects: a document not written by the API server (a
+    # hand-run job, an older operator) meets the CRD's rule here; the scheme policy is checkout's.
+    check_url(str(body["url"]), f"spec.{kind}.url", allow_insecure=True, allow_path=True)
+    check_ref(str(body.get("ref") or "main"), f"spec.{kind}.ref")
     return SourceSpec(
         name,
         kind,
@@ -120,7 +125,8 @@ def _matches(rel: str, patterns: tuple[str, ...]) -> bool:
 
 
 def walk_files(root: Path, patterns: tuple[str, ...] = ()) -> Iterator[str]:
-    """Relative POSIX paths of regular files under root, sorted, skipping VCS and build folders."""
+    """Relative POSIX paths of files under root, sorted, skipping VCS and build folders. Symlinked
+    folders are not descended; a symlinked file is yielded and judged by `unsafe_file` on reading."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith(".."))
         rel_dir = Path(dirpath).relative_to(root).as_posix()
@@ -128,11 +134,32 @@ def walk_files(root: Path, patterns: tuple[str, ...] = ()) -> Iterator[str]:
             if f.startswith(".."):
                 continue
             rel = f if rel_dir == "." else f"{rel_dir}/{f}"
-            full = Path(dirpath) / f
-            if full.is_symlink() and not full.resolve().is_relative_to(root.resolve()):
-                continue
             if _matches(rel, patterns):
                 yield rel
+
+
+def unsafe_file(root: Path, rel: str) -> str | None:
+    """Why `rel` is skipped rather than read, or None. A hostile repository must not abort the
+    import with one odd name, nor make it read what is not its tree: a symlink out of the work
+    tree, or into `.git` (whose config holds the remote URL), is never followed."""
+    if bad_identifier(rel):
+        return "file name has a control character (tab, line break) or is not UTF-8; file skipped"
+    full = root / rel
+    if full.is_symlink():
+        base = root.resolve()
+        try:
+            target = full.resolve()
+        except (OSError, RuntimeError):  # a loop (RuntimeError before Python 3.13)
+            return "symlink that cannot be resolved (a loop?); not followed"
+        if not target.is_relative_to(base):
+            return "symlink pointing outside the repository; not followed"
+        if ".git" in target.relative_to(base).parts:
+            return "symlink pointing into .git; not followed"
+        if not target.is_file():
+            return "symlink to something that is not a file; not followed"
+    elif not full.is_file():
+        return "not a regular file; skipped"
+    return None
 
 
 def _read_text(path: Path) -> str:
@@ -147,6 +174,9 @@ def parse_documents(
 ) -> Parsed:
     out = Parsed()
     for rel in rels:
+        if (why := unsafe_file(root, rel)) is not None:
+            out.rejects.append(Reject(shown_name(rel), why))
+            continue
         try:
             item = parse(rel, _read_text(root / rel))
         except (FrontMatterError, ValueError, UnicodeDecodeError, OSError) as e:
@@ -296,6 +326,9 @@ def parse_code(root: Path, rels: list[str], progress: Callable[[int, int], None]
     files: list[codemod.FileChunks] = []
     rejects: list[Reject] = []
     for i, rel in enumerate(rels):
+        if (why := unsafe_file(root, rel)) is not None:
+            rejects.append(Reject(shown_name(rel), why))
+            continue
         try:
             fc = codemod.chunk_file(rel, (root / rel).read_bytes())
         except Exception as e:  # a grammar crash on one file must not stop the import

@@ -29,7 +29,7 @@ from brain.core.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
 from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
 from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, unit
-from brain.ingest.items import Edge, Item, Parsed, Reject
+from brain.ingest.items import Edge, Item, Parsed, Reject, shown_name
 from brain.ingest.retireguard import ImportStopped, RetireGuard
 from brain.ingest.retireguard import check as retire_check
 from brain.services.memory import pin, tier_for
@@ -323,8 +323,14 @@ async def sync(
             continue
         extra = {"source": prefix.rstrip(":")}
         old = existing.get(skey)
-        if old is not None and old.namespace == namespace:
+        try:
             mem = _memory_in(item, skey, namespace, extra)
+        except ValueError as e:  # one item the store would refuse must not abort the whole import
+            summary.rejects.append(Reject(shown_name(item.key), f"invalid: {str(e).splitlines()[0]}"))
+            if old is not None:
+                lineage[item.key] = old.lineage_id
+            continue
+        if old is not None and old.namespace == namespace:
             try:
                 new = await store.supersede(
                     old.id, mem, expected_hash=old.content_hash, actor=actor, tier=tier, embedding=vec
@@ -337,7 +343,6 @@ async def sync(
             lineage[item.key] = new.lineage_id
             await pin(store, new.id, actor, standing=item.standing, required=item.required)
         else:
-            mem = _memory_in(item, skey, namespace, extra)
             if vf := _valid_from(item.attrs.get("valid_from")):
                 mem = mem.model_copy(update={"valid_from": vf})
             adds.append((mem, vec, item))

@@ -42,9 +42,16 @@ async def run_ingest(
     workdir: Path | None = None,
     grading: GradingConfig | None = None,
     progress: Progress | None = None,
+    allow_insecure: bool | None = None,
 ) -> dict[str, Any]:
-    """One import, recorded in job_runs. Returns the summary (also on failure, with `error`)."""
+    """One import, recorded in job_runs. Returns the summary (also on failure, with `error`).
+
+    `allow_insecure` lets http://, file:// and local-path git URLs through; None reads
+    BRAIN_GIT_ALLOW_INSECURE_URLS=1, which the operator sets only when started with
+    --allow-insecure-git-urls (and brainctl's local jobs set), so a cluster job refuses them by default."""
     progress = progress or Progress()
+    if allow_insecure is None:
+        allow_insecure = os.environ.get(Env.GIT_ALLOW_INSECURE_URLS) == "1"
     run_id = await start_run(store, "ingest", spec.name)
     try:
         commit = None
@@ -55,7 +62,17 @@ async def run_ingest(
         else:
             assert spec.url is not None
             with_creds = os.environ.get(Env.SOURCE_CREDENTIALS)
-            co = checkout(spec.url, spec.ref, workdir, with_creds)
+            try:
+                co = checkout(
+                    spec.url,
+                    spec.ref,
+                    workdir,
+                    with_creds,
+                    allow_insecure=allow_insecure,
+                    field=f"spec.{spec.kind}",
+                )
+            except ValueError as e:  # a bad spec.<kind>.ref / .url, refused before git ran
+                raise BrainError(str(e)) from None
             root, commit = co.path, co.commit
         parsed = await asyncio.to_thread(parse_tree, spec, root, lambda d, t: progress("parsing", d, t))
         summary = await sync(

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from brain.core.contract import Env
 from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
 
 _MACROS = {
@@ -89,14 +90,15 @@ class LocalJob:
 
 def load_sources(paths: Sequence[str | Path], brain_name: str) -> tuple[list[Any], list[str]]:
     """The manifests' MemorySources for this Brain (validated as the API server would) and what was skipped."""
-    from brain_operator.api import MemorySource
+    from brain_operator.api import LOCAL_GIT_CONTEXT, MemorySource
 
     sources, skipped = [], []
     for p in paths:
         for doc in yaml.safe_load_all(Path(p).read_text()):
             if not isinstance(doc, dict) or doc.get("kind") != "MemorySource":
                 continue
-            src = MemorySource.model_validate(doc)
+            # a laptop's own manifest: file://, http:// and local-path git URLs are allowed here
+            src = MemorySource.model_validate(doc, context={LOCAL_GIT_CONTEXT: True})
             if src.spec.brain_ref.name != brain_name:
                 continue
             if src.spec.inline is not None:
@@ -128,6 +130,8 @@ def build_jobs(
     env |= {
         "HOME": env.get("HOME", "/tmp"),
         "BRAIN_NAME": name,
+        # brainctl up on a laptop: local paths, file:// and http:// sources are the user's own
+        Env.GIT_ALLOW_INSECURE_URLS: "1",
         "BRAIN_DATABASE_URL": dsn,
         "BRAIN_EMBEDDING_MODEL": OFFLINE_MODEL,  # what the laptop's vectors are (see brainctl up)
         "BRAIN_EMBEDDING_DIM": str(brain.spec.embedding.dim),

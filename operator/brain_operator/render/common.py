@@ -91,6 +91,8 @@ class RenderInput:
     secrets: GeneratedSecrets = field(default_factory=GeneratedSecrets)
     images: Images = field(default_factory=Images)
     capabilities: Capabilities = field(default_factory=Capabilities)
+    #: --allow-insecure-git-urls: http:// and file:// git sources are rendered, and their jobs told so
+    allow_insecure_git_urls: bool = False
 
     @property
     def name(self) -> str:

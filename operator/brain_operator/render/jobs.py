@@ -137,6 +137,8 @@ def _ingest_job_spec(inp: RenderInput, source: MemorySource) -> dict[str, Any]:
             creds = candidate.credentials_secret_ref
     if creds is not None:
         env.append(secret_env(Env.SOURCE_CREDENTIALS, creds.name, creds.key))
+    if inp.allow_insecure_git_urls:  # the operator's test flag; without it the job refuses http/file
+        env.append({"name": Env.GIT_ALLOW_INSECURE_URLS, "value": "1"})
     volumes = [{"name": "source", "configMap": {"name": names.source_config(inp.name, src)}}]
     if source.spec.inline is not None:
         volumes.append({"name": "inline", "configMap": {"name": source.spec.inline.config_map_name}})
