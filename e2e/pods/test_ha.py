@@ -69,6 +69,8 @@ pytestmark = [
 ]
 
 NS = "ha"
+#: where test_pg_dump_into_a_new_managed_brain_and_pg_restore restores into (watched from the install on)
+RESTORE_NS = "ha-restore"
 OPERATOR_NS = "brain-system"
 RELEASE = "brain-operator"
 #: docs/security.md: "Revocation reaches every replica within 30 s" (the key cache's TTL).
@@ -133,10 +135,10 @@ def ha(real_node: RealNode) -> Iterator[HA]:
     node = real_node
     t0 = time.monotonic()
     cnpg_s = install_cnpg(node)
-    for ns in (OPERATOR_NS, NS):
+    for ns in (OPERATOR_NS, NS, RESTORE_NS):
         node.kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n")
     proc = node.helm(
-        "upgrade", "--install", RELEASE, str(CHART), "-n", OPERATOR_NS, *helm_values(),
+        "upgrade", "--install", RELEASE, str(CHART), "-n", OPERATOR_NS, *helm_values(NS, RESTORE_NS),
         "--set", f"dataPlaneImages.cnpg={CNPG_POSTGRES_IMAGE}", *_operator_tag(),
         "--wait", "--timeout", "10m", timeout=660,
     )  # fmt: skip
@@ -398,7 +400,8 @@ def test_operator_replicas_stay_live_while_idle_and_hand_over(ha: HA) -> None:
     assert any(a is None or a > 30 for a in ages.values()), ages
 
     children = _children(ha)
-    peering = ha.node.json("get", "clusterkopfpeering", RELEASE)
+    # the chart's default peers per watched namespace (a KopfPeering there, no ClusterKopfPeering)
+    peering = ha.node.json("get", "kopfpeering", RELEASE, "-n", NS)
     peers = sorted(
         (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
         for k, v in (peering.get("status") or {}).items()
@@ -471,7 +474,7 @@ def test_pg_dump_into_a_new_managed_brain_and_pg_restore(ha: HA) -> None:
     """docs/operations.md "Database backups": the CNPG Brain's database dumped with pg_dump,
     restored into a new Brain with the managed StatefulSet, whose gateway then serves the memories
     (and honours the keys, which live in the same database)."""
-    ns = "ha-restore"
+    ns = RESTORE_NS
     ha.node.kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n")
     ha.node.kubectl("apply", "-n", ns, "-f", "-", input=helpers_manifest(ns, {"README.md": "# restore\n"}))
     ha.node.kubectl("apply", "-n", ns, "-f", "-", input=brain_manifest(ns, replicas=1))
