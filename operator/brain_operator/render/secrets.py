@@ -9,10 +9,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from brain.core.contract import DB_ROLE_PREFIX, DB_ROLES
 from brain_operator.render import names
 from brain_operator.render.common import POSTGRES_PORT, Manifest, RenderInput, meta
 
-DB_USER = "brain"
+#: The managed database's superuser (the image's POSTGRES_USER): the migration step's login only.
+DB_USER = DB_ROLE_PREFIX
 DB_NAME = "brain"
 
 
@@ -20,13 +22,50 @@ def _b64(value: str) -> str:
     return base64.b64encode(value.encode()).decode()
 
 
-def managed_dsn(inp: RenderInput, password: str) -> str:
+def managed_dsn(inp: RenderInput, password: str, user: str = DB_USER) -> str:
     host = f"{names.database(inp.name)}.{inp.namespace}.svc"
-    return f"postgresql://{DB_USER}:{password}@{host}:{POSTGRES_PORT}/{DB_NAME}"
+    return f"postgresql://{user}:{password}@{host}:{POSTGRES_PORT}/{DB_NAME}"
 
 
 def needs_db_password(inp: RenderInput) -> bool:
     return inp.brain.spec.database.mode == "managed"
+
+
+def needs_db_roles(inp: RenderInput) -> bool:
+    """A login per job (issue #26) where the operator holds the superuser: the managed database.
+    External databases are the user's (their Secret's DSN is used as is); CloudNativePG Brains
+    connect as CNPG's application owner (docs/security.md, "Database roles")."""
+    return needs_db_password(inp)
+
+
+def db_login(role: str) -> str:
+    """The Postgres login of `role` (brain.store.roles.role_name with the managed prefix)."""
+    return f"{DB_ROLE_PREFIX}_{role}"
+
+
+def _role_secrets(inp: RenderInput) -> list[Manifest]:
+    out: list[Manifest] = []
+    for role in DB_ROLES:
+        password = inp.secrets.db_role_passwords.get(role)
+        if not password:
+            raise ValueError(
+                f"the {role} login needs a generated password (GeneratedSecrets.db_role_passwords)"
+            )
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": meta(inp, names.db_role(inp.name, role), "database"),
+                # basic-auth: the shape CloudNativePG's managed roles read (passwordSecret)
+                "type": "kubernetes.io/basic-auth",
+                "data": {
+                    "username": _b64(db_login(role)),
+                    "password": _b64(password),
+                    "dsn": _b64(managed_dsn(inp, password, db_login(role))),
+                },
+            }
+        )
+    return out
 
 
 def needs_master_key(inp: RenderInput) -> bool:
@@ -54,6 +93,8 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
                 "data": data,
             }
         )
+    if needs_db_roles(inp):
+        out += _role_secrets(inp)
     if needs_master_key(inp):
         key = inp.secrets.master_key
         if not key:
@@ -70,13 +111,18 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
     return out
 
 
-def dsn_secret_ref(inp: RenderInput) -> tuple[str, str]:
-    """(Secret name, key) holding the database connection string for the Brain's pods."""
+def dsn_secret_ref(inp: RenderInput, role: str | None = None) -> tuple[str, str]:
+    """(Secret name, key) holding the connection string `role`'s pods use (a DB_ROLES name).
+
+    On a managed database each role has its own login; ``None`` is the superuser, for the
+    migration step alone. Elsewhere every pod uses the one DSN there is."""
     db = inp.brain.spec.database
     if db.external is not None:
         return db.external.secret_ref.name, db.external.secret_ref.key
     if db.cloud_native_pg is not None:
         return names.cnpg_app_secret(inp.name), "uri"
+    if role is not None and needs_db_roles(inp):
+        return names.db_role(inp.name, role), "dsn"
     return names.db_credentials(inp.name), "dsn"
 
 
