@@ -70,6 +70,8 @@ async def grant(conn: asyncpg.Connection, prefix: str) -> None:
     """Table rights per workload (needs the owner or a superuser); rerun after every migration."""
     db = _ident(await conn.fetchval("SELECT current_database()"))
     await conn.execute(f"REVOKE ALL ON DATABASE {db} FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    for job in (DB_OWNER_ROLE, *JOBS):  # CONNECT (not TEMP, not CREATE): grant() cannot, as the owner
+        await conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {_ident(role_name(prefix, job))}")
     tables = [r["relname"] for r in await conn.fetch(
         "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
         " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')")]  # fmt: skip
@@ -100,6 +102,12 @@ async def _bootstrap(conn: asyncpg.Connection, *, prefix: str, passwords: dict[s
         await ensure_role(conn, role_name(prefix, job), passwords.get(job))
     owner = _ident(role_name(prefix, DB_OWNER_ROLE))
     db = _ident(await conn.fetchval("SELECT current_database()"))
+    # As the superuser: the database and schema `public` belong to it, so only it can take away
+    # PUBLIC's default CONNECT and TEMP (and CREATE on public, the default before Postgres 15);
+    # grant() below runs as the owner login, for which these revokes would be silent no-ops.
+    await conn.execute(f"REVOKE ALL ON DATABASE {db} FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    for job in (DB_OWNER_ROLE, *JOBS):  # CONNECT (not TEMP, not CREATE): grant() cannot, as the owner
+        await conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {_ident(role_name(prefix, job))}")
     await conn.execute(
         f"GRANT CONNECT ON DATABASE {db} TO {owner}; GRANT USAGE, CREATE ON SCHEMA public TO {owner}"
     )
