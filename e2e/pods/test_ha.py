@@ -487,6 +487,10 @@ def test_pg_dump_into_a_new_managed_brain_and_pg_restore(ha: HA) -> None:
         ["pg_restore", "-U", "brain", "-d", "brain", "--clean", "--if-exists", "--no-owner", "--single-transaction"],
         stdin=dump,
     )  # fmt: skip
+    # The restore made its tables as the superuser (--no-owner); the gateway's migration step hands
+    # them to the owner login and grants the job logins again (docs/operations.md): roll it.
+    ha.node.kubectl("rollout", "restart", "deploy/team-gateway", "-n", ns)
+    ha.node.kubectl("rollout", "status", "deploy/team-gateway", "-n", ns, "--timeout=600s", timeout=620)
     master = ha.node.kubectl("get", "secret", "team-master-key", "-n", ns, "-o", "jsonpath={.data.masterKey}")
     restored = Gateway(service_url(ha.node, ns, "team-gateway", 4000), base64.b64decode(master).decode())
     restored.keys["agent"] = ha.gw.keys["agent"]  # restored with the database

@@ -617,6 +617,9 @@ CANNOT_RUN: dict[str, str] = {
         "an exec into Postgres (e2e/pods/test_ha.py does it on the real node)"
     ),
     "kubectl -n $NS port-forward svc/$B-gateway 4000:4000 &": KUBELET.format("a port-forward"),
+    "kubectl -n restored rollout restart deploy/team-gateway": (
+        "follows the pg_restore above (an exec into Postgres); e2e/pods/test_ha.py does both on the real node"
+    ),
     ".venv/bin/pytest -q tests/gateway/test_review.py tests/gateway/test_review_browser.py": (
         "test files of their own (a real gateway and a headless browser); the suite runs them"
     ),

@@ -190,3 +190,12 @@ async def test_the_migration_step_refuses_a_missing_password(dsn: str, tmp_path:
     proc = _run_roles(dsn, tmp_path, "z" + uuid.uuid4().hex[:8], 384)
     _, err = await asyncio.to_thread(proc.communicate, timeout=60)
     assert proc.returncode != 0 and "no password for the gateway login" in err
+
+
+async def test_security_md_lists_the_rights_each_login_is_granted() -> None:
+    """docs/security.md's table is what roles.WRITES grants: a new table a job writes must be documented."""
+    text = (ROOT / "docs" / "security.md").read_text()
+    for job in roles.JOBS:
+        (row,) = [line for line in text.splitlines() if line.startswith(f"| `brain_{job}` |")]
+        listed = row.split("DELETE` on ", 1)[1].split(";")[0].split(" |")[0]
+        assert [t.strip(" `") for t in listed.split(",")] == list(roles.WRITES[job]), job
