@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from brain.core.contract import DB_ROLES
 from brain_operator import API_VERSION
 from brain_operator.api import Brain, MemorySource, RoutingPolicy
 from brain_operator.config import OperatorConfig
@@ -51,7 +50,7 @@ from brain_operator.render.jobs import (
     source_hash,
 )
 from brain_operator.render.litellm_config import check_policies
-from brain_operator.render.secrets import master_key_ref, needs_db_password, needs_db_roles, needs_master_key
+from brain_operator.render.secrets import db_roles, master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
 from brain_operator.status import (
     Check,
@@ -161,10 +160,9 @@ class Reconciler:
             live = self.kube.get(SECRET, ns, names.master_key(name))
             key = _decode(live, "masterKey") or "sk-brain-" + secrets.token_urlsafe(32)
         logins: dict[str, str] = {}
-        if needs_db_roles(probe):  # one Postgres login per job (issue #26)
-            for role in DB_ROLES:
-                live = self.kube.get(SECRET, ns, names.db_role(name, role))
-                logins[role] = _decode(live, "password") or secrets.token_urlsafe(24)
+        for role in db_roles(probe):  # one Postgres login per job (issue #26)
+            live = self.kube.get(SECRET, ns, names.db_role(name, role))
+            logins[role] = _decode(live, "password") or secrets.token_urlsafe(24)
         return GeneratedSecrets(db_password=password, master_key=key, db_role_passwords=logins)
 
     def master_key(self, body: dict[str, Any]) -> str | None:

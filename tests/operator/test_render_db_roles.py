@@ -113,17 +113,57 @@ def test_login_secrets_are_generated_secrets_read_back_by_name() -> None:
         assert _data(secret)["username"] == f"brain_{role}"
 
 
-def test_external_and_cloudnativepg_databases_keep_their_one_dsn() -> None:
-    """Not managed, the operator holds no superuser: no logins rendered, no migration step; the
-    pods use the user's (or CNPG's application) DSN as before."""
-    external = deep_set(
+def test_an_external_database_keeps_its_one_dsn() -> None:
+    """The operator holds no credentials of an external database: no logins rendered, no
+    migration step; every pod uses the user's DSN as before."""
+    doc = deep_set(
         sample("brain.yaml"), "spec.database", {"external": {"secretRef": {"name": "pg", "key": "url"}}}
     )
-    cnpg = deep_set(sample("brain.yaml"), "spec.database", {"cloudNativePG": {"instances": 2}})
-    for doc, ref in ((external, ("pg", "url")), (cnpg, ("team-db-app", "uri"))):
-        out = render(brain(doc))
-        assert not [m for m in out if m["metadata"]["name"].startswith("team-db-role-")]
-        pod = by_key(out)[("Deployment", "team-gateway")]["spec"]["template"]["spec"]
-        assert "initContainers" not in pod
-        gateway = next(c for c in pod["containers"] if c["name"] == "gateway")
-        assert _secret_refs(gateway)["BRAIN_DATABASE_URL"] == ref
+    out = render(brain(doc))
+    assert not [m for m in out if m["metadata"]["name"].startswith("team-db-role-")]
+    pod = by_key(out)[("Deployment", "team-gateway")]["spec"]["template"]["spec"]
+    assert "initContainers" not in pod
+    gateway = next(c for c in pod["containers"] if c["name"] == "gateway")
+    assert _secret_refs(gateway)["BRAIN_DATABASE_URL"] == ("pg", "url")
+
+
+def _cnpg() -> list[dict[str, Any]]:
+    doc = deep_set(sample("brain.yaml"), "spec.database", {"cloudNativePG": {"instances": 2}})
+    return render(brain(doc))
+
+
+def test_cloudnativepg_creates_each_workload_login_from_its_secret() -> None:
+    """On CloudNativePG the logins are CNPG's managed roles, their passwords from the Secrets the
+    operator generated; its application user `brain` stays the schema's owner (no owner login)."""
+    out = by_key(_cnpg())
+    cluster = out[("Cluster", "team-db")]["spec"]
+    managed = {r["name"]: r for r in cluster["managed"]["roles"]}
+    assert set(managed) == {f"brain_{r}" for r in DB_WORKLOAD_ROLES}
+    for role in DB_WORKLOAD_ROLES:
+        spec = managed[f"brain_{role}"]
+        assert spec["passwordSecret"] == {"name": f"team-db-role-{role}"}
+        assert spec["login"] is True and spec["ensure"] == "present"
+        assert not any(spec[k] for k in ("superuser", "createdb", "createrole", "replication", "bypassrls"))
+        secret = out[("Secret", f"team-db-role-{role}")]
+        assert secret["type"] == "kubernetes.io/basic-auth"  # what CNPG's passwordSecret reads
+        data = _data(secret)
+        assert data["username"] == spec["name"]  # CNPG requires the Secret's username be the role
+        dsn = urlsplit(data["dsn"])
+        assert dsn.username == spec["name"] and dsn.hostname == "team-db-rw.team-ns.svc"
+    assert managed["brain_reindex"]["inRoles"] == ["brain"]  # the schema owner: it alters `memories`
+    assert all("inRoles" not in r for n, r in managed.items() if n != "brain_reindex")
+    assert ("Secret", "team-db-role-owner") not in out
+
+
+def test_cloudnativepg_pods_use_their_logins_and_the_migration_step_the_owner() -> None:
+    out = _cnpg()
+    pod = by_key(out)[("Deployment", "team-gateway")]["spec"]["template"]["spec"]
+    (init,) = pod["initContainers"]
+    assert init["command"] == ["python", "-m", "brain.store.roles", "--as-owner"]
+    assert _secret_refs(init) == {"BRAIN_DATABASE_URL": ("team-db-app", "uri")}
+    for ref, tpl in pod_templates(out):
+        for c in tpl["spec"]["containers"]:
+            url = _secret_refs(c).get("BRAIN_DATABASE_URL")
+            if url is not None:
+                component = tpl["metadata"]["labels"]["app.kubernetes.io/component"]
+                assert url == (f"team-db-role-{component}", "dsn"), ref

@@ -199,3 +199,53 @@ async def test_security_md_lists_the_rights_each_login_is_granted() -> None:
         (row,) = [line for line in text.splitlines() if line.startswith(f"| `brain_{job}` |")]
         listed = row.split("DELETE` on ", 1)[1].split(";")[0].split(" |")[0]
         assert [t.strip(" `") for t in listed.split(",")] == list(roles.WRITES[job]), job
+
+
+async def test_as_owner_on_a_cloudnativepg_shaped_database(pg: EmbeddedPostgres, dsn: str, embedder) -> None:
+    """CloudNativePG's shape: the application user owns the database (no superuser), CNPG creates
+    the workload logins from `spec.managed.roles` some time after the pod starts. The migration
+    step (`--as-owner`, connected as the owner) waits for them, migrates and grants; the gateway's
+    login then works and is refused what the managed logins are refused."""
+    owner = "c" + uuid.uuid4().hex[:8]
+    db = dsn.rsplit("/", 1)[1]
+    admin = await asyncpg.connect(dsn)
+    try:  # what CNPG's initdb does: an owner login, the database and the extensions
+        await admin.execute(f"CREATE ROLE {owner} LOGIN PASSWORD 'o-{owner}'")
+        await admin.execute(f'ALTER DATABASE "{db}" OWNER TO {owner}')
+        await admin.execute("CREATE EXTENSION IF NOT EXISTS vector; CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    finally:
+        await admin.close()
+    owner_dsn = f"postgresql://{owner}:o-{owner}@127.0.0.1:{pg.port}/{db}"
+    env = {**os.environ, "BRAIN_DATABASE_URL": owner_dsn, "BRAIN_EMBEDDING_DIM": str(embedder.dim)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "brain.store.roles", "--as-owner", "--prefix", owner, "--wait-seconds", "60"],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    await asyncio.sleep(3)
+    assert proc.poll() is None, proc.communicate()  # waiting for the logins, not failing
+    admin = await asyncpg.connect(dsn)
+    try:  # what CNPG's managed roles then do
+        for job in roles.JOBS:
+            await admin.execute(f"CREATE ROLE {owner}_{job} LOGIN PASSWORD 'p-{job}'")
+        await admin.execute(f"GRANT {owner} TO {owner}_reindex")
+    finally:
+        await admin.close()
+    out, err = await asyncio.to_thread(proc.communicate, timeout=120)
+    assert proc.returncode == 0, err
+    assert json.loads(out.strip().splitlines()[-1])["logins"] == [f"{owner}_{j}" for j in roles.JOBS]
+    gw = _login_dsn(pg, dsn, owner, "gateway", "p-gateway")
+    c = await asyncpg.connect(gw)
+    try:
+        ext = await _trusted_extension(dsn)
+        for sql in (f"CREATE EXTENSION {ext}", "CREATE TEMP TABLE evil (x int)", "CREATE TABLE evil (x int)",
+                    "DROP TABLE memories", "UPDATE job_runs SET status = 'x'"):  # fmt: skip
+            with pytest.raises(asyncpg.PostgresError, match=r"denied|must be"):
+                await c.execute(sql)
+    finally:
+        await c.close()
+    store = await Store.open(gw, dim=embedder.dim)
+    try:
+        actor = Actor(name="ci", role="agent", origin="agent")
+        await MemoryService(store, embedder).note(MemoryIn(body="CNPG failover takes ten seconds."), actor)
+    finally:
+        await store.close()

@@ -67,11 +67,11 @@ async def ensure_role(conn: asyncpg.Connection, name: str, password: str | None)
 
 
 async def grant(conn: asyncpg.Connection, prefix: str) -> None:
-    """Table rights per workload (needs the owner or a superuser); rerun after every migration."""
+    """Table rights per workload (needs the owner or a superuser); rerun after every migration.
+    The database-level statements take effect only for the database's owner or a superuser (the
+    callers make sure of that: bootstrap as the superuser, bootstrap_as_owner as the owner)."""
     db = _ident(await conn.fetchval("SELECT current_database()"))
     await conn.execute(f"REVOKE ALL ON DATABASE {db} FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC")
-    for job in (DB_OWNER_ROLE, *JOBS):  # CONNECT (not TEMP, not CREATE): grant() cannot, as the owner
-        await conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {_ident(role_name(prefix, job))}")
     tables = [r["relname"] for r in await conn.fetch(
         "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
         " WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')")]  # fmt: skip
@@ -132,6 +132,39 @@ async def _bootstrap(conn: asyncpg.Connection, *, prefix: str, passwords: dict[s
     return version
 
 
+async def bootstrap_as_owner(conn: asyncpg.Connection, *, prefix: str, dim: int, wait_s: float = 300) -> int:
+    """As the database's owner, where another controller creates the logins: CloudNativePG's
+    managed roles (brain_operator.render.database), with `brain_reindex` in the owner's role. Waits
+    for the workload logins to exist, then takes PUBLIC's rights away, migrates as itself (the
+    owner) and grants each login its tables. Extensions were created by CNPG's initdb."""
+    await conn.execute("SELECT pg_advisory_lock($1)", _BOOTSTRAP_LOCK_ID)
+    try:
+        wanted = {role_name(prefix, job) for job in JOBS}
+        deadline = time.monotonic() + wait_s
+        while True:
+            rows = await conn.fetch(
+                "SELECT rolname FROM pg_roles WHERE rolname = ANY($1::text[])", list(wanted)
+            )
+            missing = wanted - {r["rolname"] for r in rows}
+            if not missing:
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"logins still missing after {wait_s:.0f} s: {sorted(missing)}")
+            print(f"waiting for the logins {sorted(missing)}", file=sys.stderr, flush=True)
+            await asyncio.sleep(2)
+        db = _ident(await conn.fetchval("SELECT current_database()"))
+        await conn.execute(
+            f"REVOKE ALL ON DATABASE {db} FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC"
+        )
+        for job in JOBS:
+            await conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {_ident(role_name(prefix, job))}")
+        version = await migrate(conn, dim=dim)
+        await grant(conn, prefix)
+        return version
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", _BOOTSTRAP_LOCK_ID)
+
+
 def read_passwords(folder: Path) -> dict[str, str]:
     """One file per login (`owner`, `gateway`, ...) holding its password: the role Secrets'
     `password` keys, projected into one folder. Every login must have one (none is made up here)."""
@@ -145,7 +178,7 @@ def read_passwords(folder: Path) -> dict[str, str]:
     return out
 
 
-async def _run(dsn: str, *, prefix: str, passwords: dict[str, str], dim: int, wait_s: float) -> int:
+async def _run(dsn: str, *, prefix: str, passwords: dict[str, str] | None, dim: int, wait_s: float) -> int:
     deadline = time.monotonic() + wait_s
     while True:  # the database may still be starting; a crash-looping init container backs off for minutes
         try:
@@ -157,6 +190,8 @@ async def _run(dsn: str, *, prefix: str, passwords: dict[str, str], dim: int, wa
             print(f"waiting for the database: {exc}", file=sys.stderr, flush=True)
             await asyncio.sleep(2)
     try:
+        if passwords is None:
+            return await bootstrap_as_owner(conn, prefix=prefix, dim=dim, wait_s=wait_s)
         return await bootstrap(conn, prefix=prefix, passwords=passwords, dim=dim)
     finally:
         await conn.close()
@@ -166,11 +201,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m brain.store.roles",
         description="Create or update the database's per-job logins, migrate the schema as its owner "
-        f"and grant each login its tables. Connects with ${Env.DATABASE_URL} (a superuser); the schema's "
+        f"and grant each login its tables. Connects with ${Env.DATABASE_URL} (a superuser, or with "
+        f"--as-owner the database's owner); the schema's "
         f"embedding dimension is ${Env.EMBEDDING_DIM}. Prints one JSON line.",
     )
-    p.add_argument("--passwords-dir", type=Path, required=True,
-                   help="a file per login (owner, gateway, ingest, distill, digest, reindex) with its password")  # fmt: skip
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--passwords-dir", type=Path,
+                     help="a file per login (owner, gateway, ingest, distill, digest, reindex) with its password")  # fmt: skip
+    how.add_argument("--as-owner", action="store_true",
+                     help="connected as the database's owner; the workload logins are made by someone else "
+                     "(CloudNativePG's managed roles): wait for them, migrate, grant")  # fmt: skip
     p.add_argument("--prefix", default=DB_ROLE_PREFIX, help="logins are named <prefix>_<job> [%(default)s]")
     p.add_argument(
         "--wait-seconds", type=float, default=300, help="wait this long for the database [%(default)s]"
@@ -180,11 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     if not dsn:
         p.error(f"{Env.DATABASE_URL} is not set")
     dim = int(os.environ.get(Env.EMBEDDING_DIM, "384"))
-    passwords = read_passwords(args.passwords_dir)
+    passwords = None if args.as_owner else read_passwords(args.passwords_dir)
     version = asyncio.run(
         _run(dsn, prefix=args.prefix, passwords=passwords, dim=dim, wait_s=args.wait_seconds)
     )
-    logins = [role_name(args.prefix, job) for job in (DB_OWNER_ROLE, *JOBS)]
+    logins = [role_name(args.prefix, job) for job in (*(() if args.as_owner else (DB_OWNER_ROLE,)), *JOBS)]
     print(json.dumps({"schemaVersion": version, "logins": logins}), flush=True)
     return 0
 

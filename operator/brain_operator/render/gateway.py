@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from brain.core.contract import DB_ROLES, Env
+from brain.core.contract import Env
 from brain_operator.render import names
 from brain_operator.render.common import (
     CLOUDFLARED_METRICS_PORT,
@@ -32,7 +32,7 @@ from brain_operator.render.common import (
 )
 from brain_operator.render.embedder import embedder_url
 from brain_operator.render.litellm_config import MASTER_KEY_ENV, model_api_key_env, render_litellm_config
-from brain_operator.render.secrets import dsn_secret_ref, master_key_ref, needs_db_roles
+from brain_operator.render.secrets import db_roles, dsn_secret_ref, master_key_ref, needs_db_roles
 
 COMPONENT = "gateway"
 CONFIG_KEY = "litellm.yaml"
@@ -103,18 +103,22 @@ def _cloudflared(inp: RenderInput) -> dict[str, Any] | None:
     }
 
 
-def _migrate_init(inp: RenderInput) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The migration step (issue #26) and its volume: the only container given the superuser's DSN.
+def _migrate_init(inp: RenderInput) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The migration step (issue #26) and its volume: the only container given the superuser's DSN
+    (managed) or CloudNativePG's application owner's (CNPG creates the logins, `--as-owner`).
 
     It creates or updates the per-job logins, migrates the schema as its owner and grants each login
     its tables (brain.store.roles), in the gateway's image so the schema it writes is the one the
     gateway that starts next expects. Every gateway pod runs it (idempotent, serialised by a lock),
     so a new image's migrations are applied before its gateway opens the store as `brain_gateway`.
     """
+    cnpg = inp.brain.spec.database.mode == "cloudNativePG"
+    how = ["--as-owner"] if cnpg else ["--passwords-dir", DB_PASSWORDS_DIR]
+    mounts = [] if cnpg else [{"name": "db-roles", "mountPath": DB_PASSWORDS_DIR, "readOnly": True}]
     container = {
         "name": "migrate",
         "image": inp.images.gateway,
-        "command": ["python", "-m", "brain.store.roles", "--passwords-dir", DB_PASSWORDS_DIR],
+        "command": ["python", "-m", "brain.store.roles", *how],
         "env": [
             {"name": "HOME", "value": "/tmp"},
             secret_env(Env.DATABASE_URL, *dsn_secret_ref(inp, None)),
@@ -122,15 +126,17 @@ def _migrate_init(inp: RenderInput) -> tuple[dict[str, Any], dict[str, Any]]:
         ],
         "resources": resources("gateway", inp.brain.spec.gateway.resources),
         "securityContext": container_security_context(),
-        "volumeMounts": [{"name": "db-roles", "mountPath": DB_PASSWORDS_DIR, "readOnly": True}, TMP_MOUNT],
+        "volumeMounts": [*mounts, TMP_MOUNT],
     }
+    if cnpg:
+        return container, None
     volume = {
         "name": "db-roles",
         "projected": {
             "defaultMode": 0o440,  # group: the pod's fsGroup, so uid 65532 reads them, nobody else
             "sources": [
                 {"secret": {"name": names.db_role(inp.name, r), "items": [{"key": "password", "path": r}]}}
-                for r in DB_ROLES
+                for r in db_roles(inp)
             ],
         },
     }
@@ -181,7 +187,8 @@ def render_gateway(inp: RenderInput) -> list[Manifest]:
     if needs_db_roles(inp):
         migrate, volume = _migrate_init(inp)
         init.append(migrate)
-        volumes.append(volume)
+        if volume is not None:
+            volumes.append(volume)
     pod = pod_spec(containers, volumes=volumes)
     if init:
         pod["initContainers"] = init

@@ -37,6 +37,11 @@ def cnpg_app_secret(brain: str) -> str:
     return f"{database(brain)}-app"
 
 
+def cnpg_rw_service(brain: str) -> str:
+    """CloudNativePG's Service for the current primary."""
+    return f"{database(brain)}-rw"
+
+
 def embedder(brain: str) -> str:
     return child_name(brain, "embedder")
 

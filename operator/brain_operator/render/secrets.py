@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from brain.core.contract import DB_ROLE_PREFIX, DB_ROLES
+from brain.core.contract import DB_ROLE_PREFIX, DB_ROLES, DB_WORKLOAD_ROLES
 from brain_operator.render import names
 from brain_operator.render.common import POSTGRES_PORT, Manifest, RenderInput, meta
 
@@ -22,20 +22,38 @@ def _b64(value: str) -> str:
     return base64.b64encode(value.encode()).decode()
 
 
-def managed_dsn(inp: RenderInput, password: str, user: str = DB_USER) -> str:
+def managed_dsn(inp: RenderInput, password: str) -> str:
     host = f"{names.database(inp.name)}.{inp.namespace}.svc"
-    return f"postgresql://{user}:{password}@{host}:{POSTGRES_PORT}/{DB_NAME}"
+    return f"postgresql://{DB_USER}:{password}@{host}:{POSTGRES_PORT}/{DB_NAME}"
 
 
 def needs_db_password(inp: RenderInput) -> bool:
     return inp.brain.spec.database.mode == "managed"
 
 
+def db_roles(inp: RenderInput) -> tuple[str, ...]:
+    """The logins (issue #26) the operator generates a password and a Secret for.
+
+    Managed: the owner and every workload (the migration step creates them as the superuser).
+    CloudNativePG: the workloads (CNPG creates them from `spec.managed.roles`; its application user
+    `brain` owns the schema). External: none, the user's Secret's DSN is used as is
+    (docs/security.md, "Database roles")."""
+    mode = inp.brain.spec.database.mode
+    if mode == "managed":
+        return DB_ROLES
+    if mode == "cloudNativePG":
+        return DB_WORKLOAD_ROLES
+    return ()
+
+
 def needs_db_roles(inp: RenderInput) -> bool:
-    """A login per job (issue #26) where the operator holds the superuser: the managed database.
-    External databases are the user's (their Secret's DSN is used as is); CloudNativePG Brains
-    connect as CNPG's application owner (docs/security.md, "Database roles")."""
-    return needs_db_password(inp)
+    return bool(db_roles(inp))
+
+
+def _role_host(inp: RenderInput) -> str:
+    if inp.brain.spec.database.mode == "cloudNativePG":
+        return f"{names.cnpg_rw_service(inp.name)}.{inp.namespace}.svc"  # the primary, wherever it is
+    return f"{names.database(inp.name)}.{inp.namespace}.svc"
 
 
 def db_login(role: str) -> str:
@@ -45,7 +63,7 @@ def db_login(role: str) -> str:
 
 def _role_secrets(inp: RenderInput) -> list[Manifest]:
     out: list[Manifest] = []
-    for role in DB_ROLES:
+    for role in db_roles(inp):
         password = inp.secrets.db_role_passwords.get(role)
         if not password:
             raise ValueError(
@@ -61,7 +79,9 @@ def _role_secrets(inp: RenderInput) -> list[Manifest]:
                 "data": {
                     "username": _b64(db_login(role)),
                     "password": _b64(password),
-                    "dsn": _b64(managed_dsn(inp, password, db_login(role))),
+                    "dsn": _b64(
+                        f"postgresql://{db_login(role)}:{password}@{_role_host(inp)}:{POSTGRES_PORT}/{DB_NAME}"
+                    ),
                 },
             }
         )
@@ -114,15 +134,16 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
 def dsn_secret_ref(inp: RenderInput, role: str | None = None) -> tuple[str, str]:
     """(Secret name, key) holding the connection string `role`'s pods use (a DB_ROLES name).
 
-    On a managed database each role has its own login; ``None`` is the superuser, for the
-    migration step alone. Elsewhere every pod uses the one DSN there is."""
+    On a managed or CloudNativePG database each role has its own login; ``None`` is the
+    superuser (managed) or CNPG's application owner, for the migration step alone. An external
+    database has one DSN, which every pod uses."""
     db = inp.brain.spec.database
     if db.external is not None:
         return db.external.secret_ref.name, db.external.secret_ref.key
+    if role is not None and role in db_roles(inp):
+        return names.db_role(inp.name, role), "dsn"
     if db.cloud_native_pg is not None:
         return names.cnpg_app_secret(inp.name), "uri"
-    if role is not None and needs_db_roles(inp):
-        return names.db_role(inp.name, role), "dsn"
     return names.db_credentials(inp.name), "dsn"
 
 
