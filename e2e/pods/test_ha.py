@@ -186,14 +186,28 @@ def test_brain_is_ready_on_a_real_two_instance_cluster(ha: HA) -> None:
     assert roles == ["primary", "replica"], roles
     ok, summary = pods_ready(ha.node, NS, "cnpg.io/cluster=team-db")
     assert ok, summary
-    # The gateway and every job read CNPG's generated Secret, whose uri names the -rw Service.
+    # The gateway and every job connect as their own login (issue #26): CNPG's managed roles, whose
+    # DSN names the -rw Service; CNPG's application owner is the migration step's alone.
     gateway = ha.node.json("get", "deploy", "team-gateway", "-n", NS)["spec"]["template"]["spec"]
     env = {e["name"]: e for e in gateway["containers"][0]["env"]}
-    assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "team-db-app", "key": "uri"}
+    assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "team-db-role-gateway",
+        "key": "dsn",
+    }
     uri = base64.b64decode(
-        ha.k("get", "secret", "team-db-app", "-n", NS, "-o", "jsonpath={.data.uri}")
+        ha.k("get", "secret", "team-db-role-gateway", "-n", NS, "-o", "jsonpath={.data.dsn}")
     ).decode()
-    assert "@team-db-rw.ha:5432/brain" in uri, uri.split("@")[-1]
+    assert uri.startswith("postgresql://brain_gateway:") and "@team-db-rw.ha.svc:5432/brain" in uri
+    reconciled = (st.get("managedRolesStatus") or {}).get("byStatus", {}).get("reconciled", [])
+    assert {f"brain_{r}" for r in ("gateway", "ingest", "distill", "digest", "reindex")} <= set(reconciled), (
+        st
+    )
+    assert (
+        psql(
+            ha.node, NS, st["currentPrimary"], "select rolsuper from pg_roles where rolname = 'brain_gateway'"
+        )
+        == "f"
+    )
     # An acknowledged commit waits for the standby (what makes the failover test's promise hold).
     primary = st["currentPrimary"]
     assert psql(ha.node, NS, primary, "select sync_state from pg_stat_replication") == "quorum"
