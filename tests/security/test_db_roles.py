@@ -25,6 +25,7 @@ from brain.core.models import Actor, MemoryIn
 from brain.local.devdb import EmbeddedPostgres
 from brain.services.memory import MemoryService
 from brain.store import Store, roles
+from tests.pg_fixtures import open_store
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,3 +250,37 @@ async def test_as_owner_on_a_cloudnativepg_shaped_database(pg: EmbeddedPostgres,
         await MemoryService(store, embedder).note(MemoryIn(body="CNPG failover takes ten seconds."), actor)
     finally:
         await store.close()
+
+
+async def test_an_existing_brain_upgrades_to_the_logins(pg: EmbeddedPostgres, dsn: str, embedder) -> None:
+    """A Brain from before issue #26 (or a pg_restore --no-owner): its schema migrated, and its
+    memories written, by the superuser. The migration step hands every table and function to the
+    owner login; the gateway's login then reads the old memories and writes new ones, and the
+    reindex login may alter `memories` (what a model migration does)."""
+    async with open_store(dsn, dim=embedder.dim) as old:  # as the superuser, the way it used to be
+        actor = Actor(name="claude-mac", role="agent", origin="agent")
+        await MemoryService(old, embedder).note(MemoryIn(body="The on-call rota lives in PagerDuty."), actor)
+    prefix, passwords = await _bootstrap(dsn, embedder.dim)
+    admin = await asyncpg.connect(dsn)
+    try:
+        owners = await admin.fetch(
+            "SELECT DISTINCT pg_get_userbyid(c.relowner) AS o FROM pg_class c JOIN pg_namespace n"
+            " ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'"
+            " UNION SELECT DISTINCT pg_get_userbyid(p.proowner) FROM pg_proc p JOIN pg_namespace n"
+            " ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proname LIKE 'brain\\_%'"
+        )
+        assert {r["o"] for r in owners} == {f"{prefix}_owner"}
+    finally:
+        await admin.close()
+    async with open_store(_login_dsn(pg, dsn, prefix, "gateway", passwords["gateway"]), embedder.dim) as gw:
+        service = MemoryService(gw, embedder)
+        actor = Actor(name="ci", role="agent", origin="agent")
+        hits = await service.search("where is the on-call rota", actor)
+        assert any("PagerDuty" in h.body for h in hits)
+        await service.note(MemoryIn(body="Incidents are reviewed on Thursdays."), actor)
+    reindex = await asyncpg.connect(_login_dsn(pg, dsn, prefix, "reindex", passwords["reindex"]))
+    try:
+        await reindex.execute("ALTER TABLE memories ADD COLUMN reindex_probe integer")
+        await reindex.execute("ALTER TABLE memories DROP COLUMN reindex_probe")
+    finally:
+        await reindex.close()
