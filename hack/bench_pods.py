@@ -49,7 +49,7 @@ def main() -> None:
         node.kubectl("apply", "-n", "team", "-f", "-", input=helpers_manifest("team", {"README.md": "x\n"}))
         t0 = time.monotonic()
         helm = node.helm(
-            "install", "brain-operator", str(CHART), "-n", "brain-system", *helm_values(), "--wait"
+            "install", "brain-operator", str(CHART), "-n", "brain-system", *helm_values("team"), "--wait"
         )
         if helm.returncode:
             sys.exit(f"helm install failed:\n{helm.stderr}")

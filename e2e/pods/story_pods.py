@@ -32,7 +32,10 @@ TAG = os.environ.get("IMAGE_TAG", "dev")
 EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def helm_values() -> list[str]:
+def helm_values(*watch: str) -> list[str]:
+    """`--set`s for `helm install` with the images of `make images`. ``watch``: the namespaces the
+    operator watches (the chart's default since issue #26 is its own namespace only; a Role is
+    made in each, so they must exist before the install)."""
     sets = {
         "image.tag": TAG,
         "dataPlaneImages.gateway": f"{REG}/gateway:{TAG}",
@@ -44,6 +47,8 @@ def helm_values() -> list[str]:
         # the story's git server is plain http:// in a pod, which a cluster refuses without this
         "operator.allowInsecureGitUrls": "true",
     }
+    if watch:
+        sets["watch.namespaces"] = "{" + ",".join(watch) + "}"
     return [a for k, v in sets.items() for a in ("--set", f"{k}={v}")]
 
 

@@ -69,6 +69,8 @@ pytestmark = [
 ]
 
 NS = "ha"
+#: where test_pg_dump_into_a_new_managed_brain_and_pg_restore restores into (watched from the install on)
+RESTORE_NS = "ha-restore"
 OPERATOR_NS = "brain-system"
 RELEASE = "brain-operator"
 #: docs/security.md: "Revocation reaches every replica within 30 s" (the key cache's TTL).
@@ -133,10 +135,10 @@ def ha(real_node: RealNode) -> Iterator[HA]:
     node = real_node
     t0 = time.monotonic()
     cnpg_s = install_cnpg(node)
-    for ns in (OPERATOR_NS, NS):
+    for ns in (OPERATOR_NS, NS, RESTORE_NS):
         node.kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n")
     proc = node.helm(
-        "upgrade", "--install", RELEASE, str(CHART), "-n", OPERATOR_NS, *helm_values(),
+        "upgrade", "--install", RELEASE, str(CHART), "-n", OPERATOR_NS, *helm_values(NS, RESTORE_NS),
         "--set", f"dataPlaneImages.cnpg={CNPG_POSTGRES_IMAGE}", *_operator_tag(),
         "--wait", "--timeout", "10m", timeout=660,
     )  # fmt: skip
@@ -184,14 +186,28 @@ def test_brain_is_ready_on_a_real_two_instance_cluster(ha: HA) -> None:
     assert roles == ["primary", "replica"], roles
     ok, summary = pods_ready(ha.node, NS, "cnpg.io/cluster=team-db")
     assert ok, summary
-    # The gateway and every job read CNPG's generated Secret, whose uri names the -rw Service.
+    # The gateway and every job connect as their own login (issue #26): CNPG's managed roles, whose
+    # DSN names the -rw Service; CNPG's application owner is the migration step's alone.
     gateway = ha.node.json("get", "deploy", "team-gateway", "-n", NS)["spec"]["template"]["spec"]
     env = {e["name"]: e for e in gateway["containers"][0]["env"]}
-    assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "team-db-app", "key": "uri"}
+    assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "team-db-role-gateway",
+        "key": "dsn",
+    }
     uri = base64.b64decode(
-        ha.k("get", "secret", "team-db-app", "-n", NS, "-o", "jsonpath={.data.uri}")
+        ha.k("get", "secret", "team-db-role-gateway", "-n", NS, "-o", "jsonpath={.data.dsn}")
     ).decode()
-    assert "@team-db-rw.ha:5432/brain" in uri, uri.split("@")[-1]
+    assert uri.startswith("postgresql://brain_gateway:") and "@team-db-rw.ha.svc:5432/brain" in uri
+    reconciled = (st.get("managedRolesStatus") or {}).get("byStatus", {}).get("reconciled", [])
+    assert {f"brain_{r}" for r in ("gateway", "ingest", "distill", "digest", "reindex")} <= set(reconciled), (
+        st
+    )
+    assert (
+        psql(
+            ha.node, NS, st["currentPrimary"], "select rolsuper from pg_roles where rolname = 'brain_gateway'"
+        )
+        == "f"
+    )
     # An acknowledged commit waits for the standby (what makes the failover test's promise hold).
     primary = st["currentPrimary"]
     assert psql(ha.node, NS, primary, "select sync_state from pg_stat_replication") == "quorum"
@@ -398,7 +414,8 @@ def test_operator_replicas_stay_live_while_idle_and_hand_over(ha: HA) -> None:
     assert any(a is None or a > 30 for a in ages.values()), ages
 
     children = _children(ha)
-    peering = ha.node.json("get", "clusterkopfpeering", RELEASE)
+    # the chart's default peers per watched namespace (a KopfPeering there, no ClusterKopfPeering)
+    peering = ha.node.json("get", "kopfpeering", RELEASE, "-n", NS)
     peers = sorted(
         (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
         for k, v in (peering.get("status") or {}).items()
@@ -471,7 +488,7 @@ def test_pg_dump_into_a_new_managed_brain_and_pg_restore(ha: HA) -> None:
     """docs/operations.md "Database backups": the CNPG Brain's database dumped with pg_dump,
     restored into a new Brain with the managed StatefulSet, whose gateway then serves the memories
     (and honours the keys, which live in the same database)."""
-    ns = "ha-restore"
+    ns = RESTORE_NS
     ha.node.kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n")
     ha.node.kubectl("apply", "-n", ns, "-f", "-", input=helpers_manifest(ns, {"README.md": "# restore\n"}))
     ha.node.kubectl("apply", "-n", ns, "-f", "-", input=brain_manifest(ns, replicas=1))
@@ -484,6 +501,10 @@ def test_pg_dump_into_a_new_managed_brain_and_pg_restore(ha: HA) -> None:
         ["pg_restore", "-U", "brain", "-d", "brain", "--clean", "--if-exists", "--no-owner", "--single-transaction"],
         stdin=dump,
     )  # fmt: skip
+    # The restore made its tables as the superuser (--no-owner); the gateway's migration step hands
+    # them to the owner login and grants the job logins again (docs/operations.md): roll it.
+    ha.node.kubectl("rollout", "restart", "deploy/team-gateway", "-n", ns)
+    ha.node.kubectl("rollout", "status", "deploy/team-gateway", "-n", ns, "--timeout=600s", timeout=620)
     master = ha.node.kubectl("get", "secret", "team-master-key", "-n", ns, "-o", "jsonpath={.data.masterKey}")
     restored = Gateway(service_url(ha.node, ns, "team-gateway", 4000), base64.b64decode(master).decode())
     restored.keys["agent"] = ha.gw.keys["agent"]  # restored with the database

@@ -100,7 +100,7 @@ def _install(node: RealNode) -> None:
     for ns in (OPERATOR_NS, NS):
         node.kubectl("apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n")
     proc = node.helm(
-        "upgrade", "--install", RELEASE, str(CHART), "-n", OPERATOR_NS, *helm_values(),
+        "upgrade", "--install", RELEASE, str(CHART), "-n", OPERATOR_NS, *helm_values(NS),
         "--wait", "--timeout", "10m", timeout=660,
     )  # fmt: skip
     assert proc.returncode == 0, f"helm install failed:\n{proc.stderr}\n{node.kubectl('get', 'pods', '-A')}"
@@ -487,7 +487,8 @@ def test_faults_on_real_pods(stack: Stack) -> None:
 
     # ---- the active operator killed: the standby takes over, no duplicate children ----------------------
     children = _children(s)
-    peering = s.node.json("get", "clusterkopfpeering", RELEASE)
+    # the chart's default peers per watched namespace (a KopfPeering there, no ClusterKopfPeering)
+    peering = s.node.json("get", "kopfpeering", RELEASE, "-n", NS)
     peers = sorted(
         (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
         for k, v in (peering.get("status") or {}).items()
@@ -543,4 +544,6 @@ def test_helm_uninstall_leaves_what_the_docs_say(stack: Stack) -> None:
     assert stack.k("get", "brain", "team", "-n", NS, "-o", "name").strip() == "brain.brain.dev/team"
     assert [p["status"]["phase"] for p in stack.node.json("get", "pvc", "-n", NS)["items"]] == ["Bound"]
     left = stack.k("get", "clusterrole,clusterrolebinding", "-o", "name")
+    assert "brain-operator" not in left, left
+    left = stack.k("get", "role,rolebinding,kopfpeering", "-n", NS, "-o", "name")
     assert "brain-operator" not in left, left

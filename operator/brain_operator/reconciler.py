@@ -51,7 +51,7 @@ from brain_operator.render.jobs import (
     source_hash,
 )
 from brain_operator.render.litellm_config import check_policies
-from brain_operator.render.secrets import master_key_ref, needs_db_password, needs_master_key
+from brain_operator.render.secrets import db_roles, master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
 from brain_operator.status import (
     Check,
@@ -160,7 +160,11 @@ class Reconciler:
         if needs_master_key(probe):
             live = self.kube.get(SECRET, ns, names.master_key(name))
             key = _decode(live, "masterKey") or "sk-brain-" + secrets.token_urlsafe(32)
-        return GeneratedSecrets(db_password=password, master_key=key)
+        logins: dict[str, str] = {}
+        for role in db_roles(probe):  # one Postgres login per job (issue #26)
+            live = self.kube.get(SECRET, ns, names.db_role(name, role))
+            logins[role] = _decode(live, "password") or secrets.token_urlsafe(24)
+        return GeneratedSecrets(db_password=password, master_key=key, db_role_passwords=logins)
 
     def master_key(self, body: dict[str, Any]) -> str | None:
         """The gateway's master key, so the health poll may read the per-namespace counts that the

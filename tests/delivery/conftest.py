@@ -118,6 +118,7 @@ def dashboard_exprs() -> list[tuple[str, str]]:
 
 def brain_dashboard_exprs(namespace: str = "team-ns", name: str = "team") -> list[tuple[str, str]]:
     """(where, PromQL) of the dashboard the operator renders for one Brain (`grafanaDashboards`)."""
+    from brain.core.contract import DB_ROLES
     from brain_operator.render import Capabilities, GeneratedSecrets, RenderInput
     from brain_operator.render.monitoring import render_dashboard
     from tests.operator.helpers import brain, sample
@@ -130,7 +131,9 @@ def brain_dashboard_exprs(namespace: str = "team-ns", name: str = "team") -> lis
         brain=b,
         routing_policies=(),
         memory_sources=(),
-        secrets=GeneratedSecrets(db_password="pw", master_key="sk"),
+        secrets=GeneratedSecrets(
+            db_password="pw", master_key="sk", db_role_passwords={r: "pw" for r in DB_ROLES}
+        ),
         capabilities=Capabilities(),
     )
     [cm] = render_dashboard(inp)

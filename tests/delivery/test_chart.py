@@ -34,6 +34,8 @@ ALL_ON = {
     "sampleBrain.enabled": True,
 }
 NAMESPACED = {"watch.scope": "namespaced", "watch.namespaces": ["team-a", "team-b"]}
+#: the opt-in (issue #26): every namespace, through one ClusterRole
+CLUSTER = {"watch.scope": "cluster"}
 
 
 def test_chart_crds_and_rbac_rules_are_in_sync_with_the_operator() -> None:
@@ -55,7 +57,9 @@ def test_dashboards_are_generated() -> None:
 
 
 @pytest.mark.parametrize(
-    "values", [{}, NAMESPACED, ALL_ON, {**NAMESPACED, **ALL_ON}], ids=["default", "ns", "all", "ns-all"]
+    "values",
+    [{}, NAMESPACED, CLUSTER, ALL_ON, {**NAMESPACED, **ALL_ON}, {**CLUSTER, **ALL_ON}],
+    ids=["default", "ns", "cluster", "all", "ns-all", "cluster-all"],
 )
 def test_helm_lint(helm_bin: str, values: dict[str, Any]) -> None:
     proc = helm(
@@ -72,6 +76,8 @@ def test_helm_lint(helm_bin: str, values: dict[str, Any]) -> None:
 
 
 def test_default_render_has_the_operator_pieces(render: Render) -> None:
+    """The default install watches its own namespace only (issue #26): a Role, a RoleBinding and a
+    KopfPeering there, and the operator told so by its flags."""
     docs = render()
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted(
@@ -79,24 +85,30 @@ def test_default_render_has_the_operator_pieces(render: Render) -> None:
             "ServiceAccount",
             "ClusterRole",
             "ClusterRoleBinding",
-            "ClusterKopfPeering",
+            "Role",
+            "RoleBinding",
+            "KopfPeering",
             "Deployment",
             "PodDisruptionBudget",
             "Service",
         ]
     )
+    for kind in ("Role", "RoleBinding", "KopfPeering"):
+        assert one(docs, kind)["metadata"]["namespace"] == "brain-system", kind
     dep = one(docs, "Deployment")
     assert dep["spec"]["replicas"] == 2
     c = dep["spec"]["template"]["spec"]["containers"][0]
     assert c["command"] == ["python", "-m", "brain_operator"]
-    assert "--all-namespaces" in c["args"]
-    assert f"--peering={one(docs, 'ClusterKopfPeering')['metadata']['name']}" in c["args"]
+    assert "--namespace=brain-system" in c["args"] and "--all-namespaces" not in c["args"]
+    assert f"--peering={one(docs, 'KopfPeering')['metadata']['name']}" in c["args"]
     assert c["image"] == "ghcr.io/brain-operator/operator:0.1.0"
-    # the flags the chart passes are flags the operator accepts
-    from brain_operator.main import parse_args
+    # the flags the chart passes are flags the operator accepts, and mean what the RBAC grants
+    from brain_operator.main import config_from_args, parse_args
 
     parsed = parse_args(c["args"])
-    assert parsed.all_namespaces and parsed.peering == "brain-brain-operator" and parsed.metrics_port == 8080
+    assert not parsed.all_namespaces and parsed.namespaces == ["brain-system"]
+    assert config_from_args(parsed).namespaces == ["brain-system"]
+    assert parsed.peering == "brain-brain-operator" and parsed.metrics_port == 8080
     assert parsed.peering_lifetime_seconds == 60
     pdb = one(docs, "PodDisruptionBudget")
     assert pdb["spec"]["selector"]["matchLabels"] == dep["spec"]["selector"]["matchLabels"]
@@ -158,7 +170,7 @@ def _grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
 
 
 def test_cluster_mode_rbac_is_exactly_the_operators_rules(render: Render) -> None:
-    docs = render()
+    docs = render(CLUSTER)
     assert _rules(one(docs, "ClusterRole")) == rbac.rules()
     binding = one(docs, "ClusterRoleBinding")
     assert binding["subjects"] == [
@@ -169,6 +181,37 @@ def test_cluster_mode_rbac_is_exactly_the_operators_rules(render: Render) -> Non
         }
     ]
     assert not by_kind(docs, "Role")
+    args = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--all-namespaces" in args and not [a for a in args if a.startswith("--namespace")]
+    assert one(docs, "ClusterKopfPeering")
+
+
+def _secret_verbs(rules: list[dict[str, Any]]) -> set[str]:
+    return {v for g, r, v in _grants(rules) if g == "" and r == "secrets"}
+
+
+def test_default_values_grant_no_secrets_cluster_wide(render: Render) -> None:
+    """Issue #26: with the default values nothing outside the release namespace can be read or
+    written through the operator's token: no ClusterRole grants Secrets (nor anything but reads of
+    Namespaces and CRDs), and the Role that does never lists or watches them."""
+    docs = render(namespace="team-x")
+    for role in by_kind(docs, "ClusterRole"):
+        grants = _grants(_rules(role))
+        assert not _secret_verbs(_rules(role)), role["metadata"]["name"]
+        assert {r for _, r, _ in grants} == {"namespaces", "customresourcedefinitions"}
+        assert {v for _, _, v in grants} <= {"get", "list", "watch"}
+    (role,) = by_kind(docs, "Role")
+    assert role["metadata"]["namespace"] == "team-x"
+    assert _secret_verbs(_rules(role)) == {"get", "create", "patch", "delete"}
+
+
+def test_cluster_scope_clusterrole_never_lists_secrets(render: Render) -> None:
+    """The opt-in ClusterRole writes the generated Secrets of any namespace but cannot list or
+    watch Secrets: a stolen operator token still needs each Secret's name to read it."""
+    (role,) = by_kind(render(CLUSTER), "ClusterRole")
+    verbs = _secret_verbs(_rules(role))
+    assert verbs == {"get", "create", "patch", "delete"}
+    assert not verbs & {"list", "watch", "*"}
 
 
 def test_namespaced_mode_rbac_is_least_privilege(render: Render) -> None:
@@ -192,12 +235,14 @@ def test_namespaced_mode_rbac_is_least_privilege(render: Render) -> None:
 
 
 def test_namespaced_mode_defaults_to_the_release_namespace(render: Render) -> None:
-    docs = render({"watch.scope": "namespaced"}, namespace="team-x")
-    assert [r["metadata"]["namespace"] for r in by_kind(docs, "Role")] == ["team-x"]
+    for values in ({}, {"watch.scope": "namespaced"}):
+        docs = render(values, namespace="team-x")
+        assert [r["metadata"]["namespace"] for r in by_kind(docs, "Role")] == ["team-x"]
+        assert [p["metadata"]["namespace"] for p in by_kind(docs, "KopfPeering")] == ["team-x"]
 
 
 def test_no_wildcards_anywhere_in_rbac(render: Render) -> None:
-    for values in ({}, NAMESPACED):
+    for values in ({}, NAMESPACED, CLUSTER):
         for d in render(values):
             for rule in d.get("rules", []):
                 for key in ("apiGroups", "resources", "verbs"):
@@ -392,3 +437,33 @@ def test_insecure_git_urls_are_off_unless_the_value_asks(render: Render) -> None
     assert not parse_args(args({})).allow_insecure_git_urls
     on = args({"operator.allowInsecureGitUrls": True})
     assert "--allow-insecure-git-urls" in on and parse_args(on).allow_insecure_git_urls
+
+
+OPERATIONS_MD = ROOT / "docs" / "operations.md"
+RIGHTS_HEAD = "| API group | Resources | Verbs | Namespaced install | Why |"
+
+
+def _rights_rows() -> list[str]:
+    """docs/operations.md's rights table as rbac.RULES says it should read, row by row."""
+    rows = []
+    for groups, resources, verbs, why in rbac.RULES:
+        namespaced = [r for r in resources if r.split("/")[0] not in rbac.CLUSTER_SCOPED]
+        cluster = [r for r in resources if r.split("/")[0] in rbac.CLUSTER_SCOPED]
+        for part, where in (
+            (namespaced, "Role in each watched namespace"),
+            (cluster, "ClusterRole" if set(cluster) <= rbac.NAMESPACED_MODE_CLUSTER else "not granted"),
+        ):
+            if part:
+                names = ", ".join(f"`{r}`" for r in part)
+                rows.append(f"| `{groups[0] or 'core'}` | {names} | {' '.join(verbs)} | {where} | {why} |")
+    return rows
+
+
+def test_operations_md_lists_exactly_the_rights_granted() -> None:
+    """The rights a reviewer reads before opting in are the rights the chart grants (rbac.RULES,
+    which the tests above compare with the rendered Roles): a new rule fails here until documented."""
+    lines = OPERATIONS_MD.read_text().splitlines()
+    start = lines.index(RIGHTS_HEAD) + 2
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    expected = _rights_rows()
+    assert lines[start:end] == expected, "docs/operations.md rights table, expected:\n" + "\n".join(expected)

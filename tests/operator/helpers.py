@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from brain.core.contract import DB_ROLES
 from brain_operator.api import Brain, MemorySource, RoutingPolicy
 from brain_operator.render import Capabilities, GeneratedSecrets, RenderInput, render_brain
 
@@ -49,7 +50,11 @@ def policy(doc: dict[str, Any] | None = None, namespace: str = "team-ns") -> Rou
     return RoutingPolicy.model_validate(doc)
 
 
-SECRETS = GeneratedSecrets(db_password="pw-123", master_key="sk-brain-abc")
+SECRETS = GeneratedSecrets(
+    db_password="pw-123",
+    master_key="sk-brain-abc",
+    db_role_passwords={role: f"pw-{role}" for role in DB_ROLES},
+)
 
 
 def render(

@@ -57,7 +57,21 @@ def test_cloudnativepg_brain_becomes_a_cluster_and_follows_its_status(
     assert kc.get("statefulset", "team-db") is None  # no managed Postgres beside it
     gateway = wait_until("gateway Deployment", lambda: kc.get("deployment", "team-gateway"))
     env = {e["name"]: e for e in gateway["spec"]["template"]["spec"]["containers"][0]["env"]}
-    assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "team-db-app", "key": "uri"}
+    # its own login (issue #26): CNPG's managed role, accepted by CNPG's own CRD, whose password
+    # Secret the operator generated and CNPG's application owner only for the migration step
+    assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "team-db-role-gateway",
+        "key": "dsn",
+    }
+    roles = {r["name"]: r for r in cluster["spec"]["managed"]["roles"]}
+    assert roles["brain_gateway"]["passwordSecret"] == {"name": "team-db-role-gateway"}
+    assert kc.get("secret", "team-db-role-gateway")["type"] == "kubernetes.io/basic-auth"
+    (init,) = gateway["spec"]["template"]["spec"]["initContainers"]
+    init_env = {e["name"]: e for e in init["env"]}
+    assert init_env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "team-db-app",
+        "key": "uri",
+    }
 
     wait_until(
         "DatabaseReady False", lambda: condition(kc, "DatabaseReady").get("reason") == "InstancesNotReady"

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from brain.core.contract import DB_ROLES
+
 from .conftest import Kubectl, Operator, wait_until
 from .helpers import sample
 
@@ -25,6 +27,10 @@ CHILD_KINDS = (
 )
 EXPECTED = {
     ("Secret", "team-db-credentials"),
+    *(
+        ("Secret", f"team-db-role-{r}")
+        for r in ("owner", "gateway", "ingest", "distill", "digest", "reindex")
+    ),
     ("Secret", "team-master-key"),
     ("StatefulSet", "team-db"),
     ("Service", "team-db"),
@@ -236,10 +242,9 @@ def test_killed_operator_converges_without_duplicates(
             deployments = kc.get("deployments", selector="brain.dev/brain=team")["items"]
             assert sorted(d["metadata"]["name"] for d in deployments) == ["team-embedder", "team-gateway"]
             secrets = kc.get("secrets", selector="brain.dev/brain=team")["items"]
-            assert sorted(x["metadata"]["name"] for x in secrets) == [
-                "team-db-credentials",
-                "team-master-key",
-            ]
+            assert sorted(x["metadata"]["name"] for x in secrets) == sorted(
+                ["team-db-credentials", "team-master-key", *(f"team-db-role-{r}" for r in DB_ROLES)]
+            )
         finally:
             third.stop()
     finally:

@@ -111,7 +111,7 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["python", "-m", "brain.jobs.reindex"]
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
-    assert env["BRAIN_DATABASE_URL"] == {"secretKeyRef": {"name": "team-db-credentials", "key": "dsn"}}
+    assert env["BRAIN_DATABASE_URL"] == {"secretKeyRef": {"name": "team-db-role-reindex", "key": "dsn"}}
     assert (env["BRAIN_EMBEDDING_MODEL"], env["BRAIN_EMBEDDING_DIM"]) == (NEW, "384")
     assert env["BRAIN_EMBEDDER_URL"].startswith("http://team-embedder:")
     assert "BRAIN_MASTER_KEY" not in env  # the migration needs the database, not the gateway's key

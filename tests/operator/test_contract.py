@@ -121,7 +121,7 @@ def _containers(manifests: list[dict[str, Any]]) -> Iterator[tuple[str, dict[str
                 spec = spec["template"]["spec"]
                 break
             spec = (spec.get("jobTemplate") or {}).get("spec") or spec
-        for c in spec.get("containers") or []:
+        for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
             yield m["metadata"]["name"], c
 
 

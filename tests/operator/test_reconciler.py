@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from brain.core.contract import DB_ROLES
 from brain_operator.config import OperatorConfig
 from brain_operator.health import Health, parse_health
 from brain_operator.metrics import BRAIN_READY, INDEX_ENTRIES
@@ -126,11 +127,17 @@ def test_deleted_and_edited_children_are_restored() -> None:
 
 
 def test_generated_secrets_are_stable() -> None:
+    """A re-generated password would lock the pods out of their database: every login's password
+    (issue #26) is generated once, each different, and read back by name on every reconcile."""
     kube, rec = _setup()
     rec.reconcile(NS, "team")
-    before = kube.obj("Secret", "team-db-credentials")["data"]["password"]
+    secrets = ["team-db-credentials", *(f"team-db-role-{r}" for r in DB_ROLES)]
+    before = {n: kube.obj("Secret", n)["data"]["password"] for n in secrets}
+    assert len(set(before.values())) == len(secrets)
     rec.reconcile(NS, "team")
-    assert kube.obj("Secret", "team-db-credentials")["data"]["password"] == before
+    rec2 = Reconciler(kube, OperatorConfig())  # type: ignore[arg-type]  # a restarted operator
+    rec2.reconcile(NS, "team")
+    assert {n: kube.obj("Secret", n)["data"]["password"] for n in secrets} == before
 
 
 def test_memory_source_lifecycle() -> None:
@@ -275,4 +282,6 @@ def test_reconcile_never_lists_secrets_and_still_prunes_a_generated_one(
     kube.put(brain)
     rec.reconcile(NS, "team")
     assert kube.objects.get(("Secret", NS, "team-db-credentials")) is None
+    for role in DB_ROLES:  # the logins' Secrets too: found by name, never listed
+        assert kube.objects.get(("Secret", NS, f"team-db-role-{role}")) is None
     assert "Secret" not in listed

@@ -102,14 +102,21 @@ def test_cloudnativepg_database_is_a_cluster() -> None:
         e["name"]: e
         for e in out[("Deployment", "team-gateway")]["spec"]["template"]["spec"]["containers"][0]["env"]
     }
-    assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {"name": "team-db-app", "key": "uri"}
-    # The jobs read the same Secret CloudNativePG writes (its `uri` names the -rw Service).
+    # Each pod connects as its own login (CNPG's managed roles, issue #26; its DSN names the -rw
+    # Service); CNPG's application owner `brain` is for the migration step only.
+    assert env["BRAIN_DATABASE_URL"]["valueFrom"]["secretKeyRef"] == {
+        "name": "team-db-role-gateway",
+        "key": "dsn",
+    }
     cronjobs = [m for (kind, _), m in out.items() if kind == "CronJob"]
     assert cronjobs
     for cj in cronjobs:
         [job] = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
         refs = {e["name"]: e.get("valueFrom", {}).get("secretKeyRef") for e in job["env"]}
-        assert refs["BRAIN_DATABASE_URL"] == {"name": "team-db-app", "key": "uri"}, cj["metadata"]["name"]
+        component = cj["metadata"]["labels"]["app.kubernetes.io/component"]
+        assert refs["BRAIN_DATABASE_URL"] == {"name": f"team-db-role-{component}", "key": "dsn"}, cj[
+            "metadata"
+        ]["name"]
     # Two instances: an acknowledged write waits for the standby, so a failover loses none.
     assert cluster["spec"]["postgresql"]["synchronous"] == {
         "method": "any",

@@ -33,7 +33,8 @@ def test_the_job_migrates_to_the_spec_model_through_the_embedder_service_and_the
     assert container["command"] == ["python", "-m", "brain.jobs.reindex"]
     assert container["image"] == RenderInput(brain=target(), secrets=SECRETS).images.jobs
     env = _env(job)
-    assert env["BRAIN_DATABASE_URL"] == {"secretKeyRef": {"name": "team-db-credentials", "key": "dsn"}}
+    # its own login, a member of the schema owner (it renames columns): not the superuser
+    assert env["BRAIN_DATABASE_URL"] == {"secretKeyRef": {"name": "team-db-role-reindex", "key": "dsn"}}
     assert env["BRAIN_EMBEDDER_URL"].startswith("http://team-embedder:")
     assert (env["BRAIN_EMBEDDING_MODEL"], env["BRAIN_EMBEDDING_DIM"]) == (NEW, "384")
     assert job["metadata"]["annotations"][REINDEX_MODEL_ANNOTATION] == NEW

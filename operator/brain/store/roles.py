@@ -6,17 +6,33 @@ admin): it creates the extensions (pg_trgm is `trusted`; pgvector's control file
 time, so the superuser creates both), the roles (none superuser, none a member of
 pg_execute_server_program), hands every schema object to the owner, migrates *as the owner* and
 grants each workload DML on what it writes. Reindex renames and drops columns of `memories`, which
-only the table's owner may do, so its role is a member of the owner role. Not yet called by the
-rendered pods: the next step wires it into the migration step. Idempotent: rerunning it re-applies passwords and grants.
+only the table's owner may do, so its role is a member of the owner role. Idempotent: rerunning it
+re-applies passwords and grants (and hands objects a restore created back to the owner).
+
+Run by the operator's managed database as `python -m brain.store.roles`, the init container of
+every gateway pod (brain_operator.render.gateway): it alone gets the superuser's DSN; the gateway
+and each job then connect with their own login's Secret. Concurrent runs (two gateway pods
+starting) take turns on an advisory lock.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
 import asyncpg
 
+from brain.core.contract import DB_OWNER_ROLE, DB_ROLE_PREFIX, DB_WORKLOAD_ROLES, Env
 from brain.store.migrate import migrate
 
-JOBS = ("gateway", "ingest", "distill", "digest", "reindex")
+JOBS = DB_WORKLOAD_ROLES
+#: Serialises bootstraps (CREATE ROLE and GRANT race otherwise); not migrate's lock, which it takes inside.
+_BOOTSTRAP_LOCK_ID = 0x6272_6169_6F  # "braio"
 _DML = "SELECT, INSERT, UPDATE, DELETE"
 _WRITES_MEMORIES = ("memories", "edges", "lexeme_stats", "brain_meta")
 #: What each workload may change; every role reads every brain table (SELECT is granted on all).
@@ -51,7 +67,9 @@ async def ensure_role(conn: asyncpg.Connection, name: str, password: str | None)
 
 
 async def grant(conn: asyncpg.Connection, prefix: str) -> None:
-    """Table rights per workload (needs the owner or a superuser); rerun after every migration."""
+    """Table rights per workload (needs the owner or a superuser); rerun after every migration.
+    The database-level statements take effect only for the database's owner or a superuser (the
+    callers make sure of that: bootstrap as the superuser, bootstrap_as_owner as the owner)."""
     db = _ident(await conn.fetchval("SELECT current_database()"))
     await conn.execute(f"REVOKE ALL ON DATABASE {db} FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC")
     tables = [r["relname"] for r in await conn.fetch(
@@ -71,11 +89,25 @@ async def grant(conn: asyncpg.Connection, prefix: str) -> None:
 
 async def bootstrap(conn: asyncpg.Connection, *, prefix: str, passwords: dict[str, str], dim: int) -> int:
     """As a superuser: extensions, roles, ownership to the owner, migrations as the owner, grants."""
+    await conn.execute("SELECT pg_advisory_lock($1)", _BOOTSTRAP_LOCK_ID)
+    try:
+        return await _bootstrap(conn, prefix=prefix, passwords=passwords, dim=dim)
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", _BOOTSTRAP_LOCK_ID)
+
+
+async def _bootstrap(conn: asyncpg.Connection, *, prefix: str, passwords: dict[str, str], dim: int) -> int:
     await conn.execute("CREATE EXTENSION IF NOT EXISTS vector; CREATE EXTENSION IF NOT EXISTS pg_trgm")
-    for job in ("owner", *JOBS):
+    for job in (DB_OWNER_ROLE, *JOBS):
         await ensure_role(conn, role_name(prefix, job), passwords.get(job))
-    owner = _ident(role_name(prefix, "owner"))
+    owner = _ident(role_name(prefix, DB_OWNER_ROLE))
     db = _ident(await conn.fetchval("SELECT current_database()"))
+    # As the superuser: the database and schema `public` belong to it, so only it can take away
+    # PUBLIC's default CONNECT and TEMP (and CREATE on public, the default before Postgres 15);
+    # grant() below runs as the owner login, for which these revokes would be silent no-ops.
+    await conn.execute(f"REVOKE ALL ON DATABASE {db} FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    for job in (DB_OWNER_ROLE, *JOBS):  # CONNECT (not TEMP, not CREATE): grant() cannot, as the owner
+        await conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {_ident(role_name(prefix, job))}")
     await conn.execute(
         f"GRANT CONNECT ON DATABASE {db} TO {owner}; GRANT USAGE, CREATE ON SCHEMA public TO {owner}"
     )
@@ -98,3 +130,104 @@ async def bootstrap(conn: asyncpg.Connection, *, prefix: str, passwords: dict[st
         await conn.execute("RESET ROLE")
     await conn.execute(f"GRANT {owner} TO {_ident(role_name(prefix, 'reindex'))}")
     return version
+
+
+async def bootstrap_as_owner(conn: asyncpg.Connection, *, prefix: str, dim: int, wait_s: float = 300) -> int:
+    """As the database's owner, where another controller creates the logins: CloudNativePG's
+    managed roles (brain_operator.render.database), with `brain_reindex` in the owner's role. Waits
+    for the workload logins to exist, then takes PUBLIC's rights away, migrates as itself (the
+    owner) and grants each login its tables. Extensions were created by CNPG's initdb."""
+    await conn.execute("SELECT pg_advisory_lock($1)", _BOOTSTRAP_LOCK_ID)
+    try:
+        wanted = {role_name(prefix, job) for job in JOBS}
+        deadline = time.monotonic() + wait_s
+        while True:
+            rows = await conn.fetch(
+                "SELECT rolname FROM pg_roles WHERE rolname = ANY($1::text[])", list(wanted)
+            )
+            missing = wanted - {r["rolname"] for r in rows}
+            if not missing:
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"logins still missing after {wait_s:.0f} s: {sorted(missing)}")
+            print(f"waiting for the logins {sorted(missing)}", file=sys.stderr, flush=True)
+            await asyncio.sleep(2)
+        db = _ident(await conn.fetchval("SELECT current_database()"))
+        await conn.execute(
+            f"REVOKE ALL ON DATABASE {db} FROM PUBLIC; REVOKE CREATE ON SCHEMA public FROM PUBLIC"
+        )
+        for job in JOBS:
+            await conn.execute(f"GRANT CONNECT ON DATABASE {db} TO {_ident(role_name(prefix, job))}")
+        version = await migrate(conn, dim=dim)
+        await grant(conn, prefix)
+        return version
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", _BOOTSTRAP_LOCK_ID)
+
+
+def read_passwords(folder: Path) -> dict[str, str]:
+    """One file per login (`owner`, `gateway`, ...) holding its password: the role Secrets'
+    `password` keys, projected into one folder. Every login must have one (none is made up here)."""
+    out = {}
+    for job in (DB_OWNER_ROLE, *JOBS):
+        path = folder / job
+        value = path.read_text().strip() if path.is_file() else ""
+        if not value:
+            raise SystemExit(f"no password for the {job} login in {path}")
+        out[job] = value
+    return out
+
+
+async def _run(dsn: str, *, prefix: str, passwords: dict[str, str] | None, dim: int, wait_s: float) -> int:
+    deadline = time.monotonic() + wait_s
+    while True:  # the database may still be starting; a crash-looping init container backs off for minutes
+        try:
+            conn = await asyncpg.connect(dsn, timeout=10)
+            break
+        except (OSError, asyncpg.CannotConnectNowError, asyncpg.PostgresConnectionError) as exc:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"database not reachable after {wait_s:.0f} s: {exc}") from exc
+            print(f"waiting for the database: {exc}", file=sys.stderr, flush=True)
+            await asyncio.sleep(2)
+    try:
+        if passwords is None:
+            return await bootstrap_as_owner(conn, prefix=prefix, dim=dim, wait_s=wait_s)
+        return await bootstrap(conn, prefix=prefix, passwords=passwords, dim=dim)
+    finally:
+        await conn.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m brain.store.roles",
+        description="Create or update the database's per-job logins, migrate the schema as its owner "
+        f"and grant each login its tables. Connects with ${Env.DATABASE_URL} (a superuser, or with "
+        f"--as-owner the database's owner); the schema's "
+        f"embedding dimension is ${Env.EMBEDDING_DIM}. Prints one JSON line.",
+    )
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--passwords-dir", type=Path,
+                     help="a file per login (owner, gateway, ingest, distill, digest, reindex) with its password")  # fmt: skip
+    how.add_argument("--as-owner", action="store_true",
+                     help="connected as the database's owner; the workload logins are made by someone else "
+                     "(CloudNativePG's managed roles): wait for them, migrate, grant")  # fmt: skip
+    p.add_argument("--prefix", default=DB_ROLE_PREFIX, help="logins are named <prefix>_<job> [%(default)s]")
+    p.add_argument(
+        "--wait-seconds", type=float, default=300, help="wait this long for the database [%(default)s]"
+    )
+    args = p.parse_args(argv)
+    dsn = os.environ.get(Env.DATABASE_URL, "")
+    if not dsn:
+        p.error(f"{Env.DATABASE_URL} is not set")
+    dim = int(os.environ.get(Env.EMBEDDING_DIM, "384"))
+    passwords = None if args.as_owner else read_passwords(args.passwords_dir)
+    version = asyncio.run(
+        _run(dsn, prefix=args.prefix, passwords=passwords, dim=dim, wait_s=args.wait_seconds)
+    )
+    logins = [role_name(args.prefix, job) for job in (*(() if args.as_owner else (DB_OWNER_ROLE,)), *JOBS)]
+    print(json.dumps({"schemaVersion": version, "logins": logins}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -71,6 +71,8 @@ class GeneratedSecrets:
 
     db_password: str | None = None
     master_key: str | None = None
+    #: role (brain.core.contract.DB_ROLES) -> password of its Postgres login (managed databases)
+    db_role_passwords: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

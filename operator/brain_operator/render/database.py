@@ -18,7 +18,7 @@ from brain_operator.render.common import (
     selector_labels,
     service,
 )
-from brain_operator.render.secrets import DB_NAME, DB_USER
+from brain_operator.render.secrets import DB_NAME, DB_USER, db_login, db_roles
 
 COMPONENT = "database"
 EXTENSIONS_SQL = ["CREATE EXTENSION IF NOT EXISTS vector", "CREATE EXTENSION IF NOT EXISTS pg_trgm"]
@@ -102,6 +102,29 @@ CNPG_PROBES: dict[str, object] = {
 CNPG_SMART_SHUTDOWN_SECONDS = 10
 
 
+def cnpg_managed_roles(inp: RenderInput) -> list[dict[str, object]]:
+    """CloudNativePG's `spec.managed.roles`: one login per workload (issue #26), its password from
+    the Secret the operator generated (basic-auth, username = the login). None may do more than
+    log in; the gateway's migration step grants each its tables (brain.store.roles, --as-owner).
+    `brain_reindex` is in the owner's role: it renames and drops columns of `memories`."""
+    return [
+        {
+            "name": db_login(role),
+            "ensure": "present",
+            "login": True,
+            "superuser": False,
+            "createdb": False,
+            "createrole": False,
+            "inherit": True,
+            "replication": False,
+            "bypassrls": False,
+            "passwordSecret": {"name": names.db_role(inp.name, role)},
+            **({"inRoles": [DB_USER]} if role == "reindex" else {}),
+        }
+        for role in db_roles(inp)
+    ]
+
+
 def _cnpg(inp: RenderInput) -> list[Manifest]:
     cnpg = inp.brain.spec.database.cloud_native_pg
     assert cnpg is not None
@@ -138,6 +161,7 @@ def _cnpg(inp: RenderInput) -> list[Manifest]:
                         "postInitApplicationSQL": list(EXTENSIONS_SQL),
                     }
                 },
+                "managed": {"roles": cnpg_managed_roles(inp)},
                 "inheritedMetadata": {"labels": labels(inp.name, COMPONENT)},
             },
         }

@@ -32,16 +32,19 @@ from brain_operator.render.common import (
 )
 from brain_operator.render.embedder import embedder_url
 from brain_operator.render.litellm_config import MASTER_KEY_ENV, model_api_key_env, render_litellm_config
-from brain_operator.render.secrets import dsn_secret_ref, master_key_ref
+from brain_operator.render.secrets import db_roles, dsn_secret_ref, master_key_ref, needs_db_roles
 
 COMPONENT = "gateway"
 CONFIG_KEY = "litellm.yaml"
 CONFIG_DIR = "/etc/brain"
+#: where the migration step reads each login's password (the role Secrets, projected)
+DB_PASSWORDS_DIR = "/etc/brain/db-roles"
 
 
-def data_plane_env(inp: RenderInput) -> list[dict[str, Any]]:
-    """Environment shared by the gateway and the jobs: where the database and embedder are."""
-    secret, key = dsn_secret_ref(inp)
+def data_plane_env(inp: RenderInput, role: str | None) -> list[dict[str, Any]]:
+    """Environment shared by the gateway and the jobs: where the database and embedder are.
+    ``role``: whose login the DSN is (brain.core.contract.DB_ROLES); None, the superuser's."""
+    secret, key = dsn_secret_ref(inp, role)
     emb = inp.brain.spec.embedding
     return [
         {"name": "HOME", "value": "/tmp"},
@@ -100,13 +103,53 @@ def _cloudflared(inp: RenderInput) -> dict[str, Any] | None:
     }
 
 
+def _migrate_init(inp: RenderInput) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The migration step (issue #26) and its volume: the only container given the superuser's DSN
+    (managed) or CloudNativePG's application owner's (CNPG creates the logins, `--as-owner`).
+
+    It creates or updates the per-job logins, migrates the schema as its owner and grants each login
+    its tables (brain.store.roles), in the gateway's image so the schema it writes is the one the
+    gateway that starts next expects. Every gateway pod runs it (idempotent, serialised by a lock),
+    so a new image's migrations are applied before its gateway opens the store as `brain_gateway`.
+    """
+    cnpg = inp.brain.spec.database.mode == "cloudNativePG"
+    how = ["--as-owner"] if cnpg else ["--passwords-dir", DB_PASSWORDS_DIR]
+    mounts = [] if cnpg else [{"name": "db-roles", "mountPath": DB_PASSWORDS_DIR, "readOnly": True}]
+    container = {
+        "name": "migrate",
+        "image": inp.images.gateway,
+        "command": ["python", "-m", "brain.store.roles", *how],
+        "env": [
+            {"name": "HOME", "value": "/tmp"},
+            secret_env(Env.DATABASE_URL, *dsn_secret_ref(inp, None)),
+            {"name": Env.EMBEDDING_DIM, "value": str(inp.brain.spec.embedding.dim)},
+        ],
+        "resources": resources("gateway", inp.brain.spec.gateway.resources),
+        "securityContext": container_security_context(),
+        "volumeMounts": [*mounts, TMP_MOUNT],
+    }
+    if cnpg:
+        return container, None
+    volume = {
+        "name": "db-roles",
+        "projected": {
+            "defaultMode": 0o440,  # group: the pod's fsGroup, so uid 65532 reads them, nobody else
+            "sources": [
+                {"secret": {"name": names.db_role(inp.name, r), "items": [{"key": "password", "path": r}]}}
+                for r in db_roles(inp)
+            ],
+        },
+    }
+    return container, volume
+
+
 def render_gateway(inp: RenderInput) -> list[Manifest]:
     spec = inp.brain.spec.gateway
     name = names.gateway(inp.name)
     text = config_text(inp)
     key_secret, key_key = master_key_ref(inp)
     env = [
-        *data_plane_env(inp),
+        *data_plane_env(inp, "gateway"),
         secret_env(MASTER_KEY_ENV, key_secret, key_key),
     ]
     for m in spec.models:
@@ -137,6 +180,18 @@ def render_gateway(inp: RenderInput) -> list[Manifest]:
     sidecar = _cloudflared(inp)
     if sidecar is not None:
         containers.append(sidecar)
+    volumes: list[dict[str, Any]] = [
+        {"name": "config", "configMap": {"name": names.gateway_config(inp.name)}}
+    ]
+    init: list[dict[str, Any]] = []
+    if needs_db_roles(inp):
+        migrate, volume = _migrate_init(inp)
+        init.append(migrate)
+        if volume is not None:
+            volumes.append(volume)
+    pod = pod_spec(containers, volumes=volumes)
+    if init:
+        pod["initContainers"] = init
     configmap = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -156,10 +211,7 @@ def render_gateway(inp: RenderInput) -> list[Manifest]:
                     "labels": labels(inp.name, COMPONENT),
                     "annotations": {CONFIG_HASH_ANNOTATION: stable_hash(text)},
                 },
-                "spec": pod_spec(
-                    containers,
-                    volumes=[{"name": "config", "configMap": {"name": names.gateway_config(inp.name)}}],
-                ),
+                "spec": pod,
             },
         },
     }

@@ -51,7 +51,7 @@ def _job_spec(
         "name": component,
         "image": inp.images.jobs,
         "command": ["python", "-m", *args],
-        "env": [*data_plane_env(inp), *(env or [])],
+        "env": [*data_plane_env(inp, component), *(env or [])],  # each job its own login
         "resources": resources("jobs", res),
         "securityContext": container_security_context(),
         "volumeMounts": [TMP_MOUNT, *(mounts or [])],

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from brain.core.contract import DB_ROLES
 from brain_operator.render.common import child_name
 
 
 def db_credentials(brain: str) -> str:
+    """The managed database's superuser: only the migration step (the gateway's init container) reads it."""
     return child_name(brain, "db-credentials")
+
+
+def db_role(brain: str, role: str) -> str:
+    """One Postgres login's Secret (username, password, dsn): `brain.core.contract.DB_ROLES`."""
+    return child_name(brain, "db-role", role)
 
 
 def master_key(brain: str) -> str:
@@ -18,7 +25,7 @@ def master_key(brain: str) -> str:
 def generated_secrets(brain: str) -> tuple[str, ...]:
     """Every Secret the operator may create for a Brain: it reads them back by name (it may not
     list Secrets, brain_operator.rbac), so one it no longer renders is still found and pruned."""
-    return (db_credentials(brain), master_key(brain))
+    return (db_credentials(brain), master_key(brain), *(db_role(brain, r) for r in DB_ROLES))
 
 
 def database(brain: str) -> str:
@@ -28,6 +35,11 @@ def database(brain: str) -> str:
 def cnpg_app_secret(brain: str) -> str:
     """CloudNativePG writes the application credentials (key ``uri``) here."""
     return f"{database(brain)}-app"
+
+
+def cnpg_rw_service(brain: str) -> str:
+    """CloudNativePG's Service for the current primary."""
+    return f"{database(brain)}-rw"
 
 
 def embedder(brain: str) -> str:
@@ -78,6 +90,7 @@ def brain_label(namespace: str, name: str) -> str:
 _FIXED: tuple[Callable[[str], str], ...] = (
     db_credentials,
     master_key,
+    *(lambda brain, r=r: db_role(brain, r) for r in DB_ROLES),
     database,
     cnpg_app_secret,
     embedder,

@@ -9,10 +9,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from brain.core.contract import DB_ROLE_PREFIX, DB_ROLES, DB_WORKLOAD_ROLES
 from brain_operator.render import names
 from brain_operator.render.common import POSTGRES_PORT, Manifest, RenderInput, meta
 
-DB_USER = "brain"
+#: The managed database's superuser (the image's POSTGRES_USER): the migration step's login only.
+DB_USER = DB_ROLE_PREFIX
 DB_NAME = "brain"
 
 
@@ -27,6 +29,63 @@ def managed_dsn(inp: RenderInput, password: str) -> str:
 
 def needs_db_password(inp: RenderInput) -> bool:
     return inp.brain.spec.database.mode == "managed"
+
+
+def db_roles(inp: RenderInput) -> tuple[str, ...]:
+    """The logins (issue #26) the operator generates a password and a Secret for.
+
+    Managed: the owner and every workload (the migration step creates them as the superuser).
+    CloudNativePG: the workloads (CNPG creates them from `spec.managed.roles`; its application user
+    `brain` owns the schema). External: none, the user's Secret's DSN is used as is
+    (docs/security.md, "Database roles")."""
+    mode = inp.brain.spec.database.mode
+    if mode == "managed":
+        return DB_ROLES
+    if mode == "cloudNativePG":
+        return DB_WORKLOAD_ROLES
+    return ()
+
+
+def needs_db_roles(inp: RenderInput) -> bool:
+    return bool(db_roles(inp))
+
+
+def _role_host(inp: RenderInput) -> str:
+    if inp.brain.spec.database.mode == "cloudNativePG":
+        return f"{names.cnpg_rw_service(inp.name)}.{inp.namespace}.svc"  # the primary, wherever it is
+    return f"{names.database(inp.name)}.{inp.namespace}.svc"
+
+
+def db_login(role: str) -> str:
+    """The Postgres login of `role` (brain.store.roles.role_name with the managed prefix)."""
+    return f"{DB_ROLE_PREFIX}_{role}"
+
+
+def _role_secrets(inp: RenderInput) -> list[Manifest]:
+    out: list[Manifest] = []
+    for role in db_roles(inp):
+        password = inp.secrets.db_role_passwords.get(role)
+        if not password:
+            raise ValueError(
+                f"the {role} login needs a generated password (GeneratedSecrets.db_role_passwords)"
+            )
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": meta(inp, names.db_role(inp.name, role), "database"),
+                # basic-auth: the shape CloudNativePG's managed roles read (passwordSecret)
+                "type": "kubernetes.io/basic-auth",
+                "data": {
+                    "username": _b64(db_login(role)),
+                    "password": _b64(password),
+                    "dsn": _b64(
+                        f"postgresql://{db_login(role)}:{password}@{_role_host(inp)}:{POSTGRES_PORT}/{DB_NAME}"
+                    ),
+                },
+            }
+        )
+    return out
 
 
 def needs_master_key(inp: RenderInput) -> bool:
@@ -54,6 +113,8 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
                 "data": data,
             }
         )
+    if needs_db_roles(inp):
+        out += _role_secrets(inp)
     if needs_master_key(inp):
         key = inp.secrets.master_key
         if not key:
@@ -70,11 +131,17 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
     return out
 
 
-def dsn_secret_ref(inp: RenderInput) -> tuple[str, str]:
-    """(Secret name, key) holding the database connection string for the Brain's pods."""
+def dsn_secret_ref(inp: RenderInput, role: str | None = None) -> tuple[str, str]:
+    """(Secret name, key) holding the connection string `role`'s pods use (a DB_ROLES name).
+
+    On a managed or CloudNativePG database each role has its own login; ``None`` is the
+    superuser (managed) or CNPG's application owner, for the migration step alone. An external
+    database has one DSN, which every pod uses."""
     db = inp.brain.spec.database
     if db.external is not None:
         return db.external.secret_ref.name, db.external.secret_ref.key
+    if role is not None and role in db_roles(inp):
+        return names.db_role(inp.name, role), "dsn"
     if db.cloud_native_pg is not None:
         return names.cnpg_app_secret(inp.name), "uri"
     return names.db_credentials(inp.name), "dsn"
