@@ -52,6 +52,18 @@ from brain_operator.render.jobs import (
 from brain_operator.render.litellm_config import check_policies
 from brain_operator.render.secrets import master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
+from brain_operator.secret_use import (
+    MASTER_KEY,
+    SECRET_NOT_PERMITTED,
+    SECRETS_CONDITION,
+    Refusal,
+    blocks_brain,
+    brain_uses,
+    refused,
+    source_uses,
+    summary,
+    without_refused,
+)
 from brain_operator.status import (
     Check,
     cnpg_ready,
@@ -163,13 +175,24 @@ class Reconciler:
 
     def master_key(self, body: dict[str, Any]) -> str | None:
         """The gateway's master key, so the health poll may read the per-namespace counts that the
-        gateway shows only to an owner. None (the public figures) if it cannot be read."""
+        gateway shows only to an owner. None (the public figures) if it cannot be read.
+
+        The same Secret the gateway gets: a ``masterKeySecretRef`` whose Secret is not labelled
+        ``brain.dev/secret-use=master-key`` is not read, the generated key is (as in the reconcile).
+        """
         try:
             brain = Brain.model_validate(body)
+            ns = brain.metadata.namespace or "default"
+            wanted = [u for u in brain_uses(brain) if u.use == MASTER_KEY]
+            brain = without_refused(brain, refused(wanted, self._secret_getter(ns)))
             secret, key = master_key_ref(RenderInput(brain=brain))
-            return _decode(self.kube.get(SECRET, brain.metadata.namespace or "default", secret), key)
+            return _decode(self.kube.get(SECRET, ns, secret), key)
         except (ValidationError, KubeError):
             return None
+
+    def _secret_getter(self, namespace: str) -> Callable[[str], dict[str, Any] | None]:
+        """Reads one Secret by name (the operator never lists Secrets: rbac.py)."""
+        return lambda name: self.kube.get(SECRET, namespace, name)
 
     def _capabilities(self) -> Capabilities:
         return Capabilities(
@@ -191,14 +214,31 @@ class Reconciler:
             return Result(phase="Terminating")
         result = Result()
         try:
-            brain = Brain.model_validate(raw)
+            spec_brain = Brain.model_validate(raw)
         except ValidationError as exc:
             result.error = f"invalid spec: {_validation_message(exc)}"
             self._write_failed_status(raw, result, "InvalidSpec", emit)
             return result
 
+        # Secrets the spec names are used only where their owner's label says so (secret_use.py):
+        # a refused one is rendered as unset, or, for the database, nothing is rendered at all.
+        get_secret = self._secret_getter(namespace)
+        refusals = refused(brain_uses(spec_brain), get_secret)
+        if refusals:
+            log.warning("%s/%s: %s", namespace, name, summary(refusals))
+        secrets_check = _secrets_check(refusals, "Brain")
+        if blocks_brain(refusals):
+            result.error = summary(refusals)
+            self._write_failed_status(
+                raw, result, SECRET_NOT_PERMITTED, emit, {SECRETS_CONDITION: secrets_check}
+            )
+            return result
+        brain = without_refused(spec_brain, refusals)
+
         policies_raw, sources_raw = self._related(namespace, name)
-        policies, sources = self._parse_children(policies_raw, sources_raw, emit)
+        policies, parsed = self._parse_children(policies_raw, sources_raw, emit)
+        source_refusals = {s.metadata.name: refused(source_uses(s), get_secret) for s in parsed}
+        sources = [s for s in parsed if not source_refusals[s.metadata.name]]
         caps = self._capabilities()
         inp = RenderInput(
             brain=brain,
@@ -238,9 +278,11 @@ class Reconciler:
 
         for obj in desired:  # reflect what we just applied when computing status
             live.setdefault((obj["kind"], obj["metadata"]["name"]), obj)
-        self._write_brain_status(raw, brain, inp, live, missing_api, result, emit, migration)
+        self._write_brain_status(raw, brain, inp, live, missing_api, result, emit, migration, secrets_check)
         self._write_policy_statuses(inp, policies_raw, result)
-        self._write_source_statuses(sources_raw, {s.metadata.name for s in sources}, brain, result)
+        self._write_source_statuses(
+            sources_raw, {s.metadata.name for s in parsed}, source_refusals, brain, result, emit
+        )
         if result.applied or result.deleted:
             emit(
                 raw,
@@ -410,6 +452,7 @@ class Reconciler:
         result: Result,
         emit: Emit,
         migration: dict[str, Any] | None = None,
+        secrets_check: Check | None = None,
     ) -> None:
         ns, name = inp.namespace, inp.name
         generation = raw["metadata"].get("generation")
@@ -429,6 +472,8 @@ class Reconciler:
         if health is None and was is not None:  # not polled yet: keep the last word, as for IndexHealthy
             reindexing = Check(was["status"], was.get("reason", ""), was.get("message", ""))
         checks = {"Ready": ready, **components, "IndexHealthy": index, "Reindexing": reindexing}
+        if secrets_check is not None:
+            checks[SECRETS_CONDITION] = secrets_check
         now = now_iso()
         status: dict[str, Any] = {
             "phase": phase_of(components, index, None),
@@ -474,16 +519,24 @@ class Reconciler:
                 and old_reindex in ("Reindexing", "ModelChangePending", "ReindexFailed")
             ):
                 emit(raw, "Normal", reindexing.reason, reindexing.message)
+            if secrets_check is not None:
+                _emit_refusal(raw, current, secrets_check, emit)
 
-    def _write_failed_status(self, raw: dict[str, Any], result: Result, reason: str, emit: Emit) -> None:
+    def _write_failed_status(
+        self,
+        raw: dict[str, Any],
+        result: Result,
+        reason: str,
+        emit: Emit,
+        extra: dict[str, Check] | None = None,
+    ) -> None:
         meta = raw["metadata"]
         current = raw.get("status") or {}
         generation = meta.get("generation")
         message = result.error or reason
-        conditions = [c for c in current.get("conditions") or [] if c.get("type") != "Ready"]
-        ready = merge_conditions(
-            current.get("conditions"), {"Ready": Check("False", reason, message)}, generation, now_iso()
-        )
+        checks = {"Ready": Check("False", reason, message), **(extra or {})}
+        conditions = [c for c in current.get("conditions") or [] if c.get("type") not in checks]
+        ready = merge_conditions(current.get("conditions"), checks, generation, now_iso())
         status = {"phase": "Failed", "observedGeneration": generation, "conditions": ready + conditions}
         result.phase = "Failed"
         if status_differs(current, status):
@@ -514,11 +567,29 @@ class Reconciler:
             )
 
     def _write_source_statuses(
-        self, sources_raw: list[dict[str, Any]], valid: set[str], brain: Brain, result: Result
+        self,
+        sources_raw: list[dict[str, Any]],
+        valid: set[str],
+        refusals: dict[str, list[Refusal]],
+        brain: Brain,
+        result: Result,
+        emit: Emit,
     ) -> None:
+        """Ready and SecretsPermitted of each source; a refused credential is not imported at all
+        (no CronJob, no Job), and its source says which Secret lacks which label."""
         now = now_iso()
         for raw in sources_raw:
-            if raw["metadata"]["name"] in valid:
+            source = raw["metadata"]["name"]
+            checks: dict[str, Check] = {}
+            if source in refusals:
+                checks[SECRETS_CONDITION] = _secrets_check(refusals[source], "MemorySource")
+            if refusals.get(source):
+                ready = Check(
+                    "False",
+                    SECRET_NOT_PERMITTED,
+                    f"not imported until its Secret is permitted: {summary(refusals[source])}",
+                )
+            elif source in valid:
                 ready = Check(
                     "True",
                     "Scheduled",
@@ -528,7 +599,9 @@ class Reconciler:
                 ready = Check(
                     "False", "InvalidSpec", "the spec does not validate; see the events of this object"
                 )
-            self._patch_child_status("MemorySource", raw, {}, {"Ready": ready}, now, result)
+            self._patch_child_status("MemorySource", raw, {}, {"Ready": ready, **checks}, now, result)
+            if SECRETS_CONDITION in checks:
+                _emit_refusal(raw, raw.get("status") or {}, checks[SECRETS_CONDITION], emit)
 
     def _patch_child_status(
         self,
@@ -635,6 +708,21 @@ class Reconciler:
                     return doc
                 break
         return None
+
+
+def _secrets_check(refusals: list[Refusal], kind: str) -> Check:
+    if not refusals:
+        return Check("True", "SecretsLabelled", f"every Secret this {kind} names is labelled for its use")
+    return Check("False", SECRET_NOT_PERMITTED, summary(refusals))
+
+
+def _emit_refusal(raw: dict[str, Any], before: dict[str, Any], check: Check, emit: Emit) -> None:
+    """A Warning Event when a refusal appears or changes (not on every resync that finds it again)."""
+    if check.ok:
+        return
+    was = {c.get("type"): c for c in before.get("conditions") or []}.get(SECRETS_CONDITION) or {}
+    if (was.get("status"), was.get("message")) != (check.status, check.message[:4096]):
+        emit(raw, "Warning", SECRET_NOT_PERMITTED, check.message[:1000])
 
 
 def _retire_stop(raw: Any) -> dict[str, Any] | None:

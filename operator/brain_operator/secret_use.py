@@ -1,15 +1,34 @@
-"""Secrets opt in by label before the operator reads them on a tenant's behalf (issue #26).
+"""Secrets opt in by label before the operator uses them on a tenant's behalf (issue #26).
 
-The operator can read every Secret in a namespace; whoever may write a Brain or a MemorySource
-cannot necessarily. Without this check a reference would let them send any Secret to a host they
-name (an ``apiBase``, a git URL) or to a health URL. A Secret is used only if its label
-``brain.dev/secret-use`` names the use (a comma-separated list when one Secret serves several).
-A refused reference is treated as unset, and the resource says so in its ``SecretsPermitted``
-condition, reason ``SecretNotPermitted``, and in a Warning Event. The value is never read.
+The operator may read every Secret of a watched namespace; whoever may write a Brain or a
+MemorySource often may not. Each Secret a spec names ends up in a pod the operator creates
+(``secretKeyRef``), and from there goes where the spec says: a model's API key to its ``apiBase``,
+git credentials to the host of the source URL, the master key to the gateway and its health poll.
+Without a check, a right to write a Brain would be a right to send any Secret of the namespace to
+a host of one's choosing.
+
+So a Secret is used only when its owner said for what: its label ``brain.dev/secret-use`` must
+name the use of the field that refers to it (one use per Secret, as Argo CD's
+``argocd.argoproj.io/secret-type``). The check reads the Secret by name (the operator never lists
+Secrets) and looks at its labels only; a refusal message names the field, the Secret, the key and
+the label to add, never a value.
+
+What a refusal does (the reconciler applies it; docs/security.md lists it):
+
+- ``spec.gateway.models[i].apiKeySecretRef``: the model is served without a key;
+- ``spec.gateway.auth.masterKeySecretRef``: the operator's generated ``<brain>-master-key`` is used;
+- ``spec.tunnel.tokenSecretRef``: no tunnel (the gateway keeps its in-cluster Service);
+- ``spec.database.external.secretRef``: nothing is applied, the Brain is Failed (there is no
+  database to fall back to);
+- a MemorySource's ``credentialsSecretRef``: that source gets no ingest Job or CronJob.
+
+Each refused reference shows in the ``SecretsPermitted`` condition (reason ``SecretNotPermitted``)
+of the Brain or MemorySource and in a Warning Event on it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +40,20 @@ MODEL_API_KEY = "model-api-key"
 MASTER_KEY = "master-key"
 TUNNEL_TOKEN = "tunnel-token"
 DATABASE_URL = "database-url"
-CONDITION = "SecretsPermitted"
-REASON = "SecretNotPermitted"
+USES = (GIT_CREDENTIALS, MODEL_API_KEY, MASTER_KEY, TUNNEL_TOKEN, DATABASE_URL)
+SECRETS_CONDITION = "SecretsPermitted"
+SECRET_NOT_PERMITTED = "SecretNotPermitted"
+
+MASTER_KEY_FIELD = "spec.gateway.auth.masterKeySecretRef"
+TUNNEL_FIELD = "spec.tunnel.tokenSecretRef"
+DATABASE_FIELD = "spec.database.external.secretRef"
+
+#: get_secret(name) -> the Secret in the resource's namespace, or None when it does not exist.
+GetSecret = Callable[[str], dict[str, Any] | None]
+
+
+def model_key_field(index: int) -> str:
+    return f"spec.gateway.models[{index}].apiKeySecretRef"
 
 
 @dataclass(frozen=True)
@@ -34,46 +65,69 @@ class Use:
     use: str
 
 
-def uses_of(value: str | None) -> set[str]:
-    """The uses a label value grants: ``"model-api-key, master-key"`` → both."""
-    return {u.strip() for u in (value or "").split(",") if u.strip()}
+@dataclass(frozen=True)
+class Refusal:
+    """A reference that is not used, and why, in words a person can act on."""
+
+    use: Use
+    message: str
+
+
+def label_of(secret: dict[str, Any] | None) -> str | None:
+    labels = ((secret or {}).get("metadata") or {}).get("labels") or {}
+    value = labels.get(SECRET_USE_LABEL)
+    return str(value) if value is not None else None
 
 
 def permitted(secret: dict[str, Any] | None, use: str) -> bool:
-    labels = ((secret or {}).get("metadata") or {}).get("labels") or {}
-    return use in uses_of(labels.get(SECRET_USE_LABEL))
+    return secret is not None and label_of(secret) == use
 
 
 def refusal_message(u: Use, secret: dict[str, Any] | None) -> str:
-    """Names the Secret, key, field and the label required; never the value."""
+    """Names the field, the Secret, the key and the label to add; never the value."""
     if secret is None:
         found = "does not exist"
     else:
-        label = ((secret.get("metadata") or {}).get("labels") or {}).get(SECRET_USE_LABEL)
+        label = label_of(secret)
         found = f"has {SECRET_USE_LABEL}={label!r}" if label else f"has no label {SECRET_USE_LABEL}"
     return (
-        f"{u.field}: Secret {u.ref.name} (key {u.ref.key!r}) {found}; it is used only with label "
+        f"{u.field}: Secret {u.ref.name} (key {u.ref.key!r}) {found}; it is used here only when labelled "
         f"{SECRET_USE_LABEL}={u.use} (kubectl label secret {u.ref.name} {SECRET_USE_LABEL}={u.use})"
     )
 
 
+def refused(uses: list[Use], get_secret: GetSecret) -> list[Refusal]:
+    """The references whose Secret does not opt in to their use. Each Secret is read once."""
+    seen: dict[str, dict[str, Any] | None] = {}
+    out = []
+    for u in uses:
+        if u.ref.name not in seen:
+            seen[u.ref.name] = get_secret(u.ref.name)
+        secret = seen[u.ref.name]
+        if not permitted(secret, u.use):
+            out.append(Refusal(u, refusal_message(u, secret)))
+    return out
+
+
 def brain_uses(brain: Brain) -> list[Use]:
+    """Every Secret a Brain's spec names, with the use the field puts it to."""
     spec = brain.spec
     out = [
-        Use(f"spec.gateway.models[{i}].apiKeySecretRef", m.api_key_secret_ref, MODEL_API_KEY)
+        Use(model_key_field(i), m.api_key_secret_ref, MODEL_API_KEY)
         for i, m in enumerate(spec.gateway.models)
         if m.api_key_secret_ref is not None
     ]
     if spec.gateway.auth.master_key_secret_ref is not None:
-        out.append(Use("spec.gateway.auth.masterKeySecretRef", spec.gateway.auth.master_key_secret_ref, MASTER_KEY))
+        out.append(Use(MASTER_KEY_FIELD, spec.gateway.auth.master_key_secret_ref, MASTER_KEY))
     if spec.tunnel is not None and spec.tunnel.token_secret_ref is not None:
-        out.append(Use("spec.tunnel.tokenSecretRef", spec.tunnel.token_secret_ref, TUNNEL_TOKEN))
+        out.append(Use(TUNNEL_FIELD, spec.tunnel.token_secret_ref, TUNNEL_TOKEN))
     if spec.database.external is not None:
-        out.append(Use("spec.database.external.secretRef", spec.database.external.secret_ref, DATABASE_URL))
+        out.append(Use(DATABASE_FIELD, spec.database.external.secret_ref, DATABASE_URL))
     return out
 
 
 def source_uses(source: MemorySource) -> list[Use]:
+    """Every Secret a MemorySource's spec names (git credentials, whichever of git/skills/personas)."""
     out = []
     for kind in ("git", "skills", "personas"):
         part = getattr(source.spec, kind, None)
@@ -82,19 +136,29 @@ def source_uses(source: MemorySource) -> list[Use]:
     return out
 
 
-def without_refused(brain: Brain, refused: list[Use]) -> Brain:
+def blocks_brain(refusals: list[Refusal]) -> bool:
+    """Whether a refusal leaves nothing to render: the external database has no fallback."""
+    return any(r.use.field == DATABASE_FIELD for r in refusals)
+
+
+def without_refused(brain: Brain, refusals: list[Refusal]) -> Brain:
     """The Brain as if each refused reference were unset: a model without its key, the generated
-    master key, no tunnel. (A refused database Secret cannot be dropped; the caller stops.)"""
-    if not refused:
+    master key, no tunnel. (A refused database Secret cannot be dropped: see `blocks_brain`.)"""
+    if not refusals:
         return brain
-    fields = {u.field for u in refused}
+    fields = {r.use.field for r in refusals}
     doc = brain.model_dump(by_alias=True, exclude_none=True, mode="json")
     gw = doc["spec"]["gateway"]
     for i, m in enumerate(gw.get("models") or []):
-        if f"spec.gateway.models[{i}].apiKeySecretRef" in fields:
+        if model_key_field(i) in fields:
             m.pop("apiKeySecretRef", None)
-    if "spec.gateway.auth.masterKeySecretRef" in fields:
-        gw.get("auth", {}).pop("masterKeySecretRef", None)
-    if "spec.tunnel.tokenSecretRef" in fields:
+    if MASTER_KEY_FIELD in fields:
+        (gw.get("auth") or {}).pop("masterKeySecretRef", None)
+    if TUNNEL_FIELD in fields:
         doc["spec"].pop("tunnel", None)
     return Brain.model_validate(doc)
+
+
+def summary(refusals: list[Refusal]) -> str:
+    """One message for a condition or an Event: every refusal, in spec order."""
+    return "; ".join(r.message for r in refusals)

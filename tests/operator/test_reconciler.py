@@ -3,6 +3,7 @@ prunes what is no longer rendered, reports status with conditions and observedGe
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -42,6 +43,17 @@ def _make_ready(kube: FakeKube) -> None:
 
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in obj["status"]["conditions"]}
+
+
+def _secret(name: str, use: str | None, **data: str) -> dict[str, Any]:
+    """A Secret in NS; ``use`` is its brain.dev/secret-use label (None: unlabelled)."""
+    labels = {"brain.dev/secret-use": use} if use else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NS, "labels": labels},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
 
 
 def test_first_reconcile_creates_the_stack_and_the_second_writes_nothing() -> None:
@@ -249,11 +261,13 @@ def test_database_modes_report_readiness(mode: str) -> None:
         else {"cloudNativePG": {}}
     )
     kube, rec = _setup()
+    if mode == "external":  # labelled for its use (secret_use.py), but without the key named
+        kube.put(_secret("pg", "database-url", other="x"))
     kube.obj("Brain", "team")["spec"]["database"] = db
     rec.reconcile(NS, "team")
     cond = _conditions(kube.obj("Brain", "team"))["DatabaseReady"]
     assert cond["status"] == "False"
-    assert cond["reason"] == ("SecretMissing" if mode == "external" else "CloudNativePGNotInstalled")
+    assert cond["reason"] == ("SecretKeyMissing" if mode == "external" else "CloudNativePGNotInstalled")
 
 
 def test_reconcile_never_lists_secrets_and_still_prunes_a_generated_one(
@@ -273,6 +287,7 @@ def test_reconcile_never_lists_secrets_and_still_prunes_a_generated_one(
     brain = kube.obj("Brain", "team")
     brain["spec"]["database"] = {"external": {"secretRef": {"name": "ext-db", "key": "dsn"}}}
     kube.put(brain)
+    kube.put(_secret("ext-db", "database-url", dsn="postgresql://u:p@db/brain"))
     rec.reconcile(NS, "team")
     assert kube.objects.get(("Secret", NS, "team-db-credentials")) is None
     assert "Secret" not in listed

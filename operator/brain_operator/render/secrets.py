@@ -1,7 +1,9 @@
 """Secrets the operator creates when the spec does not supply them.
 
 Values come in through :class:`GeneratedSecrets` (the handler generates them once, or reads the live
-Secret back), so rendering twice yields the same bytes and nothing rotates by accident.
+Secret back), so rendering twice yields the same bytes and nothing rotates by accident. Each carries
+the ``brain.dev/secret-use`` label of its use (:mod:`brain_operator.secret_use`), so a Brain may name
+a generated Secret in its spec like any Secret whose owner opted in.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from brain_operator.render import names
 from brain_operator.render.common import POSTGRES_PORT, Manifest, RenderInput, meta
+from brain_operator.secret_use import DATABASE_URL, MASTER_KEY, SECRET_USE_LABEL
 
 DB_USER = "brain"
 DB_NAME = "brain"
@@ -49,7 +52,12 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": meta(inp, names.db_credentials(inp.name), "database"),
+                "metadata": meta(
+                    inp,
+                    names.db_credentials(inp.name),
+                    "database",
+                    extra_labels={SECRET_USE_LABEL: DATABASE_URL},
+                ),
                 "type": "Opaque",
                 "data": data,
             }
@@ -62,7 +70,9 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": meta(inp, names.master_key(inp.name), "gateway"),
+                "metadata": meta(
+                    inp, names.master_key(inp.name), "gateway", extra_labels={SECRET_USE_LABEL: MASTER_KEY}
+                ),
                 "type": "Opaque",
                 "data": {"masterKey": _b64(key)},
             }
