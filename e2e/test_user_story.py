@@ -111,7 +111,10 @@ def test_user_story(
 
     # ---- 1. the chart, the operator, the samples ----------------------------------------------------
     op: InstalledOperator
-    with helm_installed_operator(e2e_cluster, ns, tmp_path, "operator.healthSeconds=2") as op:
+    # The operator reads health from the laptop's gateway: its own setting (chart value), the one URL
+    # the master key goes to. A Brain's brain.dev/health-url annotation would not be followed (#26).
+    health_url = f"operator.healthUrlTemplate={stack.url}/brain/v1/health"
+    with helm_installed_operator(e2e_cluster, ns, tmp_path, "operator.healthSeconds=2", health_url) as op:
         k("apply", "-n", ns, "-f", str(stack.manifest))  # the manifest `brainctl up` runs (story.py)
         for sample in ("routingpolicy.yaml", "memorysource-git.yaml"):
             k("apply", "-n", ns, "-f", str(SAMPLES / sample))
@@ -156,7 +159,6 @@ def test_user_story(
             "-p",
             json.dumps({"stringData": {"masterKey": stack.master}}),
         )
-        k("annotate", "brain", "team", "-n", ns, f"brain.dev/health-url={stack.url}/brain/v1/health")
         before = index_when(e2e_cluster, ns, "read from the local gateway", lambda i: "totalEntries" in i)
         assert before["totalEntries"] == 0 and not before.get("lastIngest")
 
