@@ -59,6 +59,7 @@ from brain_operator.secret_use import (
     Refusal,
     blocks_brain,
     brain_uses,
+    log_summary,
     refused,
     source_uses,
     summary,
@@ -225,7 +226,7 @@ class Reconciler:
         get_secret = self._secret_getter(namespace)
         refusals = refused(brain_uses(spec_brain), get_secret)
         if refusals:
-            log.warning("%s/%s: %s", namespace, name, summary(refusals))
+            log.warning("%s/%s: %s", namespace, name, log_summary(refusals))
         secrets_check = _secrets_check(refusals, "Brain")
         if blocks_brain(refusals):
             result.error = summary(refusals)
@@ -239,6 +240,9 @@ class Reconciler:
         policies, parsed = self._parse_children(policies_raw, sources_raw, emit)
         source_refusals = {s.metadata.name: refused(source_uses(s), get_secret) for s in parsed}
         sources = [s for s in parsed if not source_refusals[s.metadata.name]]
+        for source, refusals_of in source_refusals.items():
+            if refusals_of:
+                log.warning("%s/%s: MemorySource %s: %s", namespace, name, source, log_summary(refusals_of))
         caps = self._capabilities()
         inp = RenderInput(
             brain=brain,

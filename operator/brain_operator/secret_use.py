@@ -11,7 +11,9 @@ So a Secret is used only when its owner said for what: its label ``brain.dev/sec
 name the use of the field that refers to it (one use per Secret, as Argo CD's
 ``argocd.argoproj.io/secret-type``). The check reads the Secret by name (the operator never lists
 Secrets) and looks at its labels only; a refusal message names the field, the Secret, the key and
-the label to add, never a value.
+the label to add, never a value. It reads the same whether the Secret is missing, unlabelled or
+labelled for another use: a tenant learns nothing about the namespace's Secrets from it (the
+operator's log, read by whoever runs the operator, says which).
 
 What a refusal does (the reconciler applies it; docs/security.md lists it):
 
@@ -67,10 +69,12 @@ class Use:
 
 @dataclass(frozen=True)
 class Refusal:
-    """A reference that is not used, and why, in words a person can act on."""
+    """A reference that is not used: ``message`` for the tenant (status, Event), ``found`` (what the
+    Secret has instead) for the operator's log only."""
 
     use: Use
     message: str
+    found: str
 
 
 def label_of(secret: dict[str, Any] | None) -> str | None:
@@ -83,17 +87,22 @@ def permitted(secret: dict[str, Any] | None, use: str) -> bool:
     return secret is not None and label_of(secret) == use
 
 
-def refusal_message(u: Use, secret: dict[str, Any] | None) -> str:
-    """Names the field, the Secret, the key and the label to add; never the value."""
-    if secret is None:
-        found = "does not exist"
-    else:
-        label = label_of(secret)
-        found = f"has {SECRET_USE_LABEL}={label!r}" if label else f"has no label {SECRET_USE_LABEL}"
+def refusal_message(u: Use) -> str:
+    """Names the field, the Secret, the key and the label to add; never a value, nor whether the
+    Secret exists or how it is labelled (those are for whoever may read Secrets)."""
     return (
-        f"{u.field}: Secret {u.ref.name} (key {u.ref.key!r}) {found}; it is used here only when labelled "
-        f"{SECRET_USE_LABEL}={u.use} (kubectl label secret {u.ref.name} {SECRET_USE_LABEL}={u.use})"
+        f"{u.field}: Secret {u.ref.name} (key {u.ref.key!r}) is not labelled {SECRET_USE_LABEL}={u.use}, "
+        f"so it is not used; its owner opts in with: kubectl label secret {u.ref.name} "
+        f"{SECRET_USE_LABEL}={u.use}"
     )
+
+
+def found_message(secret: dict[str, Any] | None) -> str:
+    """What the Secret has instead, for the operator's log."""
+    if secret is None:
+        return "it does not exist"
+    label = label_of(secret)
+    return f"it has {SECRET_USE_LABEL}={label!r}" if label else f"it has no label {SECRET_USE_LABEL}"
 
 
 def refused(uses: list[Use], get_secret: GetSecret) -> list[Refusal]:
@@ -105,7 +114,7 @@ def refused(uses: list[Use], get_secret: GetSecret) -> list[Refusal]:
             seen[u.ref.name] = get_secret(u.ref.name)
         secret = seen[u.ref.name]
         if not permitted(secret, u.use):
-            out.append(Refusal(u, refusal_message(u, secret)))
+            out.append(Refusal(u, refusal_message(u), found_message(secret)))
     return out
 
 
@@ -162,3 +171,8 @@ def without_refused(brain: Brain, refusals: list[Refusal]) -> Brain:
 def summary(refusals: list[Refusal]) -> str:
     """One message for a condition or an Event: every refusal, in spec order."""
     return "; ".join(r.message for r in refusals)
+
+
+def log_summary(refusals: list[Refusal]) -> str:
+    """The same for the operator's log, with what each Secret has instead (never a value)."""
+    return "; ".join(f"{r.message} ({r.found})" for r in refusals)

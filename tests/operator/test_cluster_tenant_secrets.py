@@ -204,7 +204,7 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
         "spec.tunnel.tokenSecretRef",
     ):
         assert f"{field}: Secret {STOLEN}" in team["message"], team["message"]
-    assert f"brain.dev/secret-use=model-api-key (kubectl label secret {STOLEN}" in team["message"]
+    assert f"kubectl label secret {STOLEN} brain.dev/secret-use=model-api-key" in team["message"]
     assert "brain.dev/secret-use=master-key" in team["message"]
     assert "brain.dev/secret-use=tunnel-token" in team["message"]
     assert "models[1]" not in team["message"]  # the labelled one is used

@@ -312,9 +312,10 @@ def _gateway_env(kube: FakeKube) -> dict[str, Any]:
     return {e["name"]: (e.get("valueFrom") or {}).get("secretKeyRef") for e in gw["env"]}
 
 
-@pytest.mark.parametrize("label", [None, "git-credentials"])  # unlabelled, or labelled for another use
+@pytest.mark.parametrize("label", [None, "git-credentials", "absent"])  # unlabelled, another use, no Secret
 def test_a_model_key_is_used_only_from_a_secret_labelled_for_model_keys(label: str | None) -> None:
-    kube, rec = _setup(_secret("keys", label, openai="sk-x"), _secret("good", "model-api-key", openai="sk-y"))
+    keys = [] if label == "absent" else [_secret("keys", label, openai="sk-x")]
+    kube, rec = _setup(*keys, _secret("good", "model-api-key", openai="sk-y"))
     brain = kube.obj("Brain", "team")
     brain["spec"]["gateway"]["models"] += [
         {"name": "refused", "model": "openai/gpt-4o", "apiKeySecretRef": {"name": "keys", "key": "openai"}},
@@ -326,13 +327,11 @@ def test_a_model_key_is_used_only_from_a_secret_labelled_for_model_keys(label: s
     assert {"name": "good", "key": "openai"} in refs and not [r for r in refs if r["name"] == "keys"]
     cond = _conditions(kube.obj("Brain", "team"))["SecretsPermitted"]
     assert (cond["status"], cond["reason"]) == ("False", "SecretNotPermitted")
-    found = (
-        "has no label brain.dev/secret-use" if label is None else "has brain.dev/secret-use='git-credentials'"
-    )
+    # the same words whatever the Secret has instead: the tenant learns nothing about it
     assert cond["message"] == (
-        f"spec.gateway.models[1].apiKeySecretRef: Secret keys (key 'openai') {found}; it is used here only "
-        "when labelled brain.dev/secret-use=model-api-key "
-        "(kubectl label secret keys brain.dev/secret-use=model-api-key)"
+        "spec.gateway.models[1].apiKeySecretRef: Secret keys (key 'openai') is not labelled "
+        "brain.dev/secret-use=model-api-key, so it is not used; its owner opts in with: "
+        "kubectl label secret keys brain.dev/secret-use=model-api-key"
     )
     assert [e for e in seen if e[2] == "SecretNotPermitted"] == [
         ("Brain", "Warning", "SecretNotPermitted", cond["message"])
@@ -342,7 +341,7 @@ def test_a_model_key_is_used_only_from_a_secret_labelled_for_model_keys(label: s
     seen.clear()
     rec.reconcile(NS, "team", emit)  # a resync that finds the same refusal: no second Event
     assert [e for e in seen if e[2] == "SecretNotPermitted"] == []
-    kube.obj("Secret", "keys")["metadata"]["labels"] = {"brain.dev/secret-use": "model-api-key"}
+    kube.put(_secret("keys", "model-api-key", openai="sk-x"))
     rec.reconcile(NS, "team", emit)  # the owner opts in: used from the next reconcile on
     assert {"name": "keys", "key": "openai"} in _gateway_env(kube).values()
     assert _conditions(kube.obj("Brain", "team"))["SecretsPermitted"]["status"] == "True"
@@ -417,7 +416,7 @@ def test_a_refused_git_credential_means_no_import_of_that_source() -> None:
     src = _conditions(kube.obj("MemorySource", "team-memories"))
     assert (src["Ready"]["status"], src["Ready"]["reason"]) == ("False", "SecretNotPermitted")
     assert (
-        "spec.git.credentialsSecretRef: Secret deploy-key (key 'ssh') has brain.dev/secret-use='model-api-key'"
+        "spec.git.credentialsSecretRef: Secret deploy-key (key 'ssh') is not labelled brain.dev/secret-use=git-credentials"
         in src["SecretsPermitted"]["message"]
     )
     assert ("MemorySource", "Warning", "SecretNotPermitted") in [e[:3] for e in seen]
