@@ -53,6 +53,7 @@ from brain_operator.render.litellm_config import check_policies
 from brain_operator.render.secrets import master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
 from brain_operator.secret_use import (
+    DATABASE_URL,
     MASTER_KEY,
     SECRET_NOT_PERMITTED,
     SECRETS_CONDITION,
@@ -60,9 +61,11 @@ from brain_operator.secret_use import (
     blocks_brain,
     brain_uses,
     log_summary,
+    permitted,
     refused,
     source_uses,
     summary,
+    taken_over_message,
     without_refused,
 )
 from brain_operator.status import (
@@ -125,6 +128,11 @@ def _owned_by(obj: dict[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
 
 
+def _child_selector(brain: str) -> str:
+    """The labels every child of this Brain carries (what the reconcile lists and prunes by)."""
+    return f"app.kubernetes.io/managed-by={MANAGED_BY},{BRAIN_LABEL}={brain}"
+
+
 def _has_labels(obj: dict[str, Any], selector: str) -> bool:
     """Whether obj carries every ``key=value`` of an equality selector (what a list would match)."""
     labels = obj.get("metadata", {}).get("labels") or {}
@@ -161,18 +169,36 @@ class Reconciler:
         ]
         return policies, sources
 
-    def _generated_secrets(self, brain: Brain) -> GeneratedSecrets:
-        """Read back what was generated before; generate only what has never existed."""
+    def _generated_secrets(self, brain: Brain) -> tuple[GeneratedSecrets, list[str]]:
+        """Read back what was generated before; generate only what has never existed.
+
+        Also the Secrets in the way: one at a generated name that this Brain did not generate and
+        whose owner did not label it for the use. Applying ours would take it over (its value read
+        back as ours, its ownerReference set, so it would be deleted with the Brain): a tenant
+        could pick a Brain name to reach any ``*-master-key`` Secret. Their messages, if any.
+        """
         ns, name = brain.metadata.namespace or "default", brain.metadata.name
         probe = RenderInput(brain=brain)
         password = key = None
+        conflicts: list[str] = []
         if needs_db_password(probe):
-            live = self.kube.get(SECRET, ns, names.db_credentials(name))
+            live = self._generated_secret(ns, name, names.db_credentials(name), DATABASE_URL, conflicts)
             password = _decode(live, "password") or secrets.token_urlsafe(24)
         if needs_master_key(probe):
-            live = self.kube.get(SECRET, ns, names.master_key(name))
+            live = self._generated_secret(ns, name, names.master_key(name), MASTER_KEY, conflicts)
             key = _decode(live, "masterKey") or "sk-brain-" + secrets.token_urlsafe(32)
-        return GeneratedSecrets(db_password=password, master_key=key)
+        return GeneratedSecrets(db_password=password, master_key=key), conflicts
+
+    def _generated_secret(
+        self, namespace: str, brain: str, secret: str, use: str, conflicts: list[str]
+    ) -> dict[str, Any] | None:
+        """The live Secret at a generated name, when it is this Brain's own or its owner labelled it
+        for the use (then it is adopted); otherwise None, and a message in ``conflicts``."""
+        live = self.kube.get(SECRET, namespace, secret)
+        if live is None or _has_labels(live, _child_selector(brain)) or permitted(live, use):
+            return live
+        conflicts.append(taken_over_message(secret, brain, use))
+        return None
 
     def master_key(self, body: dict[str, Any]) -> str | None:
         """The gateway's master key, so the health poll may read the per-namespace counts that the
@@ -187,6 +213,8 @@ class Reconciler:
             wanted = [u for u in brain_uses(brain) if u.use == MASTER_KEY]
             brain = without_refused(brain, refused(wanted, self._secret_getter(ns)))
             secret, key = master_key_ref(RenderInput(brain=brain))
+            if secret == names.master_key(brain.metadata.name):  # the generated one: only if ours
+                return _decode(self._generated_secret(ns, brain.metadata.name, secret, MASTER_KEY, []), key)
             return _decode(self.kube.get(SECRET, ns, secret), key)
         except (ValidationError, KubeError):
             return None
@@ -236,6 +264,14 @@ class Reconciler:
             return result
         brain = without_refused(spec_brain, refusals)
 
+        generated, conflicts = self._generated_secrets(brain)
+        if conflicts:
+            result.error = "; ".join(conflicts)
+            log.warning("%s/%s: %s", namespace, name, result.error)
+            taken = Check("False", SECRET_NOT_PERMITTED, result.error)
+            self._write_failed_status(raw, result, SECRET_NOT_PERMITTED, emit, {SECRETS_CONDITION: taken})
+            return result
+
         policies_raw, sources_raw = self._related(namespace, name)
         policies, parsed = self._parse_children(policies_raw, sources_raw, emit)
         source_refusals = {s.metadata.name: refused(source_uses(s), get_secret) for s in parsed}
@@ -248,7 +284,7 @@ class Reconciler:
             brain=brain,
             routing_policies=tuple(policies),
             memory_sources=tuple(sources),
-            secrets=self._generated_secrets(brain),
+            secrets=generated,
             images=self.cfg.images,
             capabilities=caps,
         )
@@ -317,7 +353,7 @@ class Reconciler:
     def _live_children(
         self, namespace: str, name: str, caps: Capabilities
     ) -> dict[tuple[str, str], dict[str, Any]]:
-        selector = f"app.kubernetes.io/managed-by={MANAGED_BY},{BRAIN_LABEL}={name}"
+        selector = _child_selector(name)
         out: dict[tuple[str, str], dict[str, Any]] = {}
         for kind in CHILD_KINDS:
             if kind.kind == "Job":  # one-off ingest Jobs expire by TTL; never pruned

@@ -24,6 +24,11 @@ What a refusal does (the reconciler applies it; docs/security.md lists it):
   database to fall back to);
 - a MemorySource's ``credentialsSecretRef``: that source gets no ingest Job or CronJob.
 
+The names the operator generates (``<brain>-master-key``, ``<brain>-db-credentials``) are a reference
+too, chosen through the Brain's name: a Secret already there that this Brain did not generate is
+adopted (its value used, its ownership taken) only when labelled for the use; else nothing is
+applied.
+
 Each refused reference shows in the ``SecretsPermitted`` condition (reason ``SecretNotPermitted``)
 of the Brain or MemorySource and in a Warning Event on it.
 """
@@ -94,6 +99,16 @@ def refusal_message(u: Use) -> str:
         f"{u.field}: Secret {u.ref.name} (key {u.ref.key!r}) is not labelled {SECRET_USE_LABEL}={u.use}, "
         f"so it is not used; its owner opts in with: kubectl label secret {u.ref.name} "
         f"{SECRET_USE_LABEL}={u.use}"
+    )
+
+
+def taken_over_message(secret: str, brain: str, use: str) -> str:
+    """A Secret already at a name the operator generates, not generated for this Brain."""
+    return (
+        f"Secret {secret} exists and was not generated for Brain {brain}; the operator would take it over "
+        f"(and delete it with the Brain), so it does so only when the Secret is labelled "
+        f"{SECRET_USE_LABEL}={use} (kubectl label secret {secret} {SECRET_USE_LABEL}={use}); "
+        f"or give the Brain another name"
     )
 
 

@@ -199,10 +199,12 @@ async def drive_gateway(gw: Gateway, ns: str) -> None:
 
 
 def master_key_secret(key: str) -> dict[str, Any]:
+    """The Brain's master key, set in advance to this gateway's; labelled, so the operator adopts it
+    (an unlabelled Secret at a generated name is not taken over: docs/security.md)."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "team-master-key"},
+        "metadata": {"name": "team-master-key", "labels": {"brain.dev/secret-use": "master-key"}},
         "stringData": {"masterKey": key},
     }
 

@@ -424,3 +424,27 @@ def test_a_refused_git_credential_means_no_import_of_that_source() -> None:
     result = rec.reconcile(NS, "team", emit)
     assert result is not None and len(result.jobs_created) == 1
     assert _conditions(kube.obj("MemorySource", "team-memories"))["Ready"]["reason"] == "Scheduled"
+
+
+def test_a_secret_at_a_generated_name_is_taken_over_only_when_labelled() -> None:
+    """A tenant picks the Brain's name, so `<brain>-master-key` is a reference too: an unrelated
+    Secret there is neither read as the key nor owned (and garbage-collected) by the Brain."""
+    foreign = _secret("team-master-key", None, masterKey="sk-someone-elses")
+    kube, rec = _setup(foreign)
+    seen, emit = _events()
+    result = rec.reconcile(NS, "team", emit)
+    assert result is not None and result.applied == [] and result.phase == "Failed"
+    live = kube.obj("Secret", "team-master-key")
+    assert "ownerReferences" not in live["metadata"] and live["data"] == foreign["data"]
+    ready = _conditions(kube.obj("Brain", "team"))["Ready"]
+    assert ready["reason"] == "SecretNotPermitted"
+    assert "Secret team-master-key exists and was not generated for Brain team" in ready["message"]
+    assert "kubectl label secret team-master-key brain.dev/secret-use=master-key" in ready["message"]
+    assert [e[:3] for e in seen] == [("Brain", "Warning", "SecretNotPermitted")]
+    assert rec.master_key(kube.obj("Brain", "team")) is None  # the health poll does not send it either
+
+    kube.obj("Secret", "team-master-key")["metadata"]["labels"] = {"brain.dev/secret-use": "master-key"}
+    result = rec.reconcile(NS, "team", emit)  # its owner opted in: adopted, value kept
+    assert result is not None and "Secret/team-master-key" in result.applied
+    assert kube.obj("Secret", "team-master-key")["data"] == foreign["data"]
+    assert rec.master_key(kube.obj("Brain", "team")) == "sk-someone-elses"
