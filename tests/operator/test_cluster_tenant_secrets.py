@@ -186,6 +186,12 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
     external["spec"]["database"] = {"external": {"secretRef": {"name": STOLEN, "key": "dsn"}}}
     as_tenant(kc, tenant, "create", external)
 
+    # The Brain's name picks the Secrets the operator generates: one already there is not taken over.
+    kc.apply(secret("payments-master-key", None, masterKey=CANARY))
+    payments = sample("brain.yaml")
+    payments["metadata"]["name"] = "payments"
+    as_tenant(kc, tenant, "create", payments)
+
     source = sample("memorysource-git.yaml")
     source["metadata"]["name"] = "private"
     source["spec"]["git"]["url"] = listener.url + "/team.git"
@@ -215,6 +221,12 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
     assert (ext_ready["status"], ext_ready["reason"]) == ("False", "SecretNotPermitted")
     assert kc.get("brain", "ext")["status"]["phase"] == "Failed"
 
+    taken = wait_until("Brain payments refused", lambda: refused("brain", "payments"), timeout=60)
+    assert "Secret payments-master-key exists and was not generated for Brain payments" in taken["message"]
+    kept = kc.get("secret", "payments-master-key")
+    assert "ownerReferences" not in kept["metadata"] and "labels" not in kept["metadata"]
+    assert kc.get("deployment", "payments-gateway") is None
+
     src = wait_until("MemorySource private refused", lambda: refused("msrc", "private"), timeout=60)
     assert "spec.git.credentialsSecretRef" in src["message"] and "git-credentials" in src["message"]
     assert conditions(kc.get("msrc", "private"))["Ready"]["reason"] == "SecretNotPermitted"
@@ -227,6 +239,10 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
         }
 
     wait_until("a Warning Event on each refusing object", lambda: warned() >= {"team", "ext", "private"})
+    assert any(
+        e["reason"] == "SecretNotPermitted" and e["involvedObject"]["name"] == "payments"
+        for e in kc.get("events")["items"]
+    )
 
     # What was rendered meanwhile: the refused model has no key, the gateway keeps the generated
     # master key, there is no tunnel, the external Brain has no children and the source no Job.
@@ -254,6 +270,10 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
     polls = wait_until("a health poll of team", lambda: listener.on(f"/gateway/{kc.ns}/team"), timeout=30)
     assert any(f"Bearer {generated}" in p for p in polls), polls[-1]
     assert listener.on("/annotation") == []
+    payments_polls = wait_until(
+        "a health poll of payments", lambda: listener.on(f"/gateway/{kc.ns}/payments")
+    )
+    assert not [p for p in payments_polls if "Authorization" in p]  # no key of its own, none taken
     assert listener.on("/v1") == [] and listener.on("/team.git") == []
 
     # The value is nowhere a tenant or an operator's reader looks.
