@@ -725,7 +725,11 @@ class BrainStatus(_Model):
     conditions: list[Condition] | None = Field(
         default=None,
         max_length=16,
-        description="Ready, DatabaseReady, EmbedderReady, GatewayReady, IndexHealthy.",
+        description=(
+            "Ready, DatabaseReady, EmbedderReady, GatewayReady, IndexHealthy, Reindexing, and SecretsPermitted "
+            "(False, reason SecretNotPermitted, naming each referenced Secret not labelled "
+            "`brain.dev/secret-use` for its use)."
+        ),
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     endpoints: Endpoints | None = Field(default=None, description=Endpoints.__doc__)
@@ -950,7 +954,11 @@ class MemorySourceStatus(_Model):
     conditions: list[Condition] | None = Field(
         default=None,
         max_length=16,
-        description="Ready (the import is scheduled) and Synced (the last import succeeded).",
+        description=(
+            "Ready (the import is scheduled), Synced (the last import succeeded) and, when the source names a "
+            "Secret, SecretsPermitted (False, reason SecretNotPermitted: the Secret is not labelled "
+            "`brain.dev/secret-use: git-credentials`, and nothing is imported)."
+        ),
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     last_sync: str | None = Field(default=None, description="When the last import finished (RFC 3339).")
