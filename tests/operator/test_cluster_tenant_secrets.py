@@ -18,8 +18,9 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,24 @@ def as_tenant(kc: Kubectl, user: str, verb: str, doc: dict[str, Any]) -> None:
     assert proc.returncode == 0, f"the tenant's {verb} was refused: {proc.stderr}"
 
 
+def tenant_update(
+    kc: Kubectl, user: str, kind: str, name: str, change: Callable[[dict[str, Any]], None]
+) -> None:
+    """A read-modify-update as the tenant (the read as admin: the tenant's Role has no get). The
+    operator writes the object too (status, kopf's annotations): on a Conflict, read again."""
+    for _ in range(20):
+        doc = kc.get(kind, name)
+        doc.pop("status", None)
+        doc["metadata"].pop("managedFields", None)
+        change(doc)
+        proc = kc("replace", "--as", user, "-f", "-", input=json.dumps(doc), check=False)
+        if proc.returncode == 0:
+            return
+        assert "Conflict" in proc.stderr, f"the tenant's update was refused: {proc.stderr}"
+        time.sleep(0.2)
+    raise AssertionError(f"{kind} {name}: 20 updates in a row met a Conflict")
+
+
 def conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
 
@@ -164,22 +183,21 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
         "SecretsPermitted True",
         lambda: conditions(kc.get("brain", "team")).get("SecretsPermitted", {}).get("status") == "True",
     )
-    live = kc.get("brain", "team")
-    live["metadata"].pop("managedFields", None)
 
     # 2. The tenant updates it to name the unlabelled Secret everywhere, and aims the health
     #    annotation and a model's apiBase at the listener.
-    hostile = {k: v for k, v in live.items() if k != "status"}
-    hostile["metadata"].setdefault("annotations", {})["brain.dev/health-url"] = listener.url + "/annotation"
-    gateway = hostile["spec"]["gateway"]
-    gateway["models"].append({"name": "exfil", "model": "openai/gpt-4o", "apiBase": listener.url + "/v1",
-                              "apiKeySecretRef": {"name": STOLEN, "key": "apiKey"}})  # fmt: skip
-    gateway["auth"] = {"masterKeySecretRef": {"name": STOLEN, "key": "masterKey"}}
-    hostile["spec"]["tunnel"] = {
-        "tokenSecretRef": {"name": STOLEN, "key": "token"},
-        "hostname": "x.example.com",
-    }
-    as_tenant(kc, tenant, "replace", hostile)
+    def hostile(doc: dict[str, Any]) -> None:
+        doc["metadata"].setdefault("annotations", {})["brain.dev/health-url"] = listener.url + "/annotation"
+        gateway = doc["spec"]["gateway"]
+        gateway["models"].append({"name": "exfil", "model": "openai/gpt-4o", "apiBase": listener.url + "/v1",
+                                  "apiKeySecretRef": {"name": STOLEN, "key": "apiKey"}})  # fmt: skip
+        gateway["auth"] = {"masterKeySecretRef": {"name": STOLEN, "key": "masterKey"}}
+        doc["spec"]["tunnel"] = {
+            "tokenSecretRef": {"name": STOLEN, "key": "token"},
+            "hostname": "x.example.com",
+        }
+
+    tenant_update(kc, tenant, "brain", "team", hostile)
 
     external = sample("brain.yaml")
     external["metadata"]["name"] = "ext"
