@@ -111,8 +111,11 @@ def test_user_story(
 
     # ---- 1. the chart, the operator, the samples ----------------------------------------------------
     op: InstalledOperator
-    # file:// below: a local repository, which a cluster refuses without the test flag (docs/security.md)
-    sets = ("operator.healthSeconds=2", "operator.allowInsecureGitUrls=true")
+    # file:// below: a local repository, which a cluster refuses without the test flag (docs/security.md).
+    # The operator reads health from the laptop's gateway: its own setting (chart value), the one URL
+    # the master key goes to. A Brain's brain.dev/health-url annotation would not be followed (#26).
+    health_url = f"operator.healthUrlTemplate={stack.url}/brain/v1/health"
+    sets = ("operator.healthSeconds=2", "operator.allowInsecureGitUrls=true", health_url)
     with helm_installed_operator(e2e_cluster, ns, tmp_path, *sets) as op:
         k("apply", "-n", ns, "-f", str(stack.manifest))  # the manifest `brainctl up` runs (story.py)
         for sample in ("routingpolicy.yaml", "memorysource-git.yaml"):
@@ -158,7 +161,6 @@ def test_user_story(
             "-p",
             json.dumps({"stringData": {"masterKey": stack.master}}),
         )
-        k("annotate", "brain", "team", "-n", ns, f"brain.dev/health-url={stack.url}/brain/v1/health")
         before = index_when(e2e_cluster, ns, "read from the local gateway", lambda i: "totalEntries" in i)
         assert before["totalEntries"] == 0 and not before.get("lastIngest")
 

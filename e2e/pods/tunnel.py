@@ -35,7 +35,8 @@ def secret_manifest() -> str:
     doc = {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": SECRET},
+        # the owner's opt-in: the operator uses a Secret only for the use its label names (#26)
+        "metadata": {"name": SECRET, "labels": {"brain.dev/secret-use": "tunnel-token"}},
         "stringData": {KEY: fake_token()},
     }
     return yaml.safe_dump(doc, sort_keys=False)

@@ -205,7 +205,9 @@ class GatewayModel(_Model):
         default=None,
         description=(
             "Secret key holding the provider API key. It reaches the gateway as an environment variable, "
-            "never through the rendered config. Omit for upstreams that need no key."
+            "never through the rendered config. Omit for upstreams that need no key. The Secret must carry "
+            "the label `brain.dev/secret-use: model-api-key` (else the model is served without a key and "
+            "condition SecretsPermitted says why)."
         ),
     )
 
@@ -218,7 +220,8 @@ class GatewayAuth(_Model):
         description=(
             "Secret key holding the gateway master key (admin access; agents get their own keys via "
             "`brainctl keys`). When omitted the operator generates one in Secret `<brain>-master-key`, "
-            "key `masterKey`."
+            "key `masterKey`. The Secret must carry the label `brain.dev/secret-use: master-key` (else the "
+            "generated key is used and condition SecretsPermitted says why)."
         ),
     )
 
@@ -392,7 +395,11 @@ class ExternalDatabase(_Model):
     """A Postgres you run (with the `vector` and `pg_trgm` extensions available)."""
 
     secret_ref: SecretKeyRef = Field(
-        description="Secret key holding the connection string, e.g. `postgresql://user:pw@host:5432/brain`."
+        description=(
+            "Secret key holding the connection string, e.g. `postgresql://user:pw@host:5432/brain`. The "
+            "Secret must carry the label `brain.dev/secret-use: database-url` (else nothing is applied and "
+            "the Brain is Failed, reason SecretNotPermitted)."
+        )
     )
 
 
@@ -541,7 +548,12 @@ class Tunnel(_Model):
 
     provider: Literal["cloudflare"] = Field(default="cloudflare", description="Tunnel provider.")
     token_secret_ref: SecretKeyRef | None = Field(
-        default=None, description="Secret key holding the tunnel token (`cloudflared tunnel token <name>`)."
+        default=None,
+        description=(
+            "Secret key holding the tunnel token (`cloudflared tunnel token <name>`). The Secret must carry "
+            "the label `brain.dev/secret-use: tunnel-token` (else no tunnel runs and condition "
+            "SecretsPermitted says why)."
+        ),
     )
     hostname: str | None = Field(
         default=None,
@@ -728,7 +740,11 @@ class BrainStatus(_Model):
     conditions: list[Condition] | None = Field(
         default=None,
         max_length=16,
-        description="Ready, DatabaseReady, EmbedderReady, GatewayReady, IndexHealthy.",
+        description=(
+            "Ready, DatabaseReady, EmbedderReady, GatewayReady, IndexHealthy, Reindexing, and SecretsPermitted "
+            "(False, reason SecretNotPermitted, naming each referenced Secret not labelled "
+            "`brain.dev/secret-use` for its use)."
+        ),
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     endpoints: Endpoints | None = Field(default=None, description=Endpoints.__doc__)
@@ -824,7 +840,12 @@ class GitSource(_Model):
         description="Paths or globs inside the repository to import; omit for the whole tree.",
     )
     credentials_secret_ref: SecretKeyRef | None = Field(
-        default=None, description="Secret key holding a token or SSH private key for private repositories."
+        default=None,
+        description=(
+            "Secret key holding a token or SSH private key for private repositories. The Secret must carry "
+            "the label `brain.dev/secret-use: git-credentials` (else the source is not imported and its "
+            "condition SecretsPermitted says why)."
+        ),
     )
 
     @field_validator("url")
@@ -983,7 +1004,11 @@ class MemorySourceStatus(_Model):
     conditions: list[Condition] | None = Field(
         default=None,
         max_length=16,
-        description="Ready (the import is scheduled) and Synced (the last import succeeded).",
+        description=(
+            "Ready (the import is scheduled), Synced (the last import succeeded) and, when the source names a "
+            "Secret, SecretsPermitted (False, reason SecretNotPermitted: the Secret is not labelled "
+            "`brain.dev/secret-use: git-credentials`, and nothing is imported)."
+        ),
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
     last_sync: str | None = Field(default=None, description="When the last import finished (RFC 3339).")

@@ -46,12 +46,19 @@ class OperatorConfig:
     peering_lifetime_seconds: int = DEFAULT_PEERING_LIFETIME
     standalone: bool = False
     priority: int = 0
+    #: Tests only: honour the brain.dev/health-url annotation (a tenant-chosen URL). Off by default.
+    allow_health_url_override: bool = False
     images: Images = field(default_factory=images_from_env)
     #: tests only: http:// and file:// git sources are imported (brain.core.gitrefs says why not otherwise)
     allow_insecure_git_urls: bool = False
 
     def health_url(self, name: str, namespace: str, annotations: dict[str, str] | None) -> str:
-        """Where to read a Brain's health: its annotation (tests, unusual networks) or the template."""
-        if annotations and annotations.get(HEALTH_URL_ANNOTATION):
+        """Where to read a Brain's health: the operator's template; the annotation only when the
+        operator runs with --allow-health-url-override (tests), since a tenant writes annotations."""
+        if self.allow_health_url_override and annotations and annotations.get(HEALTH_URL_ANNOTATION):
             return annotations[HEALTH_URL_ANNOTATION]
         return self.health_url_template.format(name=name, namespace=namespace, gateway=names.gateway(name))
+
+    def health_url_is_gateway(self, name: str, namespace: str, annotations: dict[str, str] | None) -> bool:
+        """Whether the health URL is the operator-rendered one: only there may the master key go."""
+        return self.health_url(name, namespace, annotations) == self.health_url(name, namespace, None)

@@ -74,7 +74,9 @@ def register(registry: kopf.OperatorRegistry, cfg: OperatorConfig) -> None:
             return
         rt = get_runtime()
         url = rt.cfg.health_url(name, namespace, dict(annotations))
-        master_key = await asyncio.to_thread(rt.reconciler.master_key, dict(kw.get("body") or {}))
+        master_key = None  # only the operator-rendered gateway URL ever gets the key
+        if rt.cfg.health_url_is_gateway(name, namespace, dict(annotations)):
+            master_key = await asyncio.to_thread(rt.reconciler.master_key, dict(kw.get("body") or {}))
         health = await fetch_health(url, key=master_key)
         if kw.get("stopped"):  # kopf passes timers their stop flag too (TimerFn does not say so)
             # Paused by peering while reading: kopf leaves a timer that overruns orphaned, and its

@@ -102,7 +102,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--health-url-template",
         default=env("BRAIN_OPERATOR_HEALTH_URL_TEMPLATE", DEFAULT_HEALTH_URL),
-        help="health URL with {name} and {namespace}; annotation brain.dev/health-url wins [%(default)s]",
+        help="health URL with {name}, {namespace} and {gateway} (the gateway Service) [%(default)s]",
+    )
+    p.add_argument(
+        "--allow-health-url-override",
+        action="store_true",
+        default=env("BRAIN_OPERATOR_ALLOW_HEALTH_URL_OVERRIDE", "") == "1",
+        help="tests only: read health from a Brain's brain.dev/health-url annotation instead of the "
+        "template. Off by default, because whoever writes a Brain writes its annotations; even when on, "
+        "the master key is sent only to the template's URL [BRAIN_OPERATOR_ALLOW_HEALTH_URL_OVERRIDE=1]",
     )
     p.add_argument("--metrics-host", default=env("BRAIN_OPERATOR_METRICS_HOST", "0.0.0.0"))
     p.add_argument(
@@ -154,6 +162,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         resync_seconds=args.resync_seconds,
         health_seconds=args.health_seconds,
         health_url_template=args.health_url_template,
+        allow_health_url_override=args.allow_health_url_override,
         metrics_host=args.metrics_host,
         metrics_port=args.metrics_port,
         peering_name=args.peering,

@@ -53,6 +53,22 @@ from brain_operator.render.jobs import (
 from brain_operator.render.litellm_config import check_policies
 from brain_operator.render.secrets import db_roles, master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
+from brain_operator.secret_use import (
+    DATABASE_URL,
+    MASTER_KEY,
+    SECRET_NOT_PERMITTED,
+    SECRETS_CONDITION,
+    Refusal,
+    blocks_brain,
+    brain_uses,
+    log_summary,
+    permitted,
+    refused,
+    source_uses,
+    summary,
+    taken_over_message,
+    without_refused,
+)
 from brain_operator.status import (
     Check,
     cnpg_ready,
@@ -113,6 +129,11 @@ def _owned_by(obj: dict[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
 
 
+def _child_selector(brain: str) -> str:
+    """The labels every child of this Brain carries (what the reconcile lists and prunes by)."""
+    return f"app.kubernetes.io/managed-by={MANAGED_BY},{BRAIN_LABEL}={brain}"
+
+
 def _has_labels(obj: dict[str, Any], selector: str) -> bool:
     """Whether obj carries every ``key=value`` of an equality selector (what a list would match)."""
     labels = obj.get("metadata", {}).get("labels") or {}
@@ -149,32 +170,63 @@ class Reconciler:
         ]
         return policies, sources
 
-    def _generated_secrets(self, brain: Brain) -> GeneratedSecrets:
-        """Read back what was generated before; generate only what has never existed."""
+    def _generated_secrets(self, brain: Brain) -> tuple[GeneratedSecrets, list[str]]:
+        """Read back what was generated before; generate only what has never existed.
+
+        Also the Secrets in the way: one at a generated name that this Brain did not generate and
+        whose owner did not label it for the use. Applying ours would take it over (its value read
+        back as ours, its ownerReference set, so it would be deleted with the Brain): a tenant
+        could pick a Brain name to reach any ``*-master-key`` Secret. Their messages, if any.
+        """
         ns, name = brain.metadata.namespace or "default", brain.metadata.name
         probe = RenderInput(brain=brain)
         password = key = None
+        conflicts: list[str] = []
         if needs_db_password(probe):
-            live = self.kube.get(SECRET, ns, names.db_credentials(name))
+            live = self._generated_secret(ns, name, names.db_credentials(name), DATABASE_URL, conflicts)
             password = _decode(live, "password") or secrets.token_urlsafe(24)
         if needs_master_key(probe):
-            live = self.kube.get(SECRET, ns, names.master_key(name))
+            live = self._generated_secret(ns, name, names.master_key(name), MASTER_KEY, conflicts)
             key = _decode(live, "masterKey") or "sk-brain-" + secrets.token_urlsafe(32)
         logins: dict[str, str] = {}
         for role in db_roles(probe):  # one Postgres login per job (issue #26)
-            live = self.kube.get(SECRET, ns, names.db_role(name, role))
+            live = self._generated_secret(ns, name, names.db_role(name, role), DATABASE_URL, conflicts)
             logins[role] = _decode(live, "password") or secrets.token_urlsafe(24)
-        return GeneratedSecrets(db_password=password, master_key=key, db_role_passwords=logins)
+        return GeneratedSecrets(db_password=password, master_key=key, db_role_passwords=logins), conflicts
+
+    def _generated_secret(
+        self, namespace: str, brain: str, secret: str, use: str, conflicts: list[str]
+    ) -> dict[str, Any] | None:
+        """The live Secret at a generated name, when it is this Brain's own or its owner labelled it
+        for the use (then it is adopted); otherwise None, and a message in ``conflicts``."""
+        live = self.kube.get(SECRET, namespace, secret)
+        if live is None or _has_labels(live, _child_selector(brain)) or permitted(live, use):
+            return live
+        conflicts.append(taken_over_message(secret, brain, use))
+        return None
 
     def master_key(self, body: dict[str, Any]) -> str | None:
         """The gateway's master key, so the health poll may read the per-namespace counts that the
-        gateway shows only to an owner. None (the public figures) if it cannot be read."""
+        gateway shows only to an owner. None (the public figures) if it cannot be read.
+
+        The same Secret the gateway gets: a ``masterKeySecretRef`` whose Secret is not labelled
+        ``brain.dev/secret-use=master-key`` is not read, the generated key is (as in the reconcile).
+        """
         try:
             brain = Brain.model_validate(body)
+            ns = brain.metadata.namespace or "default"
+            wanted = [u for u in brain_uses(brain) if u.use == MASTER_KEY]
+            brain = without_refused(brain, refused(wanted, self._secret_getter(ns)))
             secret, key = master_key_ref(RenderInput(brain=brain))
-            return _decode(self.kube.get(SECRET, brain.metadata.namespace or "default", secret), key)
+            if secret == names.master_key(brain.metadata.name):  # the generated one: only if ours
+                return _decode(self._generated_secret(ns, brain.metadata.name, secret, MASTER_KEY, []), key)
+            return _decode(self.kube.get(SECRET, ns, secret), key)
         except (ValidationError, KubeError):
             return None
+
+    def _secret_getter(self, namespace: str) -> Callable[[str], dict[str, Any] | None]:
+        """Reads one Secret by name (the operator never lists Secrets: rbac.py)."""
+        return lambda name: self.kube.get(SECRET, namespace, name)
 
     def _capabilities(self) -> Capabilities:
         return Capabilities(
@@ -196,21 +248,49 @@ class Reconciler:
             return Result(phase="Terminating")
         result = Result()
         try:
-            brain = Brain.model_validate(raw)
+            spec_brain = Brain.model_validate(raw)
         except ValidationError as exc:
             result.error = f"invalid spec: {_validation_message(exc)}"
             self._write_failed_status(raw, result, "InvalidSpec", emit)
             return result
 
+        # Secrets the spec names are used only where their owner's label says so (secret_use.py):
+        # a refused one is rendered as unset, or, for the database, nothing is rendered at all.
+        get_secret = self._secret_getter(namespace)
+        refusals = refused(brain_uses(spec_brain), get_secret)
+        if refusals:
+            log.warning("%s/%s: %s", namespace, name, log_summary(refusals))
+        secrets_check = _secrets_check(refusals, "Brain")
+        if blocks_brain(refusals):
+            result.error = summary(refusals)
+            self._write_failed_status(
+                raw, result, SECRET_NOT_PERMITTED, emit, {SECRETS_CONDITION: secrets_check}
+            )
+            return result
+        brain = without_refused(spec_brain, refusals)
+
+        generated, conflicts = self._generated_secrets(brain)
+        if conflicts:
+            result.error = "; ".join(conflicts)
+            log.warning("%s/%s: %s", namespace, name, result.error)
+            taken = Check("False", SECRET_NOT_PERMITTED, result.error)
+            self._write_failed_status(raw, result, SECRET_NOT_PERMITTED, emit, {SECRETS_CONDITION: taken})
+            return result
+
         policies_raw, sources_raw = self._related(namespace, name)
-        policies, sources = self._parse_children(policies_raw, sources_raw, emit)
-        sources, refused = self._refuse_insecure_sources(sources, sources_raw, emit)
+        policies, parsed = self._parse_children(policies_raw, sources_raw, emit)
+        source_refusals = {s.metadata.name: refused(source_uses(s), get_secret) for s in parsed}
+        sources = [s for s in parsed if not source_refusals[s.metadata.name]]
+        for source, refusals_of in source_refusals.items():
+            if refusals_of:
+                log.warning("%s/%s: MemorySource %s: %s", namespace, name, source, log_summary(refusals_of))
+        sources, insecure = self._refuse_insecure_sources(sources, sources_raw, emit)
         caps = self._capabilities()
         inp = RenderInput(
             brain=brain,
             routing_policies=tuple(policies),
             memory_sources=tuple(sources),
-            secrets=self._generated_secrets(brain),
+            secrets=generated,
             images=self.cfg.images,
             capabilities=caps,
             allow_insecure_git_urls=self.cfg.allow_insecure_git_urls,
@@ -245,9 +325,11 @@ class Reconciler:
 
         for obj in desired:  # reflect what we just applied when computing status
             live.setdefault((obj["kind"], obj["metadata"]["name"]), obj)
-        self._write_brain_status(raw, brain, inp, live, missing_api, result, emit, migration)
+        self._write_brain_status(raw, brain, inp, live, missing_api, result, emit, migration, secrets_check)
         self._write_policy_statuses(inp, policies_raw, result)
-        self._write_source_statuses(sources_raw, {s.metadata.name for s in sources}, brain, result, refused)
+        self._write_source_statuses(
+            sources_raw, {s.metadata.name for s in parsed}, source_refusals, brain, result, emit, insecure
+        )
         if result.applied or result.deleted:
             emit(
                 raw,
@@ -303,7 +385,7 @@ class Reconciler:
     def _live_children(
         self, namespace: str, name: str, caps: Capabilities
     ) -> dict[tuple[str, str], dict[str, Any]]:
-        selector = f"app.kubernetes.io/managed-by={MANAGED_BY},{BRAIN_LABEL}={name}"
+        selector = _child_selector(name)
         out: dict[tuple[str, str], dict[str, Any]] = {}
         for kind in CHILD_KINDS:
             if kind.kind == "Job":  # one-off ingest Jobs expire by TTL; never pruned
@@ -442,6 +524,7 @@ class Reconciler:
         result: Result,
         emit: Emit,
         migration: dict[str, Any] | None = None,
+        secrets_check: Check | None = None,
     ) -> None:
         ns, name = inp.namespace, inp.name
         generation = raw["metadata"].get("generation")
@@ -461,6 +544,8 @@ class Reconciler:
         if health is None and was is not None:  # not polled yet: keep the last word, as for IndexHealthy
             reindexing = Check(was["status"], was.get("reason", ""), was.get("message", ""))
         checks = {"Ready": ready, **components, "IndexHealthy": index, "Reindexing": reindexing}
+        if secrets_check is not None:
+            checks[SECRETS_CONDITION] = secrets_check
         now = now_iso()
         status: dict[str, Any] = {
             "phase": phase_of(components, index, None),
@@ -506,16 +591,24 @@ class Reconciler:
                 and old_reindex in ("Reindexing", "ModelChangePending", "ReindexFailed")
             ):
                 emit(raw, "Normal", reindexing.reason, reindexing.message)
+            if secrets_check is not None:
+                _emit_refusal(raw, current, secrets_check, emit)
 
-    def _write_failed_status(self, raw: dict[str, Any], result: Result, reason: str, emit: Emit) -> None:
+    def _write_failed_status(
+        self,
+        raw: dict[str, Any],
+        result: Result,
+        reason: str,
+        emit: Emit,
+        extra: dict[str, Check] | None = None,
+    ) -> None:
         meta = raw["metadata"]
         current = raw.get("status") or {}
         generation = meta.get("generation")
         message = result.error or reason
-        conditions = [c for c in current.get("conditions") or [] if c.get("type") != "Ready"]
-        ready = merge_conditions(
-            current.get("conditions"), {"Ready": Check("False", reason, message)}, generation, now_iso()
-        )
+        checks = {"Ready": Check("False", reason, message), **(extra or {})}
+        conditions = [c for c in current.get("conditions") or [] if c.get("type") not in checks]
+        ready = merge_conditions(current.get("conditions"), checks, generation, now_iso())
         status = {"phase": "Failed", "observedGeneration": generation, "conditions": ready + conditions}
         result.phase = "Failed"
         if status_differs(current, status):
@@ -549,15 +642,29 @@ class Reconciler:
         self,
         sources_raw: list[dict[str, Any]],
         valid: set[str],
+        refusals: dict[str, list[Refusal]],
         brain: Brain,
         result: Result,
-        refused: dict[str, str] | None = None,
+        emit: Emit,
+        insecure: dict[str, str] | None = None,
     ) -> None:
+        """Ready and SecretsPermitted of each source; a refused credential is not imported at all
+        (no CronJob, no Job), and its source says which Secret lacks which label."""
         now = now_iso()
         for raw in sources_raw:
-            if raw["metadata"]["name"] in (refused or {}):
-                ready = Check("False", "InsecureGitURL", (refused or {})[raw["metadata"]["name"]])
-            elif raw["metadata"]["name"] in valid:
+            source = raw["metadata"]["name"]
+            checks: dict[str, Check] = {}
+            if source in refusals:
+                checks[SECRETS_CONDITION] = _secrets_check(refusals[source], "MemorySource")
+            if refusals.get(source):
+                ready = Check(
+                    "False",
+                    SECRET_NOT_PERMITTED,
+                    f"not imported until its Secret is permitted: {summary(refusals[source])}",
+                )
+            elif source in (insecure or {}):
+                ready = Check("False", "InsecureGitURL", (insecure or {})[source])
+            elif source in valid:
                 ready = Check(
                     "True",
                     "Scheduled",
@@ -567,7 +674,9 @@ class Reconciler:
                 ready = Check(
                     "False", "InvalidSpec", "the spec does not validate; see the events of this object"
                 )
-            self._patch_child_status("MemorySource", raw, {}, {"Ready": ready}, now, result)
+            self._patch_child_status("MemorySource", raw, {}, {"Ready": ready, **checks}, now, result)
+            if SECRETS_CONDITION in checks:
+                _emit_refusal(raw, raw.get("status") or {}, checks[SECRETS_CONDITION], emit)
 
     def _patch_child_status(
         self,
@@ -687,6 +796,21 @@ def _insecure_source(source: MemorySource) -> str | None:
         except ValueError as exc:
             return str(exc)
     return None
+
+
+def _secrets_check(refusals: list[Refusal], kind: str) -> Check:
+    if not refusals:
+        return Check("True", "SecretsLabelled", f"every Secret this {kind} names is labelled for its use")
+    return Check("False", SECRET_NOT_PERMITTED, summary(refusals))
+
+
+def _emit_refusal(raw: dict[str, Any], before: dict[str, Any], check: Check, emit: Emit) -> None:
+    """A Warning Event when a refusal appears or changes (not on every resync that finds it again)."""
+    if check.ok:
+        return
+    was = {c.get("type"): c for c in before.get("conditions") or []}.get(SECRETS_CONDITION) or {}
+    if (was.get("status"), was.get("message")) != (check.status, check.message[:4096]):
+        emit(raw, "Warning", SECRET_NOT_PERMITTED, check.message[:1000])
 
 
 def _retire_stop(raw: Any) -> dict[str, Any] | None:

@@ -300,6 +300,20 @@ def test_data_plane_images_reach_the_operator_env(render: Render) -> None:
     assert "gateway" in images_from_env().__dataclass_fields__
 
 
+def test_health_url_template_reaches_the_operator_args(render: Render) -> None:
+    """The operator's own health URL (the one the master key may go to) is a chart setting; a Brain's
+    annotation is not followed by an operator the chart installs (no --allow-health-url-override)."""
+
+    def args(docs: list[dict[str, Any]]) -> list[str]:
+        return list(one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"])
+
+    default = args(render({}))
+    assert not [a for a in default if a.startswith("--health-url-template")]
+    assert "--allow-health-url-override" not in default
+    custom = args(render({"operator.healthUrlTemplate": "http://{gateway}.{namespace}.svc.mesh:4000/h"}))
+    assert "--health-url-template=http://{gateway}.{namespace}.svc.mesh:4000/h" in custom
+
+
 def test_single_replica_has_no_pdb(render: Render) -> None:
     assert not by_kind(render({"replicaCount": 1}), "PodDisruptionBudget")
 

@@ -7,8 +7,10 @@ dashboard the operator renders per Brain shows data:
 
 - the gateway (LiteLLM proxy with the brain hooks, Postgres, the offline model behind the embedder,
   the fake upstream) is the session fixture of tests/gateway_fixtures.py;
-- the operator is tests/operator/conftest.py's, run against the local control plane; its Brain's
-  ``brain.dev/health-url`` points at that gateway, so the index gauges come from the real database;
+- the operator is tests/operator/conftest.py's, run against the local control plane; its
+  ``--health-url-template`` points at that gateway (the operator's own setting: a Brain's
+  ``brain.dev/health-url`` annotation would get no master key), so the index gauges, the
+  per-namespace ones included, come from the real database;
 - Prometheus is Debian's server binary (hack/prometheus.sh), scraping the three ``/metrics``
   endpoints every second with the job and namespace labels a ServiceMonitor would give them.
 
@@ -38,6 +40,7 @@ import re
 import subprocess
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +51,7 @@ import yaml
 from brain.embedder import LocalEmbedder
 from brain.local.devdb import free_port
 from tests.gateway_fixtures import Gateway
-from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc, operator, wait_until
+from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc, wait_until
 from tests.operator.helpers import sample
 
 from .conftest import brain_dashboard_exprs, dashboard_exprs, fetched_tool, queried_metrics, rule_exprs
@@ -57,7 +60,6 @@ __all__ = [
     "cluster",
     "crds",
     "kc",
-    "operator",
 ]  # fixtures used from other suites (the gateway: a root plugin)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -197,15 +199,33 @@ async def drive_gateway(gw: Gateway, ns: str) -> None:
 
 
 def master_key_secret(key: str) -> dict[str, Any]:
+    """The Brain's master key, set in advance to this gateway's; labelled, so the operator adopts it
+    (an unlabelled Secret at a generated name is not taken over: docs/security.md)."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": "team-master-key"},
+        "metadata": {"name": "team-master-key", "labels": {"brain.dev/secret-use": "master-key"}},
         "stringData": {"masterKey": key},
     }
 
 
-def refuse_a_reconcile(kc: Kubectl, op: Operator, health_url: str) -> None:
+@pytest.fixture
+def operator(kc: Kubectl, gw: Gateway, tmp_path: Path) -> Iterator[Operator]:
+    """tests/operator's operator, reading every Brain's health from this gateway through its template
+    (the one URL the master key may go to, so the per-namespace counts are there)."""
+    op = Operator(
+        kc.cluster, kc.ns, tmp_path / "operator.log", "--health-url-template", f"{gw.url}/brain/v1/health"
+    ).start()
+    try:
+        yield op
+    finally:
+        op.stop()
+        for brain in (kc.get("brains") or {}).get("items", []):
+            kc("patch", "brain", brain["metadata"]["name"], "--type=merge", "-p",
+               '{"metadata":{"finalizers":null}}', check=False)  # fmt: skip
+
+
+def refuse_a_reconcile(kc: Kubectl, op: Operator) -> None:
     """A second Brain whose Secrets a ResourceQuota forbids: the API server answers 403 and the
     operator counts a failed reconcile. (Existing Secrets are only updated, which the quota allows.)"""
     quota = {
@@ -216,7 +236,7 @@ def refuse_a_reconcile(kc: Kubectl, op: Operator, health_url: str) -> None:
     }
     kc.apply(quota)
     broken = sample("brain.yaml")
-    broken["metadata"] = {"name": "broken", "annotations": {"brain.dev/health-url": health_url}}
+    broken["metadata"] = {"name": "broken"}
     kc.apply(broken)
     wait_until(
         "a refused reconcile",
@@ -232,7 +252,6 @@ async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
     # timeout on a loaded machine; the first note would then be stored without a vector and the chat
     # that should retrieve it would find nothing.
     await embedder.embed(["warm up"])
-    health_url = f"{gw.url}/brain/v1/health"
     prom = Prometheus(
         prometheus_bin,
         tmp_path,
@@ -247,7 +266,6 @@ async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
 
         # The Brain: children written, status and brain_ready set, index gauges from the gateway.
         brain = sample("brain.yaml")
-        brain["metadata"]["annotations"] = {"brain.dev/health-url": health_url}
         # The operator reads the per-namespace counts with the Brain's master key: this gateway's.
         await asyncio.to_thread(kc.apply, master_key_secret(gw.keys["master"]))
         await asyncio.to_thread(kc.provide_volume, "data-team-db-0")
@@ -265,7 +283,7 @@ async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
 
         # Blocking waits run in a thread: the embedder and the fake upstream share this event loop.
         await asyncio.to_thread(wait_until, "index gauges for Brain team", operator_has_index, 90)
-        await asyncio.to_thread(refuse_a_reconcile, kc, operator, health_url)
+        await asyncio.to_thread(refuse_a_reconcile, kc, operator)
 
         async def targets_down() -> dict[str, str]:
             active = (await prom.api("targets", state="active"))["activeTargets"]

@@ -26,8 +26,18 @@ def test_flags_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = config_from_args(parse_args(["-n", "x", "--resync-seconds", "5", "--metrics-port", "0"]))
     assert cfg.namespaces == ["x"] and cfg.resync_seconds == 5 and cfg.metrics_port == 0
     assert config_from_args(parse_args(["--all-namespaces"])).namespaces == []
-    assert cfg.health_url("team", "ns", {"brain.dev/health-url": "http://h/x"}) == "http://h/x"
-    assert cfg.health_url("team", "ns", {}) == "http://team-gateway.ns.svc:4000/brain/v1/health"
+    gateway = "http://team-gateway.ns.svc:4000/brain/v1/health"
+    assert cfg.health_url("team", "ns", {}) == gateway
+    # whoever writes a Brain writes its annotations: by default the annotation is not followed
+    annotated = {"brain.dev/health-url": "http://h/x"}
+    assert cfg.health_url("team", "ns", annotated) == gateway and cfg.health_url_is_gateway(
+        "team", "ns", annotated
+    )
+    test = config_from_args(parse_args(["--allow-health-url-override"]))
+    assert test.health_url("team", "ns", annotated) == "http://h/x"
+    assert not test.health_url_is_gateway("team", "ns", annotated)  # so the master key is not sent there
+    monkeypatch.setenv("BRAIN_OPERATOR_ALLOW_HEALTH_URL_OVERRIDE", "1")
+    assert config_from_args(parse_args([])).allow_health_url_override
 
 
 def test_peering_lifetime_from_flag_or_env_and_a_bad_one_named(

@@ -92,7 +92,7 @@ def no_pods(kc: Kubectl) -> None:
               "spec": {"hard": {"pods": "0"}}})  # fmt: skip
 
 
-@pytest.mark.operator_args("--resync-seconds", str(RESYNC_S))
+@pytest.mark.operator_args("--resync-seconds", str(RESYNC_S), "--allow-health-url-override")
 def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_gateway(
     kc: Kubectl, operator: Operator, gateway_health: tuple[str, dict[str, Any]]
 ) -> None:

@@ -3,6 +3,7 @@ prunes what is no longer rendered, reports status with conditions and observedGe
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -43,6 +44,17 @@ def _make_ready(kube: FakeKube) -> None:
 
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in obj["status"]["conditions"]}
+
+
+def _secret(name: str, use: str | None, **data: str) -> dict[str, Any]:
+    """A Secret in NS; ``use`` is its brain.dev/secret-use label (None: unlabelled)."""
+    labels = {"brain.dev/secret-use": use} if use else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": NS, "labels": labels},
+        "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
+    }
 
 
 def test_first_reconcile_creates_the_stack_and_the_second_writes_nothing() -> None:
@@ -256,11 +268,13 @@ def test_database_modes_report_readiness(mode: str) -> None:
         else {"cloudNativePG": {}}
     )
     kube, rec = _setup()
+    if mode == "external":  # labelled for its use (secret_use.py), but without the key named
+        kube.put(_secret("pg", "database-url", other="x"))
     kube.obj("Brain", "team")["spec"]["database"] = db
     rec.reconcile(NS, "team")
     cond = _conditions(kube.obj("Brain", "team"))["DatabaseReady"]
     assert cond["status"] == "False"
-    assert cond["reason"] == ("SecretMissing" if mode == "external" else "CloudNativePGNotInstalled")
+    assert cond["reason"] == ("SecretKeyMissing" if mode == "external" else "CloudNativePGNotInstalled")
 
 
 def test_reconcile_never_lists_secrets_and_still_prunes_a_generated_one(
@@ -280,8 +294,166 @@ def test_reconcile_never_lists_secrets_and_still_prunes_a_generated_one(
     brain = kube.obj("Brain", "team")
     brain["spec"]["database"] = {"external": {"secretRef": {"name": "ext-db", "key": "dsn"}}}
     kube.put(brain)
+    kube.put(_secret("ext-db", "database-url", dsn="postgresql://u:p@db/brain"))
     rec.reconcile(NS, "team")
     assert kube.objects.get(("Secret", NS, "team-db-credentials")) is None
     for role in DB_ROLES:  # the logins' Secrets too: found by name, never listed
         assert kube.objects.get(("Secret", NS, f"team-db-role-{role}")) is None
     assert "Secret" not in listed
+
+
+# -- Secrets opt in by label (issue #26; the tenant's view on the real API server is in
+# test_cluster_tenant_secrets.py) ------------------------------------------------------------------
+
+
+def _events() -> tuple[list[tuple[str, str, str, str]], Any]:
+    seen: list[tuple[str, str, str, str]] = []
+
+    def emit(body: dict[str, Any], etype: str, reason: str, message: str) -> None:
+        seen.append((body["kind"], etype, reason, message))
+
+    return seen, emit
+
+
+def _gateway_env(kube: FakeKube) -> dict[str, Any]:
+    (gw,) = [c for c in kube.obj("Deployment", "team-gateway")["spec"]["template"]["spec"]["containers"]
+             if c["name"] == "gateway"]  # fmt: skip
+    return {e["name"]: (e.get("valueFrom") or {}).get("secretKeyRef") for e in gw["env"]}
+
+
+@pytest.mark.parametrize("label", [None, "git-credentials", "absent"])  # unlabelled, another use, no Secret
+def test_a_model_key_is_used_only_from_a_secret_labelled_for_model_keys(label: str | None) -> None:
+    keys = [] if label == "absent" else [_secret("keys", label, openai="sk-x")]
+    kube, rec = _setup(*keys, _secret("good", "model-api-key", openai="sk-y"))
+    brain = kube.obj("Brain", "team")
+    brain["spec"]["gateway"]["models"] += [
+        {"name": "refused", "model": "openai/gpt-4o", "apiKeySecretRef": {"name": "keys", "key": "openai"}},
+        {"name": "kept", "model": "openai/gpt-4o", "apiKeySecretRef": {"name": "good", "key": "openai"}},
+    ]
+    seen, emit = _events()
+    rec.reconcile(NS, "team", emit)
+    refs = [r for r in _gateway_env(kube).values() if r]
+    assert {"name": "good", "key": "openai"} in refs and not [r for r in refs if r["name"] == "keys"]
+    cond = _conditions(kube.obj("Brain", "team"))["SecretsPermitted"]
+    assert (cond["status"], cond["reason"]) == ("False", "SecretNotPermitted")
+    # the same words whatever the Secret has instead: the tenant learns nothing about it
+    assert cond["message"] == (
+        "spec.gateway.models[1].apiKeySecretRef: Secret keys (key 'openai') is not labelled "
+        "brain.dev/secret-use=model-api-key, so it is not used; its owner opts in with: "
+        "kubectl label secret keys brain.dev/secret-use=model-api-key"
+    )
+    assert [e for e in seen if e[2] == "SecretNotPermitted"] == [
+        ("Brain", "Warning", "SecretNotPermitted", cond["message"])
+    ]
+    assert _conditions(kube.obj("Brain", "team"))["Ready"]["reason"] != "SecretNotPermitted"  # still served
+
+    seen.clear()
+    rec.reconcile(NS, "team", emit)  # a resync that finds the same refusal: no second Event
+    assert [e for e in seen if e[2] == "SecretNotPermitted"] == []
+    kube.put(_secret("keys", "model-api-key", openai="sk-x"))
+    rec.reconcile(NS, "team", emit)  # the owner opts in: used from the next reconcile on
+    assert {"name": "keys", "key": "openai"} in _gateway_env(kube).values()
+    assert _conditions(kube.obj("Brain", "team"))["SecretsPermitted"]["status"] == "True"
+
+
+def test_a_refused_master_key_falls_back_to_the_generated_one_for_the_gateway_and_the_health_poll() -> None:
+    kube, rec = _setup(_secret("admin", None, key="sk-admin-value"))
+    kube.obj("Brain", "team")["spec"]["gateway"]["auth"] = {
+        "masterKeySecretRef": {"name": "admin", "key": "key"}
+    }
+    rec.reconcile(NS, "team")
+    assert _gateway_env(kube)["BRAIN_MASTER_KEY"] == {"name": "team-master-key", "key": "masterKey"}
+    generated = kube.obj("Secret", "team-master-key")
+    assert generated["metadata"]["labels"]["brain.dev/secret-use"] == "master-key"
+    assert (
+        kube.obj("Secret", "team-db-credentials")["metadata"]["labels"]["brain.dev/secret-use"]
+        == "database-url"
+    )
+    key = rec.master_key(kube.obj("Brain", "team"))
+    assert key == base64.b64decode(generated["data"]["masterKey"]).decode() and key != "sk-admin-value"
+
+
+def test_a_brain_may_name_its_own_generated_secret() -> None:
+    kube, rec = _setup()
+    rec.reconcile(NS, "team")  # generates team-master-key, labelled master-key
+    kube.obj("Brain", "team")["spec"]["gateway"]["auth"] = {
+        "masterKeySecretRef": {"name": "team-master-key", "key": "masterKey"}
+    }
+    rec.reconcile(NS, "team")
+    assert _conditions(kube.obj("Brain", "team"))["SecretsPermitted"]["status"] == "True"
+
+
+def test_a_refused_tunnel_token_means_no_tunnel() -> None:
+    kube, rec = _setup(_secret("cf", None, token="t"))
+    kube.obj("Brain", "team")["spec"]["tunnel"] = {
+        "tokenSecretRef": {"name": "cf", "key": "token"},
+        "hostname": "b.example.com",
+    }
+    rec.reconcile(NS, "team")
+    containers = kube.obj("Deployment", "team-gateway")["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["gateway"]
+    assert kube.obj("Brain", "team")["status"]["endpoints"]["gateway"].startswith("http://team-gateway.")
+    assert (
+        "spec.tunnel.tokenSecretRef: Secret cf"
+        in _conditions(kube.obj("Brain", "team"))["SecretsPermitted"]["message"]
+    )
+
+
+def test_a_refused_database_secret_applies_nothing() -> None:
+    kube, rec = _setup(_secret("pg", None, dsn="postgresql://u:p@h/db"))
+    kube.obj("Brain", "team")["spec"]["database"] = {"external": {"secretRef": {"name": "pg", "key": "dsn"}}}
+    seen, emit = _events()
+    result = rec.reconcile(NS, "team", emit)
+    assert result is not None and result.applied == [] and result.phase == "Failed"
+    assert [k for k in kube.objects if k[0] not in ("Brain", "Secret")] == []
+    brain = kube.obj("Brain", "team")
+    conds = _conditions(brain)
+    assert conds["Ready"]["reason"] == conds["SecretsPermitted"]["reason"] == "SecretNotPermitted"
+    assert "spec.database.external.secretRef: Secret pg" in conds["Ready"]["message"]
+    assert [e[:3] for e in seen] == [("Brain", "Warning", "SecretNotPermitted")]
+    assert "postgresql://u:p" not in json.dumps(brain["status"]) + json.dumps(seen)
+
+
+def test_a_refused_git_credential_means_no_import_of_that_source() -> None:
+    source = sample("memorysource-git.yaml")
+    source["spec"]["git"]["credentialsSecretRef"] = {"name": "deploy-key", "key": "ssh"}
+    kube, rec = _setup(source, _secret("deploy-key", "model-api-key", ssh="k"))
+    seen, emit = _events()
+    result = rec.reconcile(NS, "team", emit)
+    assert result is not None and result.jobs_created == []
+    assert not [k for k in kube.objects if k[0] == "CronJob" and "ingest" in k[2]]
+    src = _conditions(kube.obj("MemorySource", "team-memories"))
+    assert (src["Ready"]["status"], src["Ready"]["reason"]) == ("False", "SecretNotPermitted")
+    assert (
+        "spec.git.credentialsSecretRef: Secret deploy-key (key 'ssh') is not labelled brain.dev/secret-use=git-credentials"
+        in src["SecretsPermitted"]["message"]
+    )
+    assert ("MemorySource", "Warning", "SecretNotPermitted") in [e[:3] for e in seen]
+    kube.obj("Secret", "deploy-key")["metadata"]["labels"]["brain.dev/secret-use"] = "git-credentials"
+    result = rec.reconcile(NS, "team", emit)
+    assert result is not None and len(result.jobs_created) == 1
+    assert _conditions(kube.obj("MemorySource", "team-memories"))["Ready"]["reason"] == "Scheduled"
+
+
+def test_a_secret_at_a_generated_name_is_taken_over_only_when_labelled() -> None:
+    """A tenant picks the Brain's name, so `<brain>-master-key` is a reference too: an unrelated
+    Secret there is neither read as the key nor owned (and garbage-collected) by the Brain."""
+    foreign = _secret("team-master-key", None, masterKey="sk-someone-elses")
+    kube, rec = _setup(foreign)
+    seen, emit = _events()
+    result = rec.reconcile(NS, "team", emit)
+    assert result is not None and result.applied == [] and result.phase == "Failed"
+    live = kube.obj("Secret", "team-master-key")
+    assert "ownerReferences" not in live["metadata"] and live["data"] == foreign["data"]
+    ready = _conditions(kube.obj("Brain", "team"))["Ready"]
+    assert ready["reason"] == "SecretNotPermitted"
+    assert "Secret team-master-key exists and was not generated for Brain team" in ready["message"]
+    assert "kubectl label secret team-master-key brain.dev/secret-use=master-key" in ready["message"]
+    assert [e[:3] for e in seen] == [("Brain", "Warning", "SecretNotPermitted")]
+    assert rec.master_key(kube.obj("Brain", "team")) is None  # the health poll does not send it either
+
+    kube.obj("Secret", "team-master-key")["metadata"]["labels"] = {"brain.dev/secret-use": "master-key"}
+    result = rec.reconcile(NS, "team", emit)  # its owner opted in: adopted, value kept
+    assert result is not None and "Secret/team-master-key" in result.applied
+    assert kube.obj("Secret", "team-master-key")["data"] == foreign["data"]
+    assert rec.master_key(kube.obj("Brain", "team")) == "sk-someone-elses"

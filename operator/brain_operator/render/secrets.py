@@ -1,7 +1,9 @@
 """Secrets the operator creates when the spec does not supply them.
 
 Values come in through :class:`GeneratedSecrets` (the handler generates them once, or reads the live
-Secret back), so rendering twice yields the same bytes and nothing rotates by accident.
+Secret back), so rendering twice yields the same bytes and nothing rotates by accident. Each carries
+the ``brain.dev/secret-use`` label of its use (:mod:`brain_operator.secret_use`), so a Brain may name
+a generated Secret in its spec like any Secret whose owner opted in.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 from brain.core.contract import DB_ROLE_PREFIX, DB_ROLES, DB_WORKLOAD_ROLES
 from brain_operator.render import names
 from brain_operator.render.common import POSTGRES_PORT, Manifest, RenderInput, meta
+from brain_operator.secret_use import DATABASE_URL, MASTER_KEY, SECRET_USE_LABEL
 
 #: The managed database's superuser (the image's POSTGRES_USER): the migration step's login only.
 DB_USER = DB_ROLE_PREFIX
@@ -73,7 +76,12 @@ def _role_secrets(inp: RenderInput) -> list[Manifest]:
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": meta(inp, names.db_role(inp.name, role), "database"),
+                "metadata": meta(
+                    inp,
+                    names.db_role(inp.name, role),
+                    "database",
+                    extra_labels={SECRET_USE_LABEL: DATABASE_URL},
+                ),
                 # basic-auth: the shape CloudNativePG's managed roles read (passwordSecret)
                 "type": "kubernetes.io/basic-auth",
                 "data": {
@@ -108,7 +116,12 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": meta(inp, names.db_credentials(inp.name), "database"),
+                "metadata": meta(
+                    inp,
+                    names.db_credentials(inp.name),
+                    "database",
+                    extra_labels={SECRET_USE_LABEL: DATABASE_URL},
+                ),
                 "type": "Opaque",
                 "data": data,
             }
@@ -123,7 +136,9 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": meta(inp, names.master_key(inp.name), "gateway"),
+                "metadata": meta(
+                    inp, names.master_key(inp.name), "gateway", extra_labels={SECRET_USE_LABEL: MASTER_KEY}
+                ),
                 "type": "Opaque",
                 "data": {"masterKey": _b64(key)},
             }
