@@ -33,8 +33,14 @@ from brain.store.store import Store
 
 KEY_PREFIX = "brk_"
 ROLES = ("read", "agent", "owner")
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}$")
+#: A key's name is the author of its writes, so it may not look like an internal author: no `:`
+#: (`source:<name>` is a MemorySource's import, `digest:` a digest week) and none of `RESERVED`.
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 MASTER_NAME = "master"
+#: The authors the brain writes as itself (the master key, the jobs, the gateway's anonymous reader,
+#: the evaluation harness): a key by one of these names could pass for the job that owns it.
+RESERVED = frozenset({MASTER_NAME, "digest", "distill", "ingest", "reindex", "gateway", "anonymous", "eval"})
+REVOKE_BY = ("name", "id")
 _UNCHECKED = "the key database is unavailable and this key was not verified recently; retry shortly"
 
 
@@ -112,15 +118,22 @@ class KeyStore:
         *,
         namespaces: list[str] | None = None,
         expires_at: datetime | None = None,
+        actor: Actor | None = None,
     ) -> tuple[str, KeyInfo]:
-        """Returns (the key in plain text — shown once, never stored —, its record)."""
+        """Returns (the key in plain text — shown once, never stored —, its record). `actor` is the owner
+        minting it: a confined owner mints only keys confined within its own namespaces (None: brainctl,
+        which holds the database itself)."""
         if not NAME_RE.match(name or ""):
             raise InvalidInput(
-                f"invalid key name {name!r}: 1-64 letters, digits and . _ @ : -, e.g. 'claude-mac'",
+                f"invalid key name {name!r}: 1-64 letters, digits and . _ @ -, e.g. 'claude-mac'",
                 field="name",
             )
-        if name == MASTER_NAME:
-            raise InvalidInput(f"{MASTER_NAME!r} is reserved for the gateway master key", field="name")
+        if name.lower() in RESERVED:
+            raise InvalidInput(
+                f"{name!r} is reserved: the brain writes as {', '.join(sorted(RESERVED))} itself; pick "
+                "another name",
+                field="name",
+            )
         if role not in ROLES:
             raise InvalidInput(f"role must be one of {', '.join(ROLES)}; got {role!r}", field="role")
         if namespaces is not None:
@@ -132,6 +145,8 @@ class KeyStore:
                 namespaces = [check_namespace(ns) for ns in namespaces]
             except ValueError as e:
                 raise InvalidInput(str(e), field="namespaces") from None
+        if actor is not None:
+            _require_within(actor, namespaces, "create")
         if expires_at is not None and expires_at.tzinfo is None:
             expires_at = expires_at.replace(tzinfo=UTC)
         key = generate_key()
@@ -142,13 +157,23 @@ class KeyStore:
             )
         return key, _info(row)
 
-    async def list(self, *, include_revoked: bool = False) -> list[KeyInfo]:
-        return [_info(r) for r in await key_rows.listing(self.store, include_revoked=include_revoked)]
+    async def list(self, *, include_revoked: bool = False, actor: Actor | None = None) -> list[KeyInfo]:
+        """Every key, or for a confined owner the keys confined within its namespaces."""
+        keys = [_info(r) for r in await key_rows.listing(self.store, include_revoked=include_revoked)]
+        return [k for k in keys if actor is None or _within(actor, k.namespaces)]
 
-    async def revoke(self, name_or_id: str) -> KeyInfo:
-        row = await key_rows.revoke(self.store, name_or_id)
+    async def revoke(self, value: str, *, by: str = "name", actor: Actor | None = None) -> KeyInfo:
+        """Revoke the key whose name (or, with `by="id"`, whose id) is `value`: one column, never both,
+        so a name that happens to equal another key's id cannot revoke that key too."""
+        if by not in REVOKE_BY:
+            raise InvalidInput(f"by is one of {', '.join(REVOKE_BY)}; got {by!r}", field="by")
+        if actor is not None:
+            target = await key_rows.find(self.store, value, by_id=by == "id")
+            if target is None or not _within(actor, _info(target).namespaces):
+                raise NotFound(f"no key with {by} {value!r} that this key may manage", field=by)
+        row = await key_rows.revoke(self.store, value, by_id=by == "id")
         if row is None:
-            raise NotFound(f"no key named {name_or_id!r}", field="name")
+            raise NotFound(f"no key with {by} {value!r}", field=by)
         return _info(row)
 
     async def lookup(self, key: str) -> KeyInfo | None:
@@ -157,6 +182,25 @@ class KeyStore:
 
     async def touch(self, key_id: str) -> None:
         await key_rows.touch(self.store, key_id)
+
+
+def _within(actor: Actor, namespaces: tuple[str, ...] | list[str] | None) -> bool:
+    """Whether a key scoped to `namespaces` (None: all) lies within what `actor` may manage."""
+    if actor.namespaces is None:
+        return True
+    return namespaces is not None and set(namespaces) <= set(actor.namespaces)
+
+
+def _require_within(actor: Actor, namespaces: list[str] | None, what: str) -> None:
+    if actor.role != "owner":
+        raise Forbidden(f"key {actor.name!r} has role {actor.role!r}; managing keys needs an owner key")
+    if not _within(actor, namespaces):
+        mine = ", ".join(actor.namespaces or ())
+        raise Forbidden(
+            f"key {actor.name!r} is confined to {mine}; it may {what} only keys confined within those "
+            "(give namespaces)",
+            field="namespaces",
+        )
 
 
 @dataclass

@@ -47,11 +47,19 @@ async def listing(store: Store, *, include_revoked: bool) -> list[Row]:
     return rows
 
 
-async def revoke(store: Store, name_or_id: str) -> Row | None:
+async def find(store: Store, value: str, *, by_id: bool) -> Row | None:
+    column = "id" if by_id else "name"
+    row: Row | None = await store.pool.fetchrow(f"SELECT {COLUMNS} FROM keys WHERE {column} = $1", value)
+    return row
+
+
+async def revoke(store: Store, value: str, *, by_id: bool) -> Row | None:
+    """Revoke by one column only (id or name), never either: a name equal to some id revokes one key."""
+    column = "id" if by_id else "name"
     row: Row | None = await store.pool.fetchrow(
         f"""UPDATE keys SET revoked_at = coalesce(revoked_at, now())
-             WHERE name = $1 OR id = $1 RETURNING {COLUMNS}""",
-        name_or_id,
+             WHERE {column} = $1 RETURNING {COLUMNS}""",
+        value,
     )
     return row
 
