@@ -135,7 +135,9 @@ async def approve(
                     f"of {target['namespace']!r}; reject it",
                     field="supersedes",
                 )
-        entry = next((e for e in p["evidence"] if e.get("type") == "entry"), {})  # an agent's own fields
+        entry: dict[str, Any] = next(
+            (e for e in p["evidence"] if e.get("type") == "entry"), {}
+        )  # an agent's own fields
         item = MemoryIn(
             body=p["body"],
             title=p["title"],
