@@ -137,3 +137,25 @@ async def test_forget_hides_the_entry_from_agents_and_purge_tombstones_it(gw: Ga
     assert r.status_code == 200 and r.json()["purged"] == 1, r.text
     detail = (await gw.rest("GET", f"/memories/{made['id']}", key="owner")).json()
     assert [(m["body"], m["content_hash"]) for m in detail["history"]] == [(TOMBSTONE, made["content_hash"])]
+
+
+async def test_the_review_page_names_where_a_supersede_would_write(gw: Gateway, ns: str) -> None:
+    from brain.store import proposals as proposal_rows
+
+    shared = (
+        await gw.rest("POST", "/memories", key="owner", json={"body": f"release day is Tuesday {ns}"})
+    ).json()
+    pid = await proposal_rows.insert(
+        gw.store, kind="fact", namespace=ns, title="Release day", body=f"release day is Thursday {ns}",
+        evidence=[], authors=["a"], score=0.5, supersedes=shared["id"],
+    )  # fmt: skip
+    r = await gw.rest("GET", f"/review/proposals/{pid}", key="owner")
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert (out["namespace"], out["target_namespace"], out["current"]["namespace"]) == (
+        ns,
+        "shared",
+        "shared",
+    )
+    r = await gw.rest("POST", f"/proposals/{pid}/approve", key="owner")
+    _error(r, 409, "conflict", "supersedes")
