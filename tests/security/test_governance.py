@@ -104,12 +104,19 @@ async def test_a_read_keys_capture_is_refused_at_the_door(service: MemoryService
 # ---------------------------------------------------------------------- 2. reserved names
 
 
-@pytest.mark.parametrize("name", ["master", "digest", "Distill", "ingest", "gateway", "source:runbooks"])
+@pytest.mark.parametrize(
+    "name", ["master", "digest", "Distill", "ingest", "gateway", "source:runbooks", "Digest:2026-W49"]
+)
 async def test_internal_author_names_are_not_key_names(store: Store, name: str) -> None:
     with pytest.raises(InvalidInput) as err:
         await KeyStore(store).create(name, "agent")
     assert err.value.field == "name" and err.value.message
     assert [k for k in await KeyStore(store).list(include_revoked=True) if k.name == name] == []
+
+
+async def test_names_with_a_colon_that_are_not_internal_still_work(store: Store) -> None:
+    _, info = await KeyStore(store).create("agent-test:abc", "agent")
+    assert info.name == "agent-test:abc"
 
 
 # ---------------------------------------------------------------------- 3. confined owners

@@ -150,7 +150,8 @@ class KeyBody(Strict):
     role: str = Field(default="agent", description="read | agent | owner")
     namespaces: list[str] | None = Field(default=None, description="confine the key to these namespaces")
     expires_at: datetime | None = None
-    expires_in_days: float | None = Field(default=None, gt=0)
+    # At most a century: past that a date overflows (a 500 once), and no key should outlive its team.
+    expires_in_days: float | None = Field(default=None, gt=0, le=36_500)
 
 
 def _fields(model: BaseModel, *drop: str) -> dict[str, Any]:

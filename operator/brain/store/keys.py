@@ -71,3 +71,16 @@ async def by_hash(store: Store, key_hash: str) -> Row | None:
 
 async def touch(store: Store, key_id: str) -> None:
     await store.pool.execute("UPDATE keys SET last_used_at = now() WHERE id = $1", key_id)
+
+
+async def fingerprint(store: Store) -> tuple[Any, ...]:
+    """What changes whenever a verdict could: a key created or revoked anywhere (every replica reads it).
+
+    No counter to maintain and no migration: revoke sets `revoked_at` (first time only) and create
+    adds a row, so the count of keys, of revoked keys and the newest of each time move on every such
+    change. One index-free aggregate over a table of a few hundred rows."""
+    row = await store.pool.fetchrow(
+        "SELECT count(*) AS n, count(revoked_at) AS revoked, max(created_at) AS created, "
+        "max(revoked_at) AS last_revoked FROM keys"
+    )
+    return tuple(row.values())
