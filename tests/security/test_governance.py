@@ -254,6 +254,21 @@ async def test_a_forgotten_entry_is_gone_for_agents_and_its_history_too(
     assert [m.status for m in (await service.get(v2.id, owner)).history] == ["superseded", "forgotten"]
 
 
+async def test_a_forgotten_entrys_older_versions_are_no_point_in_time_answers(
+    service: MemoryService, agent: Actor
+) -> None:
+    v1 = (await service.note(MemoryIn(body="the billing cron runs on host cron-7 at 04:00"), agent)).memory
+    v2 = await service.supersede(
+        v1.id, MemoryIn(body="the billing cron moved to k8s"), v1.content_hash, agent
+    )
+    then = v1.valid_from + (v2.valid_from - v1.valid_from) / 2
+    hits = await service.search("billing cron host cron-7", agent, as_of=then)
+    assert v1.id in [h.id for h in hits]  # history answers "as of then" while the entry is served
+    await service.forget(v2.id, "the whole entry was wrong", agent)
+    hits = await service.search("billing cron host cron-7", agent, as_of=then)
+    assert v1.id not in [h.id for h in hits]
+
+
 async def test_purge_tombstones_every_version_and_keeps_hashes_and_events(
     service: MemoryService, store: Store, agent: Actor, owner: Actor
 ) -> None:
