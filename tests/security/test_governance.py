@@ -59,6 +59,14 @@ async def test_an_agents_skill_becomes_a_proposal_an_owner_approves(
     assert (mem.tags, mem.domain_keywords) == (["deploy"], ["ci"])  # nothing the agent sent is lost
 
 
+async def test_an_agent_cannot_pin_through_a_proposal(
+    service: MemoryService, store: Store, agent: Actor
+) -> None:
+    with pytest.raises(Forbidden):
+        await service.propose_or_note(MemoryIn(kind="skill", body=SKILL), agent, standing=True)
+    assert await proposals.list_proposals(store) == []
+
+
 async def test_an_agent_cannot_turn_a_note_into_a_skill_by_superseding(
     service: MemoryService, store: Store, agent: Actor
 ) -> None:

@@ -46,7 +46,12 @@ _ENTRY = {
         "description": "Markdown, stored exactly as written. No secrets (they are refused).",
     },
     "title": {"type": "string", "description": "One line naming the fact."},
-    "kind": {"type": "string", "enum": list(KINDS), "description": "What it is (default note)."},
+    "kind": {
+        "type": "string",
+        "enum": list(KINDS),
+        "description": "What it is (default note). A skill or persona is queued as a proposal for an "
+        "owner (the answer says status: proposed); digest entries are the digest job's only.",
+    },
     "tags": {"type": "array", "items": {"type": "string"}},
     "importance": {"type": "number", "minimum": 0, "maximum": 1},
     "valid_from": {"type": "string", "description": "ISO-8601 time this became true (default now)."},

@@ -265,6 +265,8 @@ class MemoryService:
         if may_write_kind(actor, item.kind) or actor.role == "read" or item.kind == "digest":
             return await self.note(item, actor, standing=standing, required=required)
         self._authorize_write(actor, item.namespace)
+        if standing or required:  # a proposal carries no pin: asking for one is refused, not dropped
+            raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
         return await self._propose(item, actor, None, None)
 
     async def propose_or_supersede(
