@@ -32,6 +32,8 @@ async def test_keys_revoke_by_name_or_by_id_never_both(dsn: str, store: Store) -
     assert state[first.id] is None
     done = await brainctl(dsn, "keys", "revoke", "--id", first.id)
     assert done.returncode == 0 and json.loads(done.stdout)["id"] == first.id, done.stderr
+    listed = await brainctl(dsn, "keys", "list", "--all")
+    assert f"id {first.id}" in listed.stdout and f"id {twin.id}" in listed.stdout  # where --id comes from
     both = await brainctl(dsn, "keys", "revoke", "first", "--id", first.id)
     assert both.returncode == 2 and "not allowed with" in both.stderr
 

@@ -38,6 +38,7 @@ async def cmd_keys(args: argparse.Namespace) -> int:
                 ns = ",".join(p["namespaces"]) if p["namespaces"] else "*"
                 print(
                     f"{p['name']:<24} {p['role']:<6} {p['state']:<8} {ns:<30} last used {p['last_used_at'] or '-'}"
+                    f"  id {p['id']}"
                 )
         else:
             by = "id" if args.id else "name"
@@ -61,4 +62,4 @@ def add_parsers(sub: Any) -> None:
     kr = ksub.add_parser("revoke", help="revoke a key by name (or by id with --id; never both)")
     which = kr.add_mutually_exclusive_group(required=True)
     which.add_argument("name", nargs="?", help="the key's name")
-    which.add_argument("--id", help="the key's id instead (GET /brain/v1/keys lists ids)")
+    which.add_argument("--id", help="the key's id instead (`brainctl keys list` shows it)")
