@@ -284,6 +284,11 @@ async def test_purge_tombstones_every_version_and_keeps_hashes_and_events(
     v2 = await service.supersede(
         v1.id, MemoryIn(body="pasted by mistake: customer list B"), v1.content_hash, agent
     )
+    cited = await proposal_rows.insert(
+        store, kind="fact", namespace="shared", title="t", body="customers are tracked in a list",
+        evidence=[{"type": "episode", "memory_id": v1.id, "title": "oops"}, {"type": "query", "query": "q"}],
+        authors=["a"], score=0.5,
+    )  # fmt: skip
     with pytest.raises(Conflict):  # still served: forget first
         await service.purge(v2.id, "personal data", owner)
     await service.forget(v2.id, "personal data", agent)
@@ -300,6 +305,11 @@ async def test_purge_tombstones_every_version_and_keeps_hashes_and_events(
         )
     ]
     assert types[-2:] == ["memory_forgotten", "memory_purged"]
+    shown = await proposals.show(store, cited)  # the evidence quoted v1's title: no longer
+    assert shown["evidence"] == [
+        {"type": "episode", "memory_id": v1.id, "title": TOMBSTONE},
+        {"type": "query", "query": "q"},
+    ]
     hits = await service.search("customer list", owner)
     assert v1.id not in [h.id for h in hits] and v2.id not in [h.id for h in hits]
 

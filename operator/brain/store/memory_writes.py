@@ -326,6 +326,20 @@ class MemoryWrites(StoreBase):
                 tombstone,
                 actor.name,
             )
+            # A proposal citing one of these versions quoted its title in its evidence: that goes too.
+            await conn.execute(
+                """UPDATE proposals p SET evidence = (
+                         SELECT jsonb_agg(CASE WHEN e->>'memory_id' = ANY(v.ids) AND e ? 'title'
+                                               THEN e || jsonb_build_object('title', $2::text) ELSE e END
+                                          ORDER BY n)
+                           FROM jsonb_array_elements(p.evidence) WITH ORDINALITY AS x(e, n))
+                     FROM (SELECT array_agg(id) AS ids FROM memories WHERE lineage_id = $1) v
+                    WHERE jsonb_typeof(p.evidence) = 'array' AND jsonb_array_length(p.evidence) > 0
+                      AND EXISTS (SELECT 1 FROM jsonb_array_elements(p.evidence) e
+                                   WHERE e->>'memory_id' = ANY(v.ids))""",
+                old["lineage_id"],
+                tombstone,
+            )
             return int(result.split()[-1])
 
     async def promote(
