@@ -136,13 +136,15 @@ async def test_point_in_time_reads(service: MemoryService, store: Store, agent: 
     assert await store.as_of(old.id, t0 - timedelta(days=1)) is None
 
 
-async def test_forget_is_soft_and_needs_a_reason(service: MemoryService, agent: Actor) -> None:
+async def test_forget_is_soft_and_needs_a_reason(service: MemoryService, agent: Actor, owner: Actor) -> None:
     m = (await service.note(MemoryIn(body="The VPN hostname is vpn.old.example.com"), agent)).memory
     with pytest.raises(InvalidInput, match="reason"):
         await service.forget(m.id, "  ", agent)
     gone = await service.forget(m.id, "wrong host, never existed", agent)
     assert gone.status == "forgotten" and gone.status_reason == "wrong host, never existed"
-    assert (await service.get(m.id, agent)).memory.body.startswith("The VPN")  # still readable
+    assert (await service.get(m.id, owner)).memory.body.startswith("The VPN")  # kept: an owner reads it
+    with pytest.raises(NotFound):  # but no agent does (#32): forget hides it from every agent route
+        await service.get(m.id, agent)
     assert await service.search("VPN hostname", agent) == []
     with pytest.raises(Conflict):
         await service.forget(m.id, "again", agent)

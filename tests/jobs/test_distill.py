@@ -236,3 +236,40 @@ async def test_gate_needs_evidence_before_any_model_call(
     before = len(fake_llm.requests())
     s = await run_distill(store, service.embedder, cfg(fake_llm.url))
     assert (s.clusters, s.gated, s.proposals) == (1, 1, 0) and len(fake_llm.requests()) == before
+
+
+async def test_a_repo_cluster_cannot_supersede_a_shared_entry(
+    store: Store, service: MemoryService, fake_llm: FakeLLM, owner: Actor
+) -> None:
+    """`shared` entries are shown to a repo cluster's draft for context; superseding one would let one
+    repo's episodes rewrite what the whole team reads, so such a draft is discarded as invalid."""
+    shared = (
+        await service.note(
+            MemoryIn(kind="fact", title="Release day", body="Production releases go out on Tuesdays."), owner
+        )
+    ).memory
+    for author, body in (
+        ("a1", "In repo payments production releases now go out on Thursdays, not Tuesdays."),
+        ("a2", "Payments releases to production moved to Thursday; Tuesday is no longer release day."),
+    ):
+        actor = Actor(name=author, role="agent", origin="gateway")
+        res = await service.note(
+            MemoryIn(kind="summary", title=body[:60], body=body, namespace="repo:pay"), actor
+        )
+        await store.record_event(
+            "capture", key_name=author, namespace="repo:pay",
+            payload={"stored": [{"id": res.memory.id, "kind": "summary"}], "model": "m"},
+        )  # fmt: skip
+    draft = {
+        "kind": "fact",
+        "title": "Release day",
+        "body": "Production releases go out on Thursdays.",
+        "confidence": 0.8,
+        "supersedes": shared.id,
+        "evidence": [1, 2],
+    }
+    fake_llm.script({"match": "Thursday", "content": json.dumps({"proposals": [draft]})})
+    s = await run_distill(store, service.embedder, cfg(fake_llm.url))
+    assert (s.invalid, s.proposals, s.conflicts) == (1, 0, 0)
+    assert await proposals.list_proposals(store) == []
+    assert (await store.get(shared.id)).memory.status == "active"

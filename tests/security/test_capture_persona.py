@@ -80,15 +80,16 @@ async def _block(gw: Gateway, ns: str, want: str | None, tries: int = 30) -> str
 async def test_agent_written_personas_are_not_used_until_an_owner_approves(gw: Gateway, ns: str) -> None:
     body = {"body": PERSONA, "namespace": ns, "kind": "persona", "title": "DBRE", "domain_keywords": KEYWORDS}
     r = await gw.rest("POST", "/memories", json=body)
-    assert r.status_code == 201, r.text
-    pid = r.json()["id"]
+    assert r.status_code == 202 and r.json()["status"] == "proposed", r.text  # queued, not stored
+    proposal = r.json()["proposal"]
     r = await gw.rest("POST", "/memories", json={"body": "Replica lag alerts fire at 30 s.", "namespace": ns})
     assert r.status_code == 201
     await asyncio.sleep(1.0)
     block = await _block(gw, ns, None)
     assert "[team persona" not in block and "replication lag and vacuum debt" not in block
-    r = await gw.rest("POST", f"/memories/{pid}/promote", key="owner", json={})
+    r = await gw.rest("POST", f"/proposals/{proposal}/approve", key="owner", json={})
     assert r.status_code == 200, r.text
+    pid = r.json()["memory_id"]
     r = await gw.rest("POST", "/memories", json={"body": "Vacuum runs nightly at 02:00.", "namespace": ns})
     assert r.status_code == 201  # a write through the gateway reloads the catalog
     block = await _block(gw, ns, "[team persona")

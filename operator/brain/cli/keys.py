@@ -38,9 +38,11 @@ async def cmd_keys(args: argparse.Namespace) -> int:
                 ns = ",".join(p["namespaces"]) if p["namespaces"] else "*"
                 print(
                     f"{p['name']:<24} {p['role']:<6} {p['state']:<8} {ns:<30} last used {p['last_used_at'] or '-'}"
+                    f"  id {p['id']}"
                 )
         else:
-            print_json((await ks.revoke(args.name)).public())
+            by = "id" if args.id else "name"
+            print_json((await ks.revoke(args.id or args.name, by=by)).public())
     finally:
         await store.close()
     return 0
@@ -57,5 +59,7 @@ def add_parsers(sub: Any) -> None:
     kc.add_argument("--expires-days", type=float, help="expire after this many days")
     kl = ksub.add_parser("list", help="keys and their state (never their values)")
     kl.add_argument("--all", action="store_true", help="include revoked keys")
-    kr = ksub.add_parser("revoke", help="revoke a key by name or id")
-    kr.add_argument("name")
+    kr = ksub.add_parser("revoke", help="revoke a key by name (or by id with --id; never both)")
+    which = kr.add_mutually_exclusive_group(required=True)
+    which.add_argument("name", nargs="?", help="the key's name")
+    which.add_argument("--id", help="the key's id instead (`brainctl keys list` shows it)")

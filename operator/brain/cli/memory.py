@@ -1,4 +1,4 @@
-"""brainctl note, search, get, list, forget, retire, restore, promote: the owner at the memory door."""
+"""brainctl note, search, get, list, forget, retire, restore, purge, promote: the owner at the memory door."""
 
 from __future__ import annotations
 
@@ -88,6 +88,16 @@ async def cmd_restore(args: argparse.Namespace) -> int:
     return 0
 
 
+@command("purge")
+async def cmd_purge(args: argparse.Namespace) -> int:
+    """A forgotten entry whose text must not survive (a leaked secret, personal data): every version's
+    body and title become a tombstone; hashes, authors and events stay."""
+    async with open_service(args) as svc:
+        detail = await svc.purge(args.id, args.reason, owner(args))
+    print_json({"id": detail.memory.id, "status": detail.memory.status, "purged": len(detail.history)})
+    return 0
+
+
 @command("promote")
 async def cmd_promote(args: argparse.Namespace) -> int:
     async with open_service(args) as svc:
@@ -125,6 +135,7 @@ def add_parsers(sub: Any) -> None:
         ("forget", "soft-delete an entry, with a reason"),
         ("retire", "retire an entry that is no longer true, with a reason"),
         ("restore", "serve a forgotten or retired entry again, with a reason"),
+        ("purge", "replace every version's text of a forgotten entry with a tombstone, with a reason"),
     ):
         f = sub.add_parser(name, help=helptext)
         f.add_argument("id")

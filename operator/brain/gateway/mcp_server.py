@@ -46,7 +46,12 @@ _ENTRY = {
         "description": "Markdown, stored exactly as written. No secrets (they are refused).",
     },
     "title": {"type": "string", "description": "One line naming the fact."},
-    "kind": {"type": "string", "enum": list(KINDS), "description": "What it is (default note)."},
+    "kind": {
+        "type": "string",
+        "enum": list(KINDS),
+        "description": "What it is (default note). A skill or persona is queued as a proposal for an "
+        "owner (the answer says status: proposed); digest entries are the digest job's only.",
+    },
     "tags": {"type": "array", "items": {"type": "string"}},
     "importance": {"type": "number", "minimum": 0, "maximum": 1},
     "valid_from": {"type": "string", "description": "ISO-8601 time this became true (default now)."},
@@ -156,6 +161,34 @@ ARGUMENTS: dict[str, frozenset[str]] = {
 }
 
 
+def _int(args: dict[str, Any], name: str, default: int) -> int:
+    """An integer argument: a JSON integer (or its digits as a string); anything else is `invalid_input`
+    naming it, never a crash answered as `internal`."""
+    value = args.get(name)
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise InvalidInput(f"{name} must be an integer; got {value!r}", field=name)
+    if isinstance(value, float):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    raise InvalidInput(f"{name} must be an integer; got {str(value)[:40]!r}", field=name)
+
+
+def _str(args: dict[str, Any], name: str) -> str:
+    """A string argument (absent: empty, which the operation refuses naming it); a number, list or
+    object is `invalid_input` naming the argument."""
+    value = args.get(name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be a string; got {type(value).__name__}", field=name)
+    return value
+
+
 def tools_for(actor: Actor) -> list[types.Tool]:
     return READ_TOOLS if actor.role == "read" else READ_TOOLS + WRITE_TOOLS
 
@@ -174,24 +207,24 @@ async def dispatch(actor: Actor, name: str, args: dict[str, Any]) -> dict[str, A
         return await tools.context(actor, a.get("namespaces"))
     if name == "brain_search":
         return await tools.search(
-            actor, str(a.get("query") or ""), a.get("namespaces"), int(a.get("limit") or 6), a.get("as_of")
+            actor, _str(a, "query"), a.get("namespaces"), _int(a, "limit", 6), a.get("as_of")
         )
     if name == "brain_get":
-        return await tools.get(actor, str(a.get("id") or ""))
+        return await tools.get(actor, _str(a, "id"))
     if name == "brain_list":
         return await tools.list_(
-            actor, a.get("namespaces"), a.get("kind"), int(a.get("limit") or 50), a.get("before")
+            actor, a.get("namespaces"), a.get("kind") or None, _int(a, "limit", 50), a.get("before")
         )
     if name == "brain_note":
         return await tools.note(actor, a)
     if name == "brain_supersede":
-        mid = str(a.pop("id", "") or "")
-        expected = a.pop("expected_hash", None)
+        mid = _str(a, "id")
+        expected = _str(a, "expected_hash") or None
+        a.pop("id", None)
+        a.pop("expected_hash", None)
         return await tools.supersede(actor, mid, a, expected)
     if name == "brain_forget":
-        return await tools.forget(
-            actor, str(a.get("id") or ""), str(a.get("reason") or ""), a.get("expected_hash") or None
-        )
+        return await tools.forget(actor, _str(a, "id"), _str(a, "reason"), _str(a, "expected_hash") or None)
     raise BrainError(f"unknown tool {name!r}")
 
 

@@ -23,7 +23,7 @@ OwnerDep = Annotated[Actor, Depends(owner_actor)]
 async def list_proposals(actor: OwnerDep, status: str = "pending", limit: int = 50) -> dict[str, Any]:
     from brain.services import proposals as logic
 
-    return {"proposals": await logic.list_proposals(_service().store, status, limit)}
+    return {"proposals": await logic.list_proposals(_service().store, status, limit, actor=actor)}
 
 
 class Decision(Strict):
@@ -42,7 +42,7 @@ async def show_proposal(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
     from brain.services import proposals as logic
 
     check_inputs(id=proposal_id)
-    return await logic.show(_service().store, proposal_id)
+    return await logic.show(_service().store, proposal_id, actor=actor)
 
 
 @router.post("/{proposal_id}/approve", summary="write the proposed memory as this owner (curated)")
@@ -52,7 +52,7 @@ async def approve_proposal(proposal_id: str, actor: OwnerDep, body: Decision | N
     check_inputs(id=proposal_id, reason=body.reason if body else None)
     rt = _service()
     out = await logic.approve(rt.service, proposal_id, actor, reason=body.reason if body else None)
-    rt.invalidate()
+    rt.invalidate(catalog=True)  # an approved persona or skill shapes prompts from the next request on
     return out
 
 

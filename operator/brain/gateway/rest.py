@@ -15,7 +15,7 @@ import logging
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -150,7 +150,8 @@ class KeyBody(Strict):
     role: str = Field(default="agent", description="read | agent | owner")
     namespaces: list[str] | None = Field(default=None, description="confine the key to these namespaces")
     expires_at: datetime | None = None
-    expires_in_days: float | None = Field(default=None, gt=0)
+    # At most a century: past that a date overflows (a 500 once), and no key should outlive its team.
+    expires_in_days: float | None = Field(default=None, gt=0, le=36_500)
 
 
 def _fields(model: BaseModel, *drop: str) -> dict[str, Any]:
@@ -194,10 +195,13 @@ async def list_memories(
 @router.post(
     "/memories", status_code=201, summary="save an entry (identical body in a namespace: the existing one)"
 )
-async def post_memory(actor: ActorDep, item: NoteBody) -> dict[str, Any]:
-    return await tools.note(
+async def post_memory(actor: ActorDep, item: NoteBody, response: Response) -> dict[str, Any]:
+    out = await tools.note(
         actor, _fields(item, "standing", "required"), standing=item.standing, required=item.required
     )
+    if out.get("status") == "proposed":  # a curated kind from an agent: queued for an owner, not stored
+        response.status_code = 202
+    return out
 
 
 @router.get("/memories/{memory_id}", summary="one entry with its content hash and history")
@@ -206,13 +210,26 @@ async def get_memory(actor: ActorDep, memory_id: str) -> dict[str, Any]:
 
 
 @router.post("/memories/{memory_id}/supersede", summary="replace the current version (compare-and-set)")
-async def post_supersede(actor: ActorDep, memory_id: str, item: SupersedeBody) -> dict[str, Any]:
-    return await tools.supersede(actor, memory_id, _fields(item, "expected_hash"), item.expected_hash)
+async def post_supersede(
+    actor: ActorDep, memory_id: str, item: SupersedeBody, response: Response
+) -> dict[str, Any]:
+    out = await tools.supersede(actor, memory_id, _fields(item, "expected_hash"), item.expected_hash)
+    if out.get("status") == "proposed":
+        response.status_code = 202
+    return out
 
 
 @router.post("/memories/{memory_id}/forget", summary="soft delete, with a reason")
 async def post_forget(actor: ActorDep, memory_id: str, body: ForgetBody) -> dict[str, Any]:
     return await tools.forget(actor, memory_id, body.reason, body.expected_hash)
+
+
+@owner_router.post(
+    "/memories/{memory_id}/purge",
+    summary="replace every version's text of a forgotten entry with a tombstone (owner)",
+)
+async def post_purge(actor: OwnerDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
+    return await tools.purge(actor, memory_id, body.reason)
 
 
 @owner_router.post("/memories/{memory_id}/retire", summary="retire an entry that is no longer true (owner)")
@@ -244,7 +261,8 @@ def _keystore() -> KeyStore:
 
 @owner_router.get("/keys", summary="keys (never their values)")
 async def list_keys(actor: OwnerDep, include_revoked: bool = False) -> dict[str, Any]:
-    return {"keys": [k.public() for k in await _keystore().list(include_revoked=include_revoked)]}
+    keys = await _keystore().list(include_revoked=include_revoked, actor=actor)
+    return {"keys": [k.public() for k in keys]}
 
 
 @owner_router.post("/keys", status_code=201, summary="create a key; its value is shown once")
@@ -253,14 +271,16 @@ async def create_key(actor: OwnerDep, body: KeyBody) -> dict[str, Any]:
     expires = body.expires_at
     if expires is None and body.expires_in_days:
         expires = datetime.now(UTC) + timedelta(days=body.expires_in_days)
-    key, info = await _keystore().create(body.name, body.role, namespaces=body.namespaces, expires_at=expires)
+    key, info = await _keystore().create(
+        body.name, body.role, namespaces=body.namespaces, expires_at=expires, actor=actor
+    )
     return {"key": key, **info.public()}
 
 
-@owner_router.delete("/keys/{name}", summary="revoke a key (by name or id)")
-async def revoke_key(actor: OwnerDep, name: str) -> dict[str, Any]:
-    tools.check_inputs(name=name)
-    info = await _keystore().revoke(name)
+@owner_router.delete("/keys/{name}", summary="revoke a key by name (or by id with ?by=id; never both)")
+async def revoke_key(actor: OwnerDep, name: str, by: str = "name") -> dict[str, Any]:
+    tools.check_inputs(name=name, by=by)
+    info = await _keystore().revoke(name, by=by, actor=actor)
     rt = get_runtime()
     if rt is not None:
         rt.keys.forget()

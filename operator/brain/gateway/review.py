@@ -156,14 +156,14 @@ async def proposal_detail(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
 
     check_inputs(id=proposal_id)
     store = _store()
-    out = await logic.show(store, proposal_id)
-    if not _visible(actor, out["namespace"]):
-        raise Forbidden(f"key {actor.name!r} may not read namespace {out['namespace']!r}")
+    out = await logic.show(store, proposal_id, actor=actor)
     ids = [str(e["memory_id"]) for e in out["evidence"] if isinstance(e, dict) and e.get("memory_id")][:100]
     by_id = {r["id"]: r for r in await browse.records(store, ids) if _visible(actor, r["namespace"])}
     out["records"] = [by_id[i] for i in ids if i in by_id]
     current = out.get("current")
-    out["diff"] = word_diff(current["body"], out["body"]) if current else None
+    # Where approval writes: a supersede keeps its target's namespace, so that is the one to read.
+    out["target_namespace"] = current["namespace"] if current else out["namespace"]
+    out["diff"] = word_diff(current["body"], out["body"]) if current and "body" in current else None
     return out
 
 

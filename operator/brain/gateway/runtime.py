@@ -294,6 +294,7 @@ class Runtime:
             model=model,
             episode=ctx.episode,
             injected=tuple(ctx.injected),
+            role=ctx.actor.role,
         )
         outcome = await capture_door.keep(service, decision.items, exchange)
         for reason in outcome.filtered:

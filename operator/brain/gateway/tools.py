@@ -10,10 +10,10 @@ from datetime import datetime
 from typing import Any
 
 from brain.core.errors import BrainError, InvalidInput
-from brain.core.models import Actor, Hit, Memory
+from brain.core.models import KINDS, Actor, Hit, Memory
 from brain.gateway.boundary import LimitSettings, input_problem, problem_field
 from brain.gateway.runtime import Runtime, get_runtime
-from brain.services.memory import MemoryService, parse_memory
+from brain.services.memory import MemoryService, Proposed, parse_memory
 
 WRITE_FIELDS = (
     "body",
@@ -62,6 +62,11 @@ def memory_json(m: Memory) -> dict[str, Any]:
     return m.model_dump(mode="json")
 
 
+def proposed_json(p: Proposed) -> dict[str, Any]:
+    """A write that became a proposal: `status: proposed` says nothing was stored yet, and why."""
+    return {"status": "proposed", **p.model_dump(mode="json")}
+
+
 def _namespaces(value: Any) -> list[str] | None:
     if value is None or value == "" or value == []:
         return None
@@ -72,6 +77,16 @@ def _namespaces(value: Any) -> list[str] | None:
     raise InvalidInput(
         "namespaces: a list of namespace names (or one comma-separated string)", field="namespaces"
     )
+
+
+def _kinds(value: Any, field: str) -> list[str]:
+    """Kind filters name kinds that exist: a typo is an error naming the accepted ones, not an empty answer."""
+    if not isinstance(value, list) or not all(isinstance(k, str) for k in value):
+        raise InvalidInput(f"{field}: one of {', '.join(KINDS)}", field=field)
+    bad = [k for k in value if k not in KINDS]
+    if bad:
+        raise InvalidInput(f"{field}: unknown kind {bad[0]!r}; accepted: {', '.join(KINDS)}", field=field)
+    return value
 
 
 def _when(value: Any, field: str) -> datetime | None:
@@ -133,13 +148,14 @@ async def search(
     if not isinstance(query, str):
         raise InvalidInput("query: a string", field="query")
     check_inputs(query=query, namespaces=namespaces, kinds=kinds, as_of=as_of)
+    wanted = _namespaces(kinds)
     hits = await service().search(
         query,
         actor,
         _namespaces(namespaces),
         limit=limit,
         as_of=_when(as_of, "as_of"),
-        kinds=_namespaces(kinds),
+        kinds=_kinds(wanted, "kinds") if wanted else None,
     )
     # Which model's vectors ranked these hits (a query is only compared with its own model's), or
     # None when no hit came from the vector leg: a client sees a model change, and that no answer
@@ -163,6 +179,8 @@ async def list_(
     if not isinstance(limit, int) or not 1 <= limit <= 500:
         raise InvalidInput("limit must be an integer from 1 to 500", field="limit")
     check_inputs(namespaces=namespaces, kind=kind, before=before)
+    if kind is not None:
+        _kinds([kind], "kind")
     rows = await service().list_memories(
         actor, _namespaces(namespaces), kind=kind, limit=limit, before=_when(before, "before")
     )
@@ -173,7 +191,9 @@ async def note(
     actor: Actor, args: dict[str, Any], *, standing: bool = False, required: bool = False
 ) -> dict[str, Any]:
     item = _item(args)
-    res = await service().note(item, actor, standing=standing, required=required)
+    res = await service().propose_or_note(item, actor, standing=standing, required=required)
+    if isinstance(res, Proposed):
+        return proposed_json(res)
     _rt().invalidate(catalog=item.kind in ("persona", "skill"))
     return {
         "id": res.memory.id,
@@ -189,7 +209,9 @@ async def supersede(
     check_inputs(id=memory_id, expected_hash=expected_hash)
     current = (await service().get(memory_id, actor)).memory
     args = {"namespace": current.namespace, "kind": current.kind, **args}
-    m = await service().supersede(memory_id, _item(args), expected_hash, actor)
+    m = await service().propose_or_supersede(memory_id, _item(args), expected_hash, actor)
+    if isinstance(m, Proposed):
+        return proposed_json(m)
     _rt().invalidate()
     return {"id": m.id, "supersedes": m.supersedes, "content_hash": m.content_hash, "memory": memory_json(m)}
 
@@ -212,6 +234,14 @@ async def restore(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
     return {"id": m.id, "status": m.status}
 
 
+async def purge(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
+    """Owner only (REST and brainctl): a forgotten entry's text is replaced by a tombstone everywhere."""
+    check_inputs(id=memory_id, reason=reason)
+    detail = await service().purge(memory_id, reason, actor)
+    _rt().invalidate(catalog=detail.memory.kind in ("persona", "skill"))
+    return {"id": detail.memory.id, "status": detail.memory.status, "purged": len(detail.history)}
+
+
 async def retire(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
     check_inputs(id=memory_id, reason=reason)
     m = await service().retire(memory_id, reason, actor)
@@ -222,6 +252,7 @@ async def retire(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
 async def promote(
     actor: Actor, memory_id: str, standing: bool | None, required: bool | None
 ) -> dict[str, Any]:
+    check_inputs(id=memory_id)
     m = await service().promote(memory_id, actor, standing=standing, required=required)
     _rt().invalidate(catalog=True)  # a promoted persona may now shape prompts
     return {"id": m.id, "tier": m.tier, "standing": m.standing, "required": m.required}

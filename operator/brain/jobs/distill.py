@@ -214,7 +214,7 @@ def parse_draft(
         raise InvalidOutput(f"schema: {e.message[:200]}") from None
     for p in doc["proposals"]:
         if p.get("supersedes") and p["supersedes"] not in shown_ids:
-            raise InvalidOutput("supersedes names a memory that was not shown")
+            raise InvalidOutput("supersedes names a memory that was not shown, or not of this namespace")
         if any(i > n_episodes for i in p["evidence"]):
             raise InvalidOutput("evidence cites an episode that does not exist")
     return list(doc["proposals"])
@@ -392,7 +392,9 @@ async def run_distill(
             break
         finally:
             out.provider_errors = llm.errors
-        shown = {r["id"]: r for r in related}
+        # Shown for context: the cluster's namespace and `shared`. Supersedable: the cluster's own only,
+        # so a repo's episodes can never rewrite what the whole team reads (an owner notes that).
+        shown = {r["id"]: r for r in related if r["namespace"] == c.namespace}
         try:
             drafts = parse_draft(content, schema, set(shown), len(c.episodes))
         except InvalidOutput as e:

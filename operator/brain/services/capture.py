@@ -51,6 +51,7 @@ class Exchange:
     model: str | None
     episode: str | None = None
     injected: tuple[str, ...] = ()
+    role: str = "agent"  # the key's role: a read key's exchange is refused at the door (never stored)
 
 
 _MASK = SecretGate("redact")
@@ -59,7 +60,8 @@ _MASK = SecretGate("redact")
 async def keep(service: MemoryService, items: Sequence[CapturedItem], exchange: Exchange) -> CaptureOutcome:
     """Write each item through the door as the key's agent; one refused item never stops the rest."""
     out = CaptureOutcome()
-    actor = Actor(name=exchange.key_name, role="agent", origin="gateway", namespaces=exchange.namespaces)
+    role = "read" if exchange.role == "read" else "agent"
+    actor = Actor(name=exchange.key_name, role=role, origin="gateway", namespaces=exchange.namespaces)
     for item in items:
         try:
             proposed = MemoryIn(

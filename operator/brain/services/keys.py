@@ -33,8 +33,24 @@ from brain.store.store import Store
 
 KEY_PREFIX = "brk_"
 ROLES = ("read", "agent", "owner")
+#: A key's name is the author of its writes, so it may not look like an internal author: none of
+#: `RESERVED`, and no `<reserved>:…` or `source:…` (a MemorySource's import writes as `source:<name>`).
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,63}$")
 MASTER_NAME = "master"
+#: The authors the brain writes as itself (the master key, the jobs, the gateway's anonymous reader,
+#: the evaluation harness): a key by one of these names could pass for the job that owns it.
+RESERVED = frozenset({MASTER_NAME, "digest", "distill", "ingest", "reindex", "gateway", "anonymous", "eval"})
+#: Prefixes (before the first `:`) of internal authors: the reserved names, and `source`.
+RESERVED_PREFIXES = RESERVED | {"source"}
+
+
+def reserved(name: str) -> bool:
+    """Whether `name` is, or is shaped like, an author the brain writes as itself (any case)."""
+    lowered = name.lower()
+    return lowered in RESERVED or (":" in lowered and lowered.split(":", 1)[0] in RESERVED_PREFIXES)
+
+
+REVOKE_BY = ("name", "id")
 _UNCHECKED = "the key database is unavailable and this key was not verified recently; retry shortly"
 
 
@@ -112,15 +128,22 @@ class KeyStore:
         *,
         namespaces: list[str] | None = None,
         expires_at: datetime | None = None,
+        actor: Actor | None = None,
     ) -> tuple[str, KeyInfo]:
-        """Returns (the key in plain text — shown once, never stored —, its record)."""
+        """Returns (the key in plain text — shown once, never stored —, its record). `actor` is the owner
+        minting it: a confined owner mints only keys confined within its own namespaces (None: brainctl,
+        which holds the database itself)."""
         if not NAME_RE.match(name or ""):
             raise InvalidInput(
                 f"invalid key name {name!r}: 1-64 letters, digits and . _ @ : -, e.g. 'claude-mac'",
                 field="name",
             )
-        if name == MASTER_NAME:
-            raise InvalidInput(f"{MASTER_NAME!r} is reserved for the gateway master key", field="name")
+        if reserved(name):
+            raise InvalidInput(
+                f"{name!r} is reserved: the brain writes as {', '.join(sorted(RESERVED))} and "
+                "source:<name> itself (nor may a name start with one of those and ':'); pick another name",
+                field="name",
+            )
         if role not in ROLES:
             raise InvalidInput(f"role must be one of {', '.join(ROLES)}; got {role!r}", field="role")
         if namespaces is not None:
@@ -132,6 +155,8 @@ class KeyStore:
                 namespaces = [check_namespace(ns) for ns in namespaces]
             except ValueError as e:
                 raise InvalidInput(str(e), field="namespaces") from None
+        if actor is not None:
+            _require_within(actor, namespaces, "create")
         if expires_at is not None and expires_at.tzinfo is None:
             expires_at = expires_at.replace(tzinfo=UTC)
         key = generate_key()
@@ -142,13 +167,23 @@ class KeyStore:
             )
         return key, _info(row)
 
-    async def list(self, *, include_revoked: bool = False) -> list[KeyInfo]:
-        return [_info(r) for r in await key_rows.listing(self.store, include_revoked=include_revoked)]
+    async def list(self, *, include_revoked: bool = False, actor: Actor | None = None) -> list[KeyInfo]:
+        """Every key, or for a confined owner the keys confined within its namespaces."""
+        keys = [_info(r) for r in await key_rows.listing(self.store, include_revoked=include_revoked)]
+        return [k for k in keys if actor is None or _within(actor, k.namespaces)]
 
-    async def revoke(self, name_or_id: str) -> KeyInfo:
-        row = await key_rows.revoke(self.store, name_or_id)
+    async def revoke(self, value: str, *, by: str = "name", actor: Actor | None = None) -> KeyInfo:
+        """Revoke the key whose name (or, with `by="id"`, whose id) is `value`: one column, never both,
+        so a name that happens to equal another key's id cannot revoke that key too."""
+        if by not in REVOKE_BY:
+            raise InvalidInput(f"by is one of {', '.join(REVOKE_BY)}; got {by!r}", field="by")
+        if actor is not None:
+            target = await key_rows.find(self.store, value, by_id=by == "id")
+            if target is None or not _within(actor, _info(target).namespaces):
+                raise NotFound(f"no key with {by} {value!r} that this key may manage", field=by)
+        row = await key_rows.revoke(self.store, value, by_id=by == "id")
         if row is None:
-            raise NotFound(f"no key named {name_or_id!r}", field="name")
+            raise NotFound(f"no key with {by} {value!r}", field=by)
         return _info(row)
 
     async def lookup(self, key: str) -> KeyInfo | None:
@@ -158,11 +193,35 @@ class KeyStore:
     async def touch(self, key_id: str) -> None:
         await key_rows.touch(self.store, key_id)
 
+    async def version(self) -> tuple[Any, ...]:
+        """The keys table's fingerprint: it changes with every create and revoke (store.keys)."""
+        return await key_rows.fingerprint(self.store)
+
+
+def _within(actor: Actor, namespaces: tuple[str, ...] | list[str] | None) -> bool:
+    """Whether a key scoped to `namespaces` (None: all) lies within what `actor` may manage."""
+    if actor.namespaces is None:
+        return True
+    return namespaces is not None and set(namespaces) <= set(actor.namespaces)
+
+
+def _require_within(actor: Actor, namespaces: list[str] | None, what: str) -> None:
+    if actor.role != "owner":
+        raise Forbidden(f"key {actor.name!r} has role {actor.role!r}; managing keys needs an owner key")
+    if not _within(actor, namespaces):
+        mine = ", ".join(actor.namespaces or ())
+        raise Forbidden(
+            f"key {actor.name!r} is confined to {mine}; it may {what} only keys confined within those "
+            "(give namespaces)",
+            field="namespaces",
+        )
+
 
 @dataclass
 class _Cached:
     info: KeyInfo | None
     at: float
+    version: tuple[Any, ...] | None = None  # the keys table's fingerprint when this verdict was read
 
 
 class KeyVerifier:
@@ -180,8 +239,17 @@ class KeyVerifier:
         size: int = 10_000,
         lookup_timeout: float = 5.0,
         stale_timeout: float = 0.1,
+        version_every: float = 1.0,
     ) -> None:
         self.keys = keys
+        # Revocation across replicas: at most every `version_every` a check reads the keys table's
+        # fingerprint; a cached verdict read under another fingerprint is looked up again before it
+        # is served. So a revoke (or create) on any replica is seen by every other within about
+        # `version_every` while the database answers, with no notification channel to miss.
+        self.version_every = version_every
+        self._version: tuple[Any, ...] | None = None
+        self._version_at = float("-inf")
+        self._version_reading = False
         self.lookup_timeout = lookup_timeout
         self.stale_timeout = stale_timeout
         self._db_down_until = 0.0
@@ -222,10 +290,37 @@ class KeyVerifier:
         self._maybe_touch(info)
         return info.actor()
 
+    async def _current_version(self) -> tuple[Any, ...] | None:
+        """The keys table's fingerprint, read at most every `version_every` (one read at a time). While
+        the database fails or hangs it stays the last one read: the stale window (docs/security.md)."""
+        now = time.monotonic()
+        if (
+            self.keys is None
+            or self._version_reading
+            or now - self._version_at < self.version_every
+            or now < self._db_down_until
+        ):
+            return self._version
+        self._version_reading = True
+        try:
+            wait = self.stale_timeout if self._version is not None else self.lookup_timeout
+            self._version = await asyncio.wait_for(self.keys.version(), wait)
+            self._version_at = time.monotonic()
+        except outage.FAILED:
+            self._db_down_until = time.monotonic() + self.negative_ttl
+        finally:
+            self._version_reading = False
+        return self._version
+
     async def _lookup(self, digest: str, key: str) -> KeyInfo | None:
+        version = await self._current_version()
         now = time.monotonic()
         hit = self._cache.get(digest)
-        if hit is not None:
+        # A key was created or revoked since this verdict was read (on this replica or any other): it is
+        # not fresh any more, and the database just answered the fingerprint, so it is asked again
+        # with the full wait; the old verdict is only a fallback should that lookup fail.
+        changed = hit is not None and hit.version != version
+        if hit is not None and not changed:
             fresh = self.ttl if hit.info is not None else self.negative_ttl
             if now - hit.at < fresh:
                 if hit.info is not None and now - hit.at > self.ttl / 2:
@@ -238,22 +333,23 @@ class KeyVerifier:
             raise KeyStoreUnavailable(_UNCHECKED)
         # A hanging database must not hold requests: with a verdict to fall back on, a lookup gets a
         # short wait, none while a re-check is already in flight or the database just failed one.
-        if stale and (digest in self._refreshing or now < self._db_down_until):
+        if stale and (now < self._db_down_until or (not changed and digest in self._refreshing)):
             return hit.info if hit is not None else None
         try:
-            info = await asyncio.wait_for(
-                self.keys.lookup(key), self.stale_timeout if stale else self.lookup_timeout
-            )
+            wait = self.stale_timeout if stale and not changed else self.lookup_timeout
+            info = await asyncio.wait_for(self.keys.lookup(key), wait)
         except outage.FAILED as e:
             if stale:
                 self._db_down_until = time.monotonic() + self.negative_ttl
                 return hit.info if hit is not None else None  # a key verified within the hour keeps working
             raise KeyStoreUnavailable(_UNCHECKED) from e
-        self._remember(digest, info, now)
+        self._remember(digest, info, now, version)
         return info
 
-    def _remember(self, digest: str, info: KeyInfo | None, at: float) -> None:
-        self._cache[digest] = _Cached(info, at)
+    def _remember(
+        self, digest: str, info: KeyInfo | None, at: float, version: tuple[Any, ...] | None = None
+    ) -> None:
+        self._cache[digest] = _Cached(info, at, version)
         self._cache.move_to_end(digest)
         while len(self._cache) > self.size:
             self._cache.popitem(last=False)
@@ -266,8 +362,9 @@ class KeyVerifier:
 
         async def refresh() -> None:
             try:
-                at = time.monotonic()
-                self._remember(digest, await asyncio.wait_for(keys.lookup(key), self.lookup_timeout), at)
+                at, version = time.monotonic(), self._version
+                info = await asyncio.wait_for(keys.lookup(key), self.lookup_timeout)
+                self._remember(digest, info, at, version)
             except Exception:
                 self._db_down_until = time.monotonic() + self.negative_ttl
             finally:

@@ -14,10 +14,10 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from brain.core import lint
-from brain.core.errors import Forbidden, InvalidInput, NotFound
+from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from brain.core.models import (
     KINDS,
     Actor,
@@ -102,6 +102,27 @@ def screen(item: MemoryIn, gate: SecretGate, *, origin: str) -> MemoryIn:
     return item
 
 
+#: Kinds that shape every agent's prompts (catalog entries) or speak for the whole team (the digest):
+#: they come only from an owner, a MemorySource's import, or the digest job's own identity. An
+#: agent's attempt at one becomes a proposal for an owner instead (`MemoryService.propose_or_note`).
+CURATED_KINDS = ("skill", "persona", "digest")
+#: The digest job's identity (jobs.digest writes as it; key names cannot take it, services.keys).
+DIGEST_AUTHOR = "digest"
+#: What replaces every version's body (and title) when an owner purges an entry.
+TOMBSTONE = "[purged]"
+
+
+def may_write_kind(actor: Actor, kind: str) -> bool:
+    """Who may write an entry of `kind` directly. Everything but the curated kinds: any writer. Skills
+    and personas: owners and imports (origin `import` or `untrusted`, which no key can carry: a key's
+    Actor is `owner` or `agent`). Digests: the digest job only, so "the latest digest" is its own."""
+    if kind not in CURATED_KINDS:
+        return True
+    if kind == "digest":
+        return actor.name == DIGEST_AUTHOR and actor.origin == "import"
+    return actor.role == "owner" or actor.origin in ("import", "untrusted")
+
+
 def tier_for(actor: Actor) -> str:
     """Owners and the owner's own imports write the curated tier; everything else is episodic."""
     return "curated" if actor.origin in ("owner", "import") else "episodic"
@@ -120,6 +141,16 @@ async def pin(store: Store, memory_id: str, actor: Actor, *, standing: bool, req
         return False
     await source_rows.set_flags(store, memory_id, standing=standing, required=required)
     return True
+
+
+class Proposed(BaseModel):
+    """What an agent gets back for an entry it may not write itself: the proposal an owner will review."""
+
+    proposal: str
+    kind: str
+    namespace: str
+    supersedes: str | None = None
+    message: str
 
 
 class MemoryService:
@@ -149,6 +180,18 @@ class MemoryService:
             raise Forbidden(
                 f"key {actor.name!r} may not write namespace {namespace!r}; it is confined to: {allowed}",
             )
+
+    def _authorize_kind(self, actor: Actor, kind: str, *, was: str | None = None) -> None:
+        """Curated kinds are refused at the door itself, whichever surface called it (capture, jobs,
+        REST, MCP, brainctl); REST and MCP turn the refusal into a proposal (`propose_or_note`)."""
+        for k in (kind, was):
+            if k is not None and not may_write_kind(actor, k):
+                who = "the digest job" if k == "digest" else "an owner (or a MemorySource import)"
+                raise Forbidden(
+                    f"{k} entries are curated: only {who} writes them; key {actor.name!r} may propose one "
+                    "(REST and MCP do that for you) and an owner approves it",
+                    field="kind",
+                )
 
     def _authorize_read(self, actor: Actor, namespace: str) -> None:
         if not actor.can_see(namespace):
@@ -180,6 +223,7 @@ class MemoryService:
         self, item: MemoryIn, actor: Actor, *, standing: bool = False, required: bool = False
     ) -> NoteResult:
         self._authorize_write(actor, item.namespace)
+        self._authorize_kind(actor, item.kind)
         if (standing or required) and not may_pin(actor):
             raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
         item = self._screen(item, actor)
@@ -197,6 +241,7 @@ class MemoryService:
     ) -> Memory:
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)
+        self._authorize_kind(actor, item.kind, was=current.kind)  # a note never becomes a skill by supersede
         if current.tier == "curated" and actor.role != "owner" and actor.origin != "import":
             raise Forbidden(
                 f"memory {memory_id} is curated; only an owner can supersede it (note a correction instead, "
@@ -210,6 +255,74 @@ class MemoryService:
             actor=actor,
             tier=tier_for(actor) if current.tier != "curated" else "curated",
             embedding=await self._embed(embed_text(item.title, item.body)),
+        )
+
+    async def propose_or_note(
+        self, item: MemoryIn, actor: Actor, *, standing: bool = False, required: bool = False
+    ) -> NoteResult | Proposed:
+        """REST and MCP's note: an entry of a curated kind that `actor` may not write is queued as a
+        proposal for an owner (screened like any draft) instead of refused; everything else is `note`."""
+        if may_write_kind(actor, item.kind) or actor.role == "read" or item.kind == "digest":
+            return await self.note(item, actor, standing=standing, required=required)
+        self._authorize_write(actor, item.namespace)
+        if standing or required:  # a proposal carries no pin: asking for one is refused, not dropped
+            raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
+        return await self._propose(item, actor, None, None)
+
+    async def propose_or_supersede(
+        self, memory_id: str, item: MemoryIn, expected_hash: str | None, actor: Actor
+    ) -> Memory | Proposed:
+        """REST and MCP's supersede: a change of or into a curated kind by a writer who may not make it
+        becomes a proposal to supersede (drafted against the hash it read), for an owner to approve."""
+        current = (await self.store.get(memory_id)).memory
+        kinds = (item.kind, current.kind)
+        if actor.role == "read" or "digest" in kinds or all(may_write_kind(actor, k) for k in kinds):
+            return await self.supersede(memory_id, item, expected_hash, actor)
+        self._authorize_write(actor, current.namespace)
+        if current.status != "active":
+            raise Conflict(f"memory {memory_id} is {current.status}, not the current version", field="id")
+        if expected_hash is not None and expected_hash != current.content_hash:
+            raise Conflict(
+                f"memory {memory_id} changed since you read it; get it again and reapply your change",
+                field="expected_hash",
+            )
+        item = item.model_copy(update={"namespace": current.namespace})
+        return await self._propose(item, actor, memory_id, current.content_hash)
+
+    async def _propose(
+        self, item: MemoryIn, actor: Actor, supersedes: str | None, drafted_hash: str | None
+    ) -> Proposed:
+        from brain.services import proposals  # proposals writes through this class: imported late
+
+        item = self._screen(item, actor)  # every field, as a write would be; the draft screening follows
+        # The fields a proposal row has no column for travel in its evidence, so approval writes them too.
+        entry = {"tags": item.tags, "domain_keywords": item.domain_keywords, "attrs": item.attrs}
+        evidence: list[dict[str, Any]] = [
+            {"type": "agent", "author": actor.name, "origin": actor.origin},
+            {"type": "entry", **entry},
+        ]
+        if supersedes is not None:
+            evidence.append(
+                {"type": "supersedes", "memory_id_current": supersedes, "content_hash": drafted_hash}
+            )
+        pid = await proposals.create(
+            self.store,
+            kind=item.kind,
+            namespace=item.namespace,
+            title=item.title,
+            body=item.body,
+            evidence=evidence,
+            authors=[actor.name],
+            score=0.5,
+            supersedes=supersedes,
+        )
+        return Proposed(
+            proposal=pid,
+            kind=item.kind,
+            namespace=item.namespace,
+            supersedes=supersedes,
+            message=f"{item.kind} entries are curated: this was queued as proposal {pid} for an owner to "
+            "review (`brainctl proposals show`); nothing was stored yet",
         )
 
     async def forget(
@@ -239,6 +352,8 @@ class MemoryService:
     async def retire(self, memory_id: str, reason: str, actor: Actor) -> Memory:
         if actor.role != "owner" and actor.origin != "import":
             raise Forbidden("only an owner can retire a memory")
+        current = (await self.store.get(memory_id)).memory
+        self._authorize_write(actor, current.namespace)  # a confined owner retires only in its namespaces
         return await self.store.set_status(memory_id, "retired", reason, actor=actor)
 
     async def promote(
@@ -248,6 +363,7 @@ class MemoryService:
         existed, or by a path that skipped the door, is refused here by the same codes as a new write."""
         if actor.role == "owner":  # the store refuses everyone else, naming the role
             current = (await self.store.get(memory_id)).memory
+            self._authorize_write(actor, current.namespace)  # promoting and pinning are writes too
             stored = MemoryIn(
                 body=current.body,
                 title=current.title,
@@ -263,10 +379,28 @@ class MemoryService:
 
     # ------------------------------------------------------------------ reads
 
+    async def purge(self, memory_id: str, reason: str, actor: Actor) -> MemoryDetail:
+        """Owner only, after a forget: every version's body and title become a tombstone and the
+        vectors go (they were computed from the text). Hashes, authors, times and the events stay, so
+        the history still says what existed, who wrote it and who purged it, never what it said."""
+        if actor.role != "owner":
+            raise Forbidden("only an owner key can purge a memory")
+        current = (await self.store.get(memory_id)).memory
+        self._authorize_write(actor, current.namespace)
+        await self.store.purge(memory_id, self.gate.check("reason", reason), TOMBSTONE, actor=actor)
+        return await self.store.get(memory_id)
+
     async def get(self, memory_id: str, actor: Actor) -> MemoryDetail:
+        """One entry and its history. A forgotten entry is gone for every key but an owner's: an agent
+        or read key gets `not_found` for any version of it, and never a forgotten version's body."""
         detail = await self.store.get(memory_id)
         self._authorize_read(actor, detail.memory.namespace)
-        return detail
+        if actor.role == "owner":
+            return detail
+        newest = max(detail.history, key=lambda m: m.version, default=detail.memory)
+        if detail.memory.status == "forgotten" or newest.status == "forgotten":
+            raise NotFound("no memory with that id is visible to this key", field="id")
+        return detail.model_copy(update={"history": [m for m in detail.history if m.status != "forgotten"]})
 
     async def list_memories(
         self,

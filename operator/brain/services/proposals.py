@@ -38,14 +38,17 @@ async def create(
     score: float,
     supersedes: str | None = None,
 ) -> str:
-    """Queue a draft for an owner; refused (`secret_rejected`, `instruction_rejected`) like any write."""
-    screen_draft(kind=kind, namespace=namespace, title=title, body=body)
+    """Queue a draft for an owner; refused (`secret_rejected`, `instruction_rejected`) like any write.
+
+    What is queued is the screened text (normalised as the entry model normalises it), so the text an
+    owner reviews is byte for byte the text approval writes."""
+    item = screen_draft(kind=kind, namespace=namespace, title=title, body=body)
     return await proposal_rows.insert(
         store,
         kind=kind,
         namespace=namespace,
-        title=title,
-        body=body,
+        title=item.title,
+        body=item.body,
         evidence=evidence,
         authors=authors,
         score=score,
@@ -53,27 +56,44 @@ async def create(
     )
 
 
-def screen_draft(*, kind: str, namespace: str, title: str, body: str) -> None:
-    """The door's screening of a draft. Distill calls it before embedding a draft too: a secret in model
+def screen_draft(*, kind: str, namespace: str, title: str, body: str) -> MemoryIn:
+    """The door's screening of a draft, and the text to queue (the entry model's normalised title and
+    body: what approval would write). Distill calls it before embedding a draft too: a secret in model
     output must not reach the embedder either. Raises `BrainError` (by code) or `ValueError` (a draft
     that is not a valid entry)."""
     item = MemoryIn(title=title, body=body, kind=kind if kind in KINDS else "note", namespace=namespace)
-    screen(item, SecretGate("refuse"), origin="model")
+    return screen(item, SecretGate("refuse"), origin="model")
 
 
-async def list_proposals(store: Store, status: str = "pending", limit: int = 50) -> list[dict[str, Any]]:
+def _visible(actor: Actor | None, namespace: str) -> bool:
+    """A confined owner sees the proposals (and their targets) of the namespaces it may read: its own
+    and `shared`, as with memories. Deciding one needs the right to write there (`approve`)."""
+    return actor is None or actor.can_see(namespace)
+
+
+async def list_proposals(
+    store: Store, status: str = "pending", limit: int = 50, *, actor: Actor | None = None
+) -> list[dict[str, Any]]:
+    """Proposals by status, best first; for a confined owner, those of its namespaces (None: brainctl)."""
     if status not in STATUSES:
         raise InvalidInput("status is one of pending, approved, rejected", field="status")
-    return await proposal_rows.by_status(store, status, max(1, min(limit, 500)))
+    if not 1 <= limit <= 500:
+        raise InvalidInput(f"limit must be an integer from 1 to 500; got {limit}", field="limit")
+    rows = await proposal_rows.by_status(store, status, 500 if actor and actor.namespaces else limit)
+    return [p for p in rows if _visible(actor, p["namespace"])][:limit]
 
 
-async def show(store: Store, proposal_id: str) -> dict[str, Any]:
-    """The proposal, and for a supersede the text it would replace: both texts, side by side."""
+async def show(store: Store, proposal_id: str, *, actor: Actor | None = None) -> dict[str, Any]:
+    """The proposal, and for a supersede the text it would replace (with its namespace): both texts,
+    side by side. A proposal of a namespace `actor` is confined away from is `not_found`."""
     out = await proposal_rows.get(store, proposal_id)
-    if out is None:
+    if out is None or not _visible(actor, out["namespace"]):
         raise NotFound(f"no proposal with id {proposal_id!r}", field="id")
     if out["supersedes"]:
-        out["current"] = await proposal_rows.memory_brief(store, out["supersedes"])
+        current = await proposal_rows.memory_brief(store, out["supersedes"])
+        if current is not None and not _visible(actor, current["namespace"]):
+            current = {"id": current["id"], "namespace": current["namespace"]}  # where, never what
+        out["current"] = current
     return out
 
 
@@ -97,12 +117,36 @@ async def approve(
             raise Conflict(f"proposal {proposal_id} is already {p['status']}", field="id")
         if not owner.can_write(p["namespace"]):
             raise Forbidden(f"key {owner.name!r} may not write namespace {p['namespace']!r}")
+        if p["supersedes"]:
+            # What is written is the target's namespace (a supersede keeps it): that is what must be
+            # the owner's, and the proposal's own namespace must be it, or the review showed another.
+            target = await proposal_rows.memory_brief(store, p["supersedes"])
+            if target is None:
+                raise Conflict(f"the memory proposal {proposal_id} supersedes no longer exists", field="id")
+            if not owner.can_write(target["namespace"]):
+                raise Forbidden(
+                    f"key {owner.name!r} may not write namespace {target['namespace']!r}, where the memory "
+                    f"this proposal supersedes ({p['supersedes']}) lives",
+                    field="supersedes",
+                )
+            if target["namespace"] != p["namespace"]:
+                raise Conflict(
+                    f"proposal {proposal_id} is for namespace {p['namespace']!r} but would supersede an entry "
+                    f"of {target['namespace']!r}; reject it",
+                    field="supersedes",
+                )
+        entry: dict[str, Any] = next(
+            (e for e in p["evidence"] if e.get("type") == "entry"), {}
+        )  # an agent's own fields
         item = MemoryIn(
             body=p["body"],
             title=p["title"],
             kind=p["kind"],
             namespace=p["namespace"],
+            tags=entry.get("tags") or [],
+            domain_keywords=entry.get("domain_keywords") or [],
             attrs={
+                **(entry.get("attrs") or {}),
                 "proposal": proposal_id,
                 "evidence": len(p["evidence"]),
                 "distilled_from": [e.get("memory_id") for e in p["evidence"] if e.get("memory_id")][:50],
@@ -126,6 +170,7 @@ async def reject(store: Store, proposal_id: str, actor: Actor, reason: str) -> d
     owner = _require_owner(actor)
     if not reason.strip():
         raise InvalidInput("rejecting needs a reason (it teaches the next distillation)", field="reason")
+    await show(store, proposal_id, actor=owner)  # a confined owner decides its own namespaces only
     if not await proposal_rows.reject(store, proposal_id, owner.name, reason.strip()):
         current = await proposal_rows.status(store, proposal_id)
         if current is None:

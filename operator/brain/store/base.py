@@ -72,9 +72,11 @@ class Scope:
         else:
             args.append(self.as_of)
             n = start + 1
+            # A forgotten entry is gone for every version: its older versions are not answers either.
             clauses.append(
                 f"m.status IN ('active', 'superseded', 'retired') AND m.valid_from <= ${n} "
-                f"AND (m.valid_to IS NULL OR m.valid_to > ${n})"
+                f"AND (m.valid_to IS NULL OR m.valid_to > ${n}) AND NOT EXISTS (SELECT 1 FROM memories f "
+                "WHERE f.lineage_id = m.lineage_id AND f.status = 'forgotten')"
             )
         if self.kinds is not None:
             args.append(list(self.kinds))

@@ -76,15 +76,18 @@ async def stale(store: Store, stale_days: int) -> list[Row]:
 async def current(store: Store, source_key: str) -> Row | None:
     """The active digest of one week (its source key): id, content_hash."""
     row: Row | None = await store.pool.fetchrow(
-        "SELECT id, content_hash FROM memories WHERE source_key = $1 AND status = 'active'", source_key
+        "SELECT id, content_hash FROM memories WHERE source_key = $1 AND status = 'active' AND kind = 'digest' "
+        "AND author = 'digest' AND origin = 'import'",
+        source_key,
     )
     return row
 
 
 async def latest(store: Store) -> Row | None:
-    """The newest active digest: id, title, body, attrs (decoded), created_at."""
+    """The newest active digest the digest job wrote (author `digest`, origin `import`: no key can
+    write as it), so no other entry of kind digest can pass for it: id, title, body, attrs, created_at."""
     r = await store.pool.fetchrow(
         "SELECT id, title, body, attrs, created_at FROM memories WHERE kind = 'digest' AND status = 'active' "
-        "ORDER BY created_at DESC LIMIT 1"
+        "AND author = 'digest' AND origin = 'import' ORDER BY created_at DESC LIMIT 1"
     )
     return None if r is None else {**dict(r), "attrs": payload(r["attrs"])}

@@ -64,7 +64,7 @@ async def curated_near(
 ) -> list[dict[str, Any]]:
     """Curated memories nearest `vec` (catalog, digest and derived kinds aside), with their similarity."""
     rows = await store.pool.fetch(
-        """SELECT id, title, body, content_hash, 1 - (embedding <=> $1) AS sim FROM memories
+        """SELECT id, namespace, title, body, content_hash, 1 - (embedding <=> $1) AS sim FROM memories
             WHERE status = 'active' AND tier = 'curated' AND namespace = ANY($2::text[]) AND embedding IS NOT NULL
               AND kind <> ALL('{persona,skill,digest,code,map,summary}'::text[]) AND embedding_model = $4
             ORDER BY embedding <=> $1 LIMIT $3""",

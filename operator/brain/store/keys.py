@@ -47,11 +47,19 @@ async def listing(store: Store, *, include_revoked: bool) -> list[Row]:
     return rows
 
 
-async def revoke(store: Store, name_or_id: str) -> Row | None:
+async def find(store: Store, value: str, *, by_id: bool) -> Row | None:
+    column = "id" if by_id else "name"
+    row: Row | None = await store.pool.fetchrow(f"SELECT {COLUMNS} FROM keys WHERE {column} = $1", value)
+    return row
+
+
+async def revoke(store: Store, value: str, *, by_id: bool) -> Row | None:
+    """Revoke by one column only (id or name), never either: a name equal to some id revokes one key."""
+    column = "id" if by_id else "name"
     row: Row | None = await store.pool.fetchrow(
         f"""UPDATE keys SET revoked_at = coalesce(revoked_at, now())
-             WHERE name = $1 OR id = $1 RETURNING {COLUMNS}""",
-        name_or_id,
+             WHERE {column} = $1 RETURNING {COLUMNS}""",
+        value,
     )
     return row
 
@@ -63,3 +71,16 @@ async def by_hash(store: Store, key_hash: str) -> Row | None:
 
 async def touch(store: Store, key_id: str) -> None:
     await store.pool.execute("UPDATE keys SET last_used_at = now() WHERE id = $1", key_id)
+
+
+async def fingerprint(store: Store) -> tuple[Any, ...]:
+    """What changes whenever a verdict could: a key created or revoked anywhere (every replica reads it).
+
+    No counter to maintain and no migration: revoke sets `revoked_at` (first time only) and create
+    adds a row, so the count of keys, of revoked keys and the newest of each time move on every such
+    change. One index-free aggregate over a table of a few hundred rows."""
+    row = await store.pool.fetchrow(
+        "SELECT count(*) AS n, count(revoked_at) AS revoked, max(created_at) AS created, "
+        "max(revoked_at) AS last_revoked FROM keys"
+    )
+    return tuple(row.values())

@@ -298,6 +298,50 @@ class MemoryWrites(StoreBase):
             )
             return _record_to_memory(row)
 
+    async def purge(self, memory_id: str, reason: str, tombstone: str, *, actor: Actor) -> int:
+        """Owner only: every version of a forgotten entry's lineage loses its text (body and title become
+        `tombstone`, the vector goes); content hashes, authors, times and events stay. How many versions."""
+        if actor.role != "owner":
+            raise Forbidden("only an owner key can purge a memory")
+        if not reason.strip():
+            raise InvalidInput("purge needs a reason", field="reason")
+        async with self._tx() as conn:
+            old = await self._current(conn, memory_id, lock=True)
+            served = await conn.fetchval(
+                "SELECT id FROM memories WHERE lineage_id = $1 AND status = 'active' LIMIT 1",
+                old["lineage_id"],
+            )
+            if served is not None:
+                raise Conflict(
+                    f"memory {served} is still served; forget it first (`brainctl forget`), then purge",
+                    field="id",
+                )
+            await _audit(conn, "memory_purged", old, actor, reason=reason.strip())
+            result = await conn.execute(
+                """UPDATE memories SET body = $2, title = $2, embedding = NULL, embedding_model = NULL,
+                        updated_at = now(),
+                        attrs = jsonb_build_object('purged_by', $3::text, 'purged_at', now()::text)
+                    WHERE lineage_id = $1""",
+                old["lineage_id"],
+                tombstone,
+                actor.name,
+            )
+            # A proposal citing one of these versions quoted its title in its evidence: that goes too.
+            await conn.execute(
+                """UPDATE proposals p SET evidence = (
+                         SELECT jsonb_agg(CASE WHEN e->>'memory_id' = ANY(v.ids) AND e ? 'title'
+                                               THEN e || jsonb_build_object('title', $2::text) ELSE e END
+                                          ORDER BY n)
+                           FROM jsonb_array_elements(p.evidence) WITH ORDINALITY AS x(e, n))
+                     FROM (SELECT array_agg(id) AS ids FROM memories WHERE lineage_id = $1) v
+                    WHERE jsonb_typeof(p.evidence) = 'array' AND jsonb_array_length(p.evidence) > 0
+                      AND EXISTS (SELECT 1 FROM jsonb_array_elements(p.evidence) e
+                                   WHERE e->>'memory_id' = ANY(v.ids))""",
+                old["lineage_id"],
+                tombstone,
+            )
+            return int(result.split()[-1])
+
     async def promote(
         self, memory_id: str, *, actor: Actor, standing: bool | None = None, required: bool | None = None
     ) -> Memory:

@@ -73,7 +73,8 @@ async def get(store: Store, proposal_id: str) -> dict[str, Any] | None:
 async def memory_brief(store: Store, memory_id: str) -> dict[str, Any] | None:
     """The memory a supersede proposal would replace, for showing both texts side by side."""
     cur = await store.pool.fetchrow(
-        "SELECT id, title, body, status, content_hash, tier, author FROM memories WHERE id = $1", memory_id
+        "SELECT id, namespace, kind, title, body, status, content_hash, tier, author FROM memories WHERE id = $1",
+        memory_id,
     )
     return dict(cur) if cur is not None else None
 

@@ -166,14 +166,16 @@ async function openProposal(id) {
   $("proposal").hidden = false;
   $("p-title").textContent = p.title;
   $("p-meta").textContent =
-    `${p.kind} · ${p.namespace} · score ${score(p.score)} · from ${p.authors.join(", ")} · drafted ${when(p.created_at)}`;
+    `${p.kind} · ${p.namespace}` +
+    (p.target_namespace && p.target_namespace !== p.namespace ? ` (writes to ${p.target_namespace})` : "") +
+    ` · score ${score(p.score)} · from ${p.authors.join(", ")} · drafted ${when(p.created_at)}`;
   $("p-body").textContent = p.body;
   const diff = $("p-diff");
   clear(diff);
   $("p-diff-box").hidden = !p.diff;
   if (p.diff) {
     $("p-current-meta").textContent = p.current
-      ? `${p.current.title || "memory " + p.current.id} by ${p.current.author} (${p.current.tier}, ${p.current.status})`
+      ? `${p.current.title || "memory " + p.current.id} in ${p.current.namespace} by ${p.current.author} (${p.current.tier}, ${p.current.status})`
       : "";
     for (const run of p.diff) {
       const tag = run.op === "insert" ? "ins" : run.op === "delete" ? "del" : "span";
