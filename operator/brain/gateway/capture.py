@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brain.gateway import metrics as gm
+from brain.gateway.harness import own_words
 
 log = logging.getLogger("brain.gateway.capture")
 
@@ -116,8 +117,8 @@ def infer_outcome(answer: str) -> str:
 
 
 def _title(query: str, prefix: str = "") -> str:
-    first = " ".join(query.strip().split())
-    first = re.sub(r"```.*", "", first).strip() or "captured exchange"
+    """A capture's title: the person's own words (never pasted markup, code or quotes: `own_words`)."""
+    first = " ".join(own_words(query).split()) or "captured exchange"
     return (prefix + first)[:120]
 
 
