@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from brain.core.sanitize import longest_backtick_run
 from brain.gateway import metrics as gm
 from brain.gateway.harness import own_words
 
@@ -162,7 +163,7 @@ def analyse(
         if lang.lower() in SHELL_LANGS:
             continue
         if len(lines) >= min_code_lines and len(items) < MAX_CODE_BLOCKS:
-            fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", code)), default=0) + 1)
+            fence = "`" * max(3, longest_backtick_run(code) + 1)
             body = f"From an answer to: {_title(query)}\n\n{fence}{lang}\n{code}\n{fence}"
             items.append(
                 Item(
