@@ -42,6 +42,7 @@ from brain_operator.render.litellm_config import render_litellm_config
 MASTER = "sk-test-master-" + uuid.uuid4().hex
 MODELS = ["echo", "pro", "kimi", "tier-simple", "tier-medium", "tier-complex", "tier-reasoning"]
 HEARTBEAT_S = 0.4
+TRUSTED_HOSTS = ("pypi.org", "pythonhosted.org")  # spec.gateway.capture.trustedHosts of the test Brain
 TIMEOUT_MS = 3000
 
 
@@ -194,7 +195,11 @@ def brain_spec(fake_url: str) -> BrainSpec:
                     "skillSlots": 2,
                     "persona": True,
                 },
-                "capture": {"enabled": True, "filters": {"venting": True, "noise": True, "minCodeLines": 10}},
+                "capture": {
+                    "enabled": True,
+                    "filters": {"venting": True, "noise": True, "minCodeLines": 10},
+                    "trustedHosts": list(TRUSTED_HOSTS),
+                },
             },
             "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384},
         }

@@ -145,6 +145,7 @@ class BrainHooks(CustomLogger):
             return "none"
         inject(data, ctx.api, injection.text)
         ctx.injected = injection.ids
+        ctx.injected_text = injection.text
         metrics.retrieval_queries.labels("hit").inc()
         metrics.injected_tokens.observe(injection.tokens)
         return "injected"

@@ -27,7 +27,7 @@ from brain.core.redact import SecretGate
 from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
 from brain.gateway import metrics as gm
-from brain.gateway.capture import CaptureQueue, analyse
+from brain.gateway.capture import CaptureQueue, analyse, restates
 from brain.gateway.readiness import DatabaseWatch, health
 from brain.gateway.settings import GatewaySettings
 from brain.retrieval.catalog import Catalog
@@ -65,6 +65,7 @@ class CallContext:
     write_namespace: str
     capture: bool
     injected: list[str] = field(default_factory=list)
+    injected_text: str = ""  # the memory block put into the request: capture never re-learns it
     memory: str = "skipped"
     route: dict[str, str] = field(default_factory=dict)
     episode: str | None = None  # what this exchange's captures are recorded under, with its siblings
@@ -278,8 +279,23 @@ class Runtime:
     async def _capture(self, ctx: CallContext, answer: str, reasoning: str, model: str | None) -> None:
         f = self.settings.capture.filters
         decision = analyse(
-            ctx.query, answer, reasoning, min_code_lines=f.min_code_lines, venting=f.venting, noise=f.noise
+            ctx.query,
+            answer,
+            reasoning,
+            min_code_lines=f.min_code_lines,
+            venting=f.venting,
+            noise=f.noise,
+            trusted_hosts=self.settings.capture.trusted_hosts,
         )
+        # what the request was given is not the caller's knowledge: a restatement is not learned again
+        fresh = [i for i in decision.items if not restates(i.body, ctx.injected_text)]
+        if decision.items and not fresh:
+            decision.filtered = "restates_injected"  # counted once below, like every refused exchange
+        else:
+            for _ in range(len(decision.items) - len(fresh)):
+                gm.captures_filtered.labels("restates_injected").inc()
+        to_review = [i for i in fresh if i.review]
+        to_keep = [i for i in fresh if not i.review]
         service = self.service
         if service is None:
             gm.captures_filtered.labels("db_down").inc()
@@ -293,7 +309,8 @@ class Runtime:
             episode=ctx.episode,
             injected=tuple(ctx.injected),
         )
-        outcome = await capture_door.keep(service, decision.items, exchange)
+        outcome = await capture_door.keep(service, to_keep, exchange)
+        await capture_door.propose(service, to_review, exchange, outcome)
         for reason in outcome.filtered:
             gm.captures_filtered.labels(reason).inc()
         for row in outcome.stored:
