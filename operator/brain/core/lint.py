@@ -526,7 +526,7 @@ def findings(text: str, *, kind: str = "note", origin: str = "agent") -> list[st
             found.add(name)
     strict = origin in MODEL_ORIGINS
     import_code = origin == "import" and kind == "code"
-    folded = fold(text).lower()
+    folded = vs[0]  # views() starts with fold(text).lower()
     # fences are found on the folded text, the one a reader sees once NFC/NFKC made U+1FEF or U+FF40
     # backticks: a fence that only exists before normalisation exempts nothing
     prose = without_fences(folded) if kind in RUNBOOK_KINDS and not strict else folded

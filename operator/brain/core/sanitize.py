@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 
 from confusable_homoglyphs.confusables import confusables_data
@@ -72,11 +73,34 @@ def _keeps(text: str, i: int) -> bool:
     return False
 
 
+_TABLE_MAX = 1 << 16
+
+
+class _Table(dict[int, str | None]):
+    """A `str.translate` table filled on first sight of each code point (the loop stays in C)."""
+
+    def __init__(self, fill: Callable[[str], str | None]) -> None:
+        super().__init__()
+        self.fill = fill
+
+    def __missing__(self, cp: int) -> str | None:
+        if len(self) >= _TABLE_MAX:  # a text of every code point must not grow it without bound
+            self.clear()
+        out = self[cp] = self.fill(chr(cp))
+        return out
+
+
+_DROP_INVISIBLE = _Table(lambda ch: None if invisible(ch) else ch)
+_EMOJI_GLUE = frozenset({_ZWJ, _VS15, _VS16})
+
+
 def strip_invisible(text: str) -> str:
     """`text` without invisible characters (emoji sequences kept whole); U+2800 becomes a space."""
     if text.isascii():
         return text
     text = text.replace(_BRAILLE_BLANK, " ")
+    if _EMOJI_GLUE.isdisjoint(text):
+        return text.translate(_DROP_INVISIBLE)
     return "".join(ch for i, ch in enumerate(text) if not invisible(ch) or _keeps(text, i))
 
 
@@ -153,8 +177,12 @@ def fold(text: str) -> str:
     return _skeleton(unicodedata.normalize("NFKD", text))
 
 
+_SKELETON = _Table(lambda ch: None if unicodedata.combining(ch) else skeleton_char(ch))
+
+
 def _skeleton(text: str) -> str:
-    return "".join(skeleton_char(c) for c in text if not unicodedata.combining(c))
+    """Combining marks dropped, every other character on its ASCII prototype (where it has one)."""
+    return text.translate(_SKELETON)
 
 
 def longest_backtick_run(*texts: str) -> int:
