@@ -14,8 +14,11 @@ Capture keeps only what is new (#32):
 
 - *Laundering*: a note an attacker planted is injected into a victim's request, the model restates it,
   and the answer would be captured again under the victim's key. The hooks know what was injected, so
-  an item whose text is mostly the injected text (`restates`: the share of its word 3-grams found in the
-  injected block) is dropped (`restates_injected`): it is not the caller's knowledge.
+  an item whose text is mostly the injected text is dropped (`restates_injected`): it is not the
+  caller's knowledge. Two tests, each against every injected passage (`injected_passages`): the share
+  of the item's word 3-grams found in it (`restates`, a near-verbatim copy), and, for a paraphrase,
+  the cosine of their embeddings by the gateway's own model (`restated_by_meaning`, ≥ 0.85; a new
+  answer on the same topic scores ~0.65 with all-MiniLM-L6-v2, a paraphrase of the note ~0.9).
 - *Download-then-run*: a code block that fetches from a host outside `capture.trustedHosts` and runs
   something (`untrusted_fetch`: curl | sh, `RUN pip install --index-url …`, a Makefile target, a
   Python `urlopen` + `exec`, a `terminal` transcript) is marked for review; the write path queues it
@@ -33,6 +36,8 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from brain.core.sanitize import longest_backtick_run
 from brain.gateway import metrics as gm
@@ -120,6 +125,26 @@ def untrusted_fetch(code: str, trusted_hosts: Sequence[str]) -> list[str]:
     """The untrusted hosts a block downloads from, when it also runs something; [] when it is data."""
     hosts = [h for h in fetched_hosts(code) if not trusted(h, trusted_hosts)]
     return hosts if hosts and _RUNS.search(code) else []
+
+
+_PASSAGE = re.compile(r"^(`{3,})\n(.*?)\n\1$", re.S | re.M)
+RESTATES_COSINE = 0.85
+
+
+def injected_passages(block: str) -> list[str]:
+    """The writer text of each memory in a rendered injection: what is inside its fence (pure)."""
+    return [m.group(2) for m in _PASSAGE.finditer(block)]
+
+
+def restated_by_meaning(
+    items: np.ndarray, passages: np.ndarray, cosine: float = RESTATES_COSINE
+) -> list[bool]:
+    """Per item vector: whether it is as close as a paraphrase to any passage vector (pure)."""
+    if not len(items) or not len(passages):
+        return [False] * len(items)
+    a = items / np.maximum(np.linalg.norm(items, axis=1, keepdims=True), 1e-12)
+    b = passages / np.maximum(np.linalg.norm(passages, axis=1, keepdims=True), 1e-12)
+    return [bool(x >= cosine) for x in (a @ b.T).max(axis=1)]
 
 
 _WORD = re.compile(r"[^\W_]+")

@@ -27,7 +27,14 @@ from brain.core.redact import SecretGate
 from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
 from brain.gateway import metrics as gm
-from brain.gateway.capture import CaptureQueue, analyse, restates
+from brain.gateway.capture import (
+    CaptureQueue,
+    Item,
+    analyse,
+    injected_passages,
+    restated_by_meaning,
+    restates,
+)
 from brain.gateway.readiness import DatabaseWatch, health
 from brain.gateway.settings import GatewaySettings
 from brain.retrieval.catalog import Catalog
@@ -288,7 +295,7 @@ class Runtime:
             trusted_hosts=self.settings.capture.trusted_hosts,
         )
         # what the request was given is not the caller's knowledge: a restatement is not learned again
-        fresh = [i for i in decision.items if not restates(i.body, ctx.injected_text)]
+        fresh = await self._new_to(decision.items, ctx.injected_text)
         if decision.items and not fresh:
             decision.filtered = "restates_injected"  # counted once below, like every refused exchange
         else:
@@ -318,6 +325,22 @@ class Runtime:
         if decision.filtered:
             gm.captures_filtered.labels(decision.filtered).inc()
         await capture_door.record(service, exchange, outcome, decision.filtered)
+
+    async def _new_to(self, items: list[Item], injected: str) -> list[Item]:
+        """The items that are not a restatement of an injected passage (verbatim or by meaning)."""
+        passages = injected_passages(injected)
+        if not items or not passages:
+            return items
+        items = [i for i in items if not any(restates(i.body, p) for p in passages)]
+        if not items or self.embedder is None:
+            return items
+        try:
+            vectors = await self.embedder.embed([i.body for i in items] + passages)
+        except Exception:  # no embedder now: the verbatim test alone decides
+            log.debug("capture: embedding for the restatement check failed", exc_info=True)
+            return items
+        same = restated_by_meaning(vectors[: len(items)], vectors[len(items) :])
+        return [i for i, s in zip(items, same, strict=True) if not s]
 
     # ------------------------------------------------------------------ health
 
