@@ -335,3 +335,14 @@ def test_wrappers_count_where_their_clients_put_them() -> None:
     # the same wrapper with the person's own words around it is their words, as written
     inline = f"compare <task>{QUESTION}</task> with the old ticket"
     assert person_text(inline) == inline
+
+
+def test_many_unclosed_tags_cost_linear_time() -> None:
+    """Each opener used to look for its closer to the end of the text: 100,000 unclosed ones in a 1.8 MB
+    prompt would have scanned it 100,000 times on the request path."""
+    import time
+
+    text = "<system-reminder>\n" * 100_000 + QUESTION
+    t0 = time.perf_counter()
+    assert person_text(text).endswith(QUESTION)
+    assert time.perf_counter() - t0 < 2.0

@@ -100,16 +100,19 @@ _AGENTS_HEADER = re.compile(r"^# AGENTS\.md instructions for [^\n]*\n?", re.M)
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
-def _last_close(text: str, name: str, start: int) -> re.Match[str] | None:
-    """The last `</name>` at or after `start`, or None."""
-    last = None
-    for m in re.finditer(rf"</{re.escape(name)}\s*>", text[start:]):
-        last = m
-    return last
+_HARNESS_CLOSE = re.compile(
+    rf"</({'|'.join(re.escape(t) for t in sorted(HARNESS_TAGS, key=len, reverse=True))})\s*>"
+)
 
 
 def cut_harness(text: str) -> str:
-    """`text` less its harness blocks, each from its opener to the last closer of its name (pure)."""
+    """`text` less its harness blocks, each from its opener to the last closer of its name (pure).
+
+    One pass for the closers, one for the openers: linear, however many unclosed tags a text holds.
+    """
+    last: dict[str, tuple[int, int]] = {}
+    for c in _HARNESS_CLOSE.finditer(text):
+        last[c.group(1)] = (c.start(), c.end())
     out: list[str] = []
     pos = 0
     while True:
@@ -117,13 +120,13 @@ def cut_harness(text: str) -> str:
         if m is None:
             out.append(text[pos:])
             return "".join(out)
-        close = _last_close(text, m.group(1), m.end())
-        if close is None:  # unclosed: the tag is text, and so is what follows it
+        close = last.get(m.group(1))
+        if close is None or close[0] < m.end():  # unclosed: the tag is text, and so is what follows
             out.append(text[pos : m.end()])
             pos = m.end()
             continue
         out.append(text[pos : m.start()])
-        pos = m.end() + close.end()
+        pos = close[1]
 
 
 def unwrap_question(text: str) -> str:
