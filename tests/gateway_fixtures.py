@@ -44,6 +44,7 @@ MASTER = "sk-test-master-" + uuid.uuid4().hex
 ANTHROPIC_MODEL = "claude-echo"
 MODELS = ["echo", "pro", "kimi", "tier-simple", "tier-medium", "tier-complex", "tier-reasoning"]
 HEARTBEAT_S = 0.4
+TRUSTED_HOSTS = ("pypi.org", "pythonhosted.org")  # spec.gateway.capture.trustedHosts of the test Brain
 TIMEOUT_MS = 3000
 
 
@@ -223,7 +224,11 @@ def brain_spec(fake_url: str) -> BrainSpec:
                     "skillSlots": 2,
                     "persona": True,
                 },
-                "capture": {"enabled": True, "filters": {"venting": True, "noise": True, "minCodeLines": 10}},
+                "capture": {
+                    "enabled": True,
+                    "filters": {"venting": True, "noise": True, "minCodeLines": 10},
+                    "trustedHosts": list(TRUSTED_HOSTS),
+                },
             },
             "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384},
         }

@@ -303,6 +303,18 @@ class Capture(_Model):
 
     enabled: bool = Field(default=True, description="Capture valuable responses as episodic memories.")
     filters: CaptureFilters = Field(default_factory=CaptureFilters, description=CaptureFilters.__doc__)
+    trusted_hosts: list[
+        Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)]
+    ] = Field(
+        default_factory=list,
+        max_length=100,
+        description=(
+            "Hosts (and their subdomains) that captured code may download from and run: a code block "
+            "that fetches from any other host and executes something (curl | sh, a Dockerfile with "
+            "another package index, a Makefile target, a Python or terminal block) goes to the review "
+            "queue as a proposal instead of into memory. Empty: every such block waits for an owner."
+        ),
+    )
 
 
 class Gateway(_Model):

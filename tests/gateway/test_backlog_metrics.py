@@ -107,3 +107,22 @@ def test_the_refresh_interval_is_checked(monkeypatch: pytest.MonkeyPatch) -> Non
         refresh_interval()
     monkeypatch.delenv("BRAIN_BACKLOG_REFRESH_S")
     assert refresh_interval() == 30.0
+
+
+async def test_each_namespace_reads_its_own_digest_over_rest(
+    gw: Gateway, ns: str, embedder: LocalEmbedder
+) -> None:
+    """One digest per namespace: `GET /digest/latest?namespace=` (owner) is that namespace's report."""
+    other = ns + "-other"
+    for where, question in ((ns, "where is the billing cron job\n# Heading"), (other, "who owns the ledger")):
+        await gw.store.record_event(
+            "query_no_hit", key_name="reader", namespace=where, payload={"query": question, "api": "openai"}
+        )
+    await run_digest(gw.store, embedder, now=datetime.now(UTC) + timedelta(seconds=1))
+    r = await gw.rest("GET", "/digest/latest", key="owner", params={"namespace": ns})
+    assert r.status_code == 200, r.text
+    md = r.json()["markdown"]
+    assert "`where is the billing cron job # heading`" in md and "ledger" not in md
+    assert "\n# Heading" not in md
+    r = await gw.rest("GET", "/digest/latest", key="agent", params={"namespace": ns})
+    assert r.status_code == 403

@@ -27,6 +27,12 @@ FIX_ANSWER = (
     "returned, and to set a statement timeout. This should fix the issue; restart the workers after deploying."
 )
 
+FOLLOW_UP_ANSWER = (
+    "The problem was a second leak: the health check opened its own connection on every probe and "
+    "never closed it. The fix is to reuse the pool in the probe and cap the pool per worker; this should "
+    "fix the issue for good, and the deploy no longer brings the error back."
+)
+
 
 async def _captured(gw: Gateway, ns: str) -> list[dict[str, object]]:
     rows = await gw.store.pool.fetch(
@@ -64,8 +70,11 @@ async def test_captures_are_recorded_in_their_conversation_episode(gw: Gateway, 
         "how do I fix this error: too many connections in the worker?",
         "the error came back after the deploy, how do I fix it for good?",
     ]
-    for n, question in enumerate(questions, start=2):
-        gw.script({"content": FIX_ANSWER})
+    # two different answers: the second request is given the first experience, and an answer that only
+    # restated it would not be learned again (tests/gateway/test_capture_new.py)
+    answers = [FIX_ANSWER, FOLLOW_UP_ANSWER]
+    for n, (question, answer) in enumerate(zip(questions, answers, strict=True), start=2):
+        gw.script({"content": answer})
         await gw.chat(question, headers={"x-brain-namespaces": ns, "x-brain-episode": "incident-12"})
         await gw.settle(ns, events=n)
     rows = await gw.store.pool.fetch(

@@ -33,13 +33,13 @@ async def cmd_digest(args: argparse.Namespace) -> int:
 
     async with open_service(args) as svc:
         if args.show:
-            latest = await latest_digest(svc.store)
+            latest = await latest_digest(svc.store, args.namespace)
             print(latest["markdown"] if latest else "no digest yet")
             return 0 if latest else 1
         run_id = await start_run(svc.store, "digest")
         summary = await run_digest(svc.store, svc.embedder, days=args.days)
         await finish_run(svc.store, run_id, "ok", summary)
-        print((await latest_digest(svc.store) or {}).get("markdown", ""))
+        print((await latest_digest(svc.store, args.namespace) or {}).get("markdown", ""))
     return 0
 
 
@@ -50,3 +50,6 @@ def add_parsers(sub: Any) -> None:
     dg = sub.add_parser("digest", help="build this week's digest (or --show the latest)")
     dg.add_argument("--days", type=int, default=7)
     dg.add_argument("--show", action="store_true", help="print the latest digest instead of building one")
+    dg.add_argument(
+        "--namespace", default=None, help="whose digest to print (one per namespace; default: the newest)"
+    )

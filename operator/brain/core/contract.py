@@ -60,6 +60,8 @@ class CaptureFilters(_Section):
 class CaptureSection(_Section):
     enabled: bool = True
     filters: CaptureFilters = Field(default_factory=CaptureFilters)
+    # code that downloads from another host and runs it is proposed for review, not captured
+    trusted_hosts: list[str] = Field(default_factory=list, max_length=100)
 
 
 class EmbeddingSection(_Section):

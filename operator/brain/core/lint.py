@@ -526,8 +526,10 @@ def findings(text: str, *, kind: str = "note", origin: str = "agent") -> list[st
             found.add(name)
     strict = origin in MODEL_ORIGINS
     import_code = origin == "import" and kind == "code"
-    folded = fold(text).lower()
-    prose = fold(without_fences(text)).lower() if kind in RUNBOOK_KINDS and not strict else folded
+    folded = vs[0]  # views() starts with fold(text).lower()
+    # fences are found on the folded text, the one a reader sees once NFC/NFKC made U+1FEF or U+FF40
+    # backticks: a fence that only exists before normalisation exempts nothing
+    prose = without_fences(folded) if kind in RUNBOOK_KINDS and not strict else folded
     for name, patterns in _COMMANDS.items():
         where = prose if name in _FENCE_OK else folded
         if any(p.search(where) for p in patterns):

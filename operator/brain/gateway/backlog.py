@@ -87,7 +87,7 @@ class BacklogWatch:
         self.latest = await read_backlog(store)
         latest = await digest.latest_digest(store)
         if latest is not None:
-            digest.set_metrics(latest["stats"])
+            digest.set_metrics(latest["gauges"])
 
     async def run(self) -> None:
         while True:

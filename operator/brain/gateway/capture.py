@@ -10,6 +10,20 @@ Model output is never turned into executable instructions for other agents: shel
 not captured at all, and every entry passes the service's door with the strict lint policy (origin
 `gateway`: no runbook exemption), so a `curl … | bash` in an answer is dropped and counted.
 
+Capture keeps only what is new (#32):
+
+- *Laundering*: a note an attacker planted is injected into a victim's request, the model restates it,
+  and the answer would be captured again under the victim's key. The hooks know what was injected, so
+  an item whose text is mostly the injected text is dropped (`restates_injected`): it is not the
+  caller's knowledge. Two tests, each against every injected passage (`injected_passages`): the share
+  of the item's word 3-grams found in it (`restates`, a near-verbatim copy), and, for a paraphrase,
+  the cosine of their embeddings by the gateway's own model (`restated_by_meaning`, ≥ 0.85; a new
+  answer on the same topic scores ~0.65 with all-MiniLM-L6-v2, a paraphrase of the note ~0.9).
+- *Download-then-run*: a code block that fetches from a host outside `capture.trustedHosts` and runs
+  something (`untrusted_fetch`: curl | sh, `RUN pip install --index-url …`, a Makefile target, a
+  Python `urlopen` + `exec`, a `terminal` transcript) is marked for review; the write path queues it
+  as a proposal for an owner instead of storing it (`brain.services.capture.propose`).
+
 `CaptureQueue` is a bounded queue drained by a few workers: `submit` never waits; a full queue
 drops the job and counts it.
 """
@@ -19,11 +33,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from brain.core.sanitize import longest_backtick_run
 from brain.gateway import metrics as gm
+from brain.gateway.harness import own_words
 
 log = logging.getLogger("brain.gateway.capture")
 
@@ -79,6 +97,77 @@ SHELL_LANGS = frozenset(
         "batch",
     }
 )
+# Downloads: a URL (or git/pip/npm source) in a code block, and its host.
+_URL_HOST = re.compile(r"(?i)\b(?:https?|ftp|git\+https?|s3)://(?:[^@/\s'\"`]+@)?([a-z0-9.-]+)")
+# Running something: a pipe into an interpreter, an installer (install scripts run code), an exec of
+# fetched bytes, a Dockerfile RUN, a make recipe, chmod +x then the file.
+_RUNS = re.compile(
+    r"(?im)(?:\|\s*(?:sudo\s+)?(?:ba|z|k|da|fi)?sh\b|\|\s*(?:sudo\s+)?(?:python\d?|node|perl|ruby|php|iex)\b|"
+    r"^\s*(?:\$\s*)?(?:sudo\s+)?(?:ba|z)?sh\s+\S|\bsource\s+|\.\s+<\(|<\(\s*(?:curl|wget)|"
+    r"\b(?:pip3?|uv pip|pipx|npm|pnpm|yarn|gem|cargo|go)\s+(?:install|add|get)\b|"
+    r"\b(?:exec|eval|compile)\s*\(|\bsubprocess\.|\bos\.(?:system|popen|exec\w*)\s*\(|"
+    r"\b(?:Invoke-Expression|IEX)\b|^\s*RUN\s|^\t\S|\bchmod\s+\+?[0-7]*x|\bbash\s+-c\b)"
+)
+
+
+def fetched_hosts(code: str) -> list[str]:
+    """The hosts a code block downloads from (lower case, in order, once each)."""
+    return list(dict.fromkeys(h.lower().rstrip(".") for h in _URL_HOST.findall(code)))
+
+
+def trusted(host: str, hosts: Sequence[str]) -> bool:
+    """`host` is one of `hosts` or a subdomain of one (pkg.example.com under example.com)."""
+    host = host.lower().rstrip(".")
+    return any(host == t or host.endswith("." + t) for t in (h.lower().rstrip(".") for h in hosts))
+
+
+def untrusted_fetch(code: str, trusted_hosts: Sequence[str]) -> list[str]:
+    """The untrusted hosts a block downloads from, when it also runs something; [] when it is data."""
+    hosts = [h for h in fetched_hosts(code) if not trusted(h, trusted_hosts)]
+    return hosts if hosts and _RUNS.search(code) else []
+
+
+_PASSAGE = re.compile(r"^(`{3,})\n(.*?)\n\1$", re.S | re.M)
+RESTATES_COSINE = 0.85
+
+
+def injected_passages(block: str) -> list[str]:
+    """The writer text of each memory in a rendered injection: what is inside its fence (pure)."""
+    return [m.group(2) for m in _PASSAGE.finditer(block)]
+
+
+def restated_by_meaning(
+    items: np.ndarray, passages: np.ndarray, cosine: float = RESTATES_COSINE
+) -> list[bool]:
+    """Per item vector: whether it is as close as a paraphrase to any passage vector (pure)."""
+    if not len(items) or not len(passages):
+        return [False] * len(items)
+    a = items / np.maximum(np.linalg.norm(items, axis=1, keepdims=True), 1e-12)
+    b = passages / np.maximum(np.linalg.norm(passages, axis=1, keepdims=True), 1e-12)
+    return [bool(x >= cosine) for x in (a @ b.T).max(axis=1)]
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _shingles(text: str, n: int = 3) -> set[tuple[str, ...]]:
+    words = _WORD.findall(text.lower())
+    return {tuple(words[i : i + n]) for i in range(max(0, len(words) - n + 1))}
+
+
+RESTATES_SHARE = 0.5
+
+
+def restates(text: str, injected: str, share: float = RESTATES_SHARE) -> bool:
+    """Whether most of `text` (its word 3-grams) is already in `injected`: a restatement, not news."""
+    if not injected or not text:
+        return False
+    own = _shingles(text)
+    if not own:
+        return False
+    return len(own & _shingles(injected)) / len(own) >= share
+
+
 MIN_RESPONSE_CHARS = 80
 MAX_BODY = 6000
 MAX_CODE_BLOCKS = 3
@@ -94,6 +183,7 @@ class Item:
     tags: list[str]
     attrs: dict[str, Any] = field(default_factory=dict)
     importance: float = 0.3
+    review: list[str] = field(default_factory=list)  # untrusted hosts it downloads from: an owner decides
 
 
 @dataclass
@@ -116,8 +206,8 @@ def infer_outcome(answer: str) -> str:
 
 
 def _title(query: str, prefix: str = "") -> str:
-    first = " ".join(query.strip().split())
-    first = re.sub(r"```.*", "", first).strip() or "captured exchange"
+    """A capture's title: the person's own words (never pasted markup, code or quotes: `own_words`)."""
+    first = " ".join(own_words(query).split()) or "captured exchange"
     return (prefix + first)[:120]
 
 
@@ -139,8 +229,9 @@ def analyse(
     min_code_lines: int = 10,
     venting: bool = True,
     noise: bool = True,
+    trusted_hosts: Sequence[str] = (),
 ) -> Decision:
-    """Pure: what this exchange would store, or why nothing."""
+    """Pure: what this exchange would store (or send to review), or why nothing."""
     text = answer or ""
     if not (text.strip() or reasoning.strip()):
         return Decision([], "empty")
@@ -161,7 +252,7 @@ def analyse(
         if lang.lower() in SHELL_LANGS:
             continue
         if len(lines) >= min_code_lines and len(items) < MAX_CODE_BLOCKS:
-            fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", code)), default=0) + 1)
+            fence = "`" * max(3, longest_backtick_run(code) + 1)
             body = f"From an answer to: {_title(query)}\n\n{fence}{lang}\n{code}\n{fence}"
             items.append(
                 Item(
@@ -170,6 +261,7 @@ def analyse(
                     body[:MAX_BODY],
                     ["captured", "code", *([lang] if lang else [])],
                     {"language": lang, "lines": len(lines)},
+                    review=untrusted_fetch(code, trusted_hosts),
                 )
             )
 

@@ -138,7 +138,10 @@ class BrainHooks(CustomLogger):
         blocks = {i: p.block for i, p in earlier.items() if p.block}
         gm.blocks_put_back.inc(len(blocks))
         ids = [m for p in earlier.values() for m in p.ids]
-        memory = "none" if target is not None and target in earlier else "skipped"
+        # the outcome for this turn's question: a resend's is what its question was given then
+        memory = "skipped"
+        if target is not None and target in earlier:
+            memory = "injected" if earlier[target].block else "none"
         if target is not None and target not in earlier and ctx.query:
             memory, injection = await self._retrieve(rt, ctx, scope)
             if injection is not None:
@@ -152,7 +155,8 @@ class BrainHooks(CustomLogger):
                     ids = [*injection.ids, *ids]
         put_back(data, ctx.api, blocks)
         ctx.injected = list(dict.fromkeys(ids))
-        return "injected" if ctx.injected and memory != "degraded" else memory
+        ctx.injected_text = "\n\n".join(blocks.values())  # all this request holds: capture never re-learns it
+        return memory
 
     async def _retrieve(self, rt: Runtime, ctx: CallContext, scope: Any) -> tuple[str, Injection | None]:
         timeout = rt.settings.retrieval.timeout_ms / 1000

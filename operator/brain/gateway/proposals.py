@@ -67,14 +67,16 @@ async def reject_proposal(proposal_id: str, actor: OwnerDep, body: Decision) -> 
 digest_router = APIRouter(prefix=PREFIX + "/digest", tags=["digest"])
 
 
-@digest_router.get("/latest", summary="the newest team digest: Markdown and its aggregate numbers")
-async def latest_digest(actor: OwnerDep) -> dict[str, Any]:
+@digest_router.get("/latest", summary="the newest digest (of one namespace): Markdown and its numbers")
+async def latest_digest(actor: OwnerDep, namespace: str | None = None) -> dict[str, Any]:
+    """Each namespace has a digest of its own (brain/jobs/digest.py); without `namespace`, the newest."""
     from brain.core.errors import NotFound
     from brain.services.digests import latest_digest as load
     from brain.services.digests import set_metrics
 
-    latest = await load(_service().store)
+    check_inputs(namespace=namespace)
+    latest = await load(_service().store, namespace)
     if latest is None:
         raise NotFound("no digest yet: the digest job has not run")
-    set_metrics(latest["stats"])
+    set_metrics(latest["gauges"])
     return latest

@@ -27,7 +27,14 @@ from brain.core.redact import SecretGate
 from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
 from brain.gateway import metrics as gm
-from brain.gateway.capture import CaptureQueue, analyse
+from brain.gateway.capture import (
+    CaptureQueue,
+    Item,
+    analyse,
+    injected_passages,
+    restated_by_meaning,
+    restates,
+)
 from brain.gateway.placement import Ledger
 from brain.gateway.readiness import DatabaseWatch, health
 from brain.gateway.settings import GatewaySettings
@@ -66,6 +73,7 @@ class CallContext:
     write_namespace: str
     capture: bool
     injected: list[str] = field(default_factory=list)
+    injected_text: str = ""  # the memory block put into the request: capture never re-learns it
     memory: str = "skipped"
     route: dict[str, str] = field(default_factory=dict)
     episode: str | None = None  # what this exchange's captures are recorded under, with its siblings
@@ -280,8 +288,23 @@ class Runtime:
     async def _capture(self, ctx: CallContext, answer: str, reasoning: str, model: str | None) -> None:
         f = self.settings.capture.filters
         decision = analyse(
-            ctx.query, answer, reasoning, min_code_lines=f.min_code_lines, venting=f.venting, noise=f.noise
+            ctx.query,
+            answer,
+            reasoning,
+            min_code_lines=f.min_code_lines,
+            venting=f.venting,
+            noise=f.noise,
+            trusted_hosts=self.settings.capture.trusted_hosts,
         )
+        # what the request was given is not the caller's knowledge: a restatement is not learned again
+        fresh = await self._new_to(decision.items, ctx.injected_text)
+        if decision.items and not fresh:
+            decision.filtered = "restates_injected"  # counted once below, like every refused exchange
+        else:
+            for _ in range(len(decision.items) - len(fresh)):
+                gm.captures_filtered.labels("restates_injected").inc()
+        to_review = [i for i in fresh if i.review]
+        to_keep = [i for i in fresh if not i.review]
         service = self.service
         if service is None:
             gm.captures_filtered.labels("db_down").inc()
@@ -296,7 +319,8 @@ class Runtime:
             injected=tuple(ctx.injected),
             role=ctx.actor.role,
         )
-        outcome = await capture_door.keep(service, decision.items, exchange)
+        outcome = await capture_door.keep(service, to_keep, exchange)
+        await capture_door.propose(service, to_review, exchange, outcome)
         for reason in outcome.filtered:
             gm.captures_filtered.labels(reason).inc()
         for row in outcome.stored:
@@ -304,6 +328,22 @@ class Runtime:
         if decision.filtered:
             gm.captures_filtered.labels(decision.filtered).inc()
         await capture_door.record(service, exchange, outcome, decision.filtered)
+
+    async def _new_to(self, items: list[Item], injected: str) -> list[Item]:
+        """The items that are not a restatement of an injected passage (verbatim or by meaning)."""
+        passages = injected_passages(injected)
+        if not items or not passages:
+            return items
+        items = [i for i in items if not any(restates(i.body, p) for p in passages)]
+        if not items or self.embedder is None:
+            return items
+        try:
+            vectors = await self.embedder.embed([i.body for i in items] + passages)
+        except Exception:  # no embedder now: the verbatim test alone decides
+            log.debug("capture: embedding for the restatement check failed", exc_info=True)
+            return items
+        same = restated_by_meaning(vectors[: len(items)], vectors[len(items) :])
+        return [i for i, s in zip(items, same, strict=True) if not s]
 
     # ------------------------------------------------------------------ health
 

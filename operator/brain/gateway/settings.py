@@ -33,6 +33,7 @@ class RetrievalSettings(BaseModel):
 class CaptureSettings(BaseModel):
     enabled: bool = True
     filters: CaptureFilters = Field(default_factory=CaptureFilters)
+    trusted_hosts: list[str] = Field(default_factory=list)  # spec.gateway.capture.trustedHosts
     queue_size: int = Field(default=1000, ge=1)
     workers: int = Field(default=2, ge=1, le=32)
 

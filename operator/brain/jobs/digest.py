@@ -9,14 +9,29 @@ in redact mode before they become signals.
 Signals: outcome mix of captured experiences, retrieval hit rate (captures that had memory
 injected vs. no-hit queries), top no-hit queries, proposal acceptance rate and time to decision,
 proposals still waiting for an owner (the oldest first, by title and age: nothing waits unseen),
-stale memories (never retrieved in N days), growth by kind. The report is stored as a `digest`
-entry (one lineage per ISO week: a rerun supersedes) and its numbers set the digest gauges.
+stale memories (never retrieved in N days), growth by kind.
+
+One digest per namespace, stored in that namespace (one lineage per namespace and ISO week: a rerun
+supersedes), from that namespace's rows only: a question any key left unanswered reaches the digest of
+the namespace its event was recorded in (the key's own), never a digest other teams' agents retrieve.
+The figures over all namespaces set the digest gauges and are the job's summary; that summary names no
+namespace.
+
+Written text in a digest is quoted, not rendered: each question and proposal title is one line (its
+whitespace, newlines included, folded to spaces) inside a Markdown code span, so a question cannot add
+a heading, a bullet or a link to the report. An instruction-shaped one is withheld (`_listable`).
+
+A digest is written by `DIGEST_ACTOR` (origin `import`, the identity only this job has, so "the
+latest digest" is its own) and stored in the *episodic* tier, never curated: the door decides that
+by kind (`services.memory.tier_for`), since a digest quotes text that any key can leave, and curated
+entries are the standing facts every session starts with.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
 import sys
 from collections import Counter
@@ -34,6 +49,8 @@ from brain.store import digests as digest_rows
 from brain.store.store import Store, content_hash
 
 SignalType = Literal["outcome", "retrieval", "no_hit", "proposal", "pending", "stale", "created"]
+# origin `import`: the identity only the digest job has (services.memory.may_write_kind); the door
+# stores kind digest in the episodic tier whoever writes it (services.memory.tier_for)
 DIGEST_ACTOR = Actor(name="digest", role="agent", origin="import")
 IDENTITY_FIELDS = frozenset({"key", "key_name", "author", "namespace", "model", "actor", "session", "repo"})
 
@@ -161,7 +178,7 @@ def render(st: DigestStats, stale_days: int) -> str:
     ]
     lines += [f"- {k}: {v}" for k, v in st.outcomes.items()] or ["- none captured"]
     lines += ["", "## Top questions the brain could not answer"]
-    lines += [f"- {n}× {q}" for q, n in st.top_no_hit] or ["- none"]
+    lines += [f"- {n}× {quote_line(q)}" for q, n in st.top_no_hit] or ["- none"]
     lines += [
         "",
         "## Proposals",
@@ -176,7 +193,7 @@ def render(st: DigestStats, stale_days: int) -> str:
         shown = f", the {len(st.waiting)} oldest:" if st.pending > len(st.waiting) else ":"
         waits = "1 proposal waits" if st.pending == 1 else f"{st.pending} proposals wait"
         lines.append(f"- {waits} for a decision{shown}")
-        lines += [f"  - {title} ({days:g} days)" for title, days in st.waiting]
+        lines += [f"  - {quote_line(title)} ({days:g} days)" for title, days in st.waiting]
         lines.append("- Decide them on the gateway's review page (`/review`, owner key).")
     else:
         lines.append("- none: every proposal has been decided")
@@ -194,20 +211,44 @@ def render(st: DigestStats, stale_days: int) -> str:
 
 
 WITHHELD = "«withheld: the question reads like instructions to an agent»"
+MAX_QUOTED = 120
+
+
+def one_line(text: str, limit: int = MAX_QUOTED) -> str:
+    """`text` on one line: every whitespace run (newlines too) one space, cut to `limit` (pure)."""
+    return " ".join(text.split())[:limit]
+
+
+def quote_line(text: str) -> str:
+    """Written text as a Markdown code span: shown as typed, never read as markup (pure).
+
+    The span's backtick fence is longer than any run inside, and padded when the text starts or ends
+    with a backtick (CommonMark strips one space on each side).
+    """
+    text = one_line(text)
+    if text == WITHHELD:
+        return text
+    longest = max((len(r) for r in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _listable(query: str) -> str:
-    """A no-hit question as the digest may list it. Any agent key can leave one, and the digest is a
-    memory every agent reads, so an instruction-shaped one is counted but not quoted (quoting it
-    would also make the write door refuse the whole week's digest)."""
+    """A no-hit question as the digest may list it, on one line. Any key can leave one, and the digest
+    is a memory agents of its namespace read, so an instruction-shaped one is counted but not quoted
+    (quoting it would also make the write door refuse the whole week's digest)."""
+    query = one_line(query)
     return WITHHELD if lint.findings(query) else query
 
 
-async def project_signals(store: Store, start: datetime, end: datetime, stale_days: int) -> list[Signal]:
-    """Rows → anonymous signals. Identity columns are never selected."""
+async def project_signals(
+    store: Store, start: datetime, end: datetime, stale_days: int, namespace: str | None = None
+) -> list[Signal]:
+    """Rows (of one namespace) → anonymous signals. Identity columns are never selected."""
     gate = SecretGate("redact")
     out: list[Signal] = []
-    for r in await digest_rows.events(store, start, end):
+    for r in await digest_rows.events(store, start, end, namespace):
         p = r["payload"]
         if r["type"] == "query_no_hit":
             out.append(
@@ -215,18 +256,18 @@ async def project_signals(store: Store, start: datetime, end: datetime, stale_da
             )
         elif p.get("injected"):
             out.append(Signal("retrieval", r["created_at"], value=1.0))
-    for r in await digest_rows.created(store, start, end):
+    for r in await digest_rows.created(store, start, end, namespace):
         out.append(Signal("created", r["created_at"], r["kind"]))
         if r["kind"] == "experience" and r["outcome"]:
             out.append(Signal("outcome", r["created_at"], r["outcome"]))
-    for r in await digest_rows.decided(store, start, end):
+    for r in await digest_rows.decided(store, start, end, namespace):
         hrs = (r["decided_at"] - r["created_at"]).total_seconds() / 3600
         out.append(Signal("proposal", r["decided_at"], r["status"], round(hrs, 2)))
-    for r in await digest_rows.pending(store, end):
+    for r in await digest_rows.pending(store, end, namespace):
         hrs = (end - r["created_at"]).total_seconds() / 3600
-        title = _listable(gate.check("title", str(r["title"] or "untitled"))[:120])
+        title = _listable(gate.check("title", str(r["title"] or "untitled")))
         out.append(Signal("pending", r["created_at"], title, round(hrs, 2)))
-    for r in await digest_rows.stale(store, stale_days):
+    for r in await digest_rows.stale(store, stale_days, namespace):
         out.append(Signal("stale", end, r["kind"]))
     return out
 
@@ -235,17 +276,25 @@ def signal_fields() -> set[str]:
     return {f.name for f in fields(Signal)}
 
 
-async def store_digest(store: Store, embedder: Any, stats: DigestStats, markdown: str) -> str:
-    """One entry per ISO week; rerunning the same week supersedes it (history kept)."""
+async def store_digest(
+    store: Store,
+    embedder: Any,
+    stats: DigestStats,
+    markdown: str,
+    namespace: str,
+    overall: dict[str, Any] | None = None,
+) -> str:
+    """One entry per namespace and ISO week, in that namespace; a rerun supersedes it (history kept)."""
     from brain.services.memory import MemoryService
 
     svc = MemoryService(store, embedder)
-    key = f"digest:{stats.week}"
+    key = f"digest:{namespace}:{stats.week}"
     item = MemoryIn(
         kind="digest",
+        namespace=namespace,
         title=f"Team brain digest {stats.week}",
         body=markdown,
-        attrs={"stats": stats.as_dict()},
+        attrs={"stats": stats.as_dict(), **({"overall": overall} if overall is not None else {})},
         source_key=key,
         importance=0.3,
     )
@@ -260,14 +309,20 @@ async def store_digest(store: Store, embedder: Any, stats: DigestStats, markdown
 async def run_digest(
     store: Store, embedder: Any, *, now: datetime | None = None, days: int = 7, stale_days: int = 30
 ) -> dict[str, Any]:
+    """Each namespace's digest, stored in it; the summary (and the gauges) are the figures over all."""
     end = now or datetime.now(UTC)
     start = end - timedelta(days=days)
-    signals = await project_signals(store, start, end, stale_days)
-    stats = aggregate(signals, start, end)
-    markdown = render(stats, stale_days)
-    memory_id = await store_digest(store, embedder, stats, markdown)
-    set_metrics(stats.as_dict())
-    return {"memory_id": memory_id, **stats.as_dict()}
+    overall = aggregate(await project_signals(store, start, end, stale_days), start, end)
+    # counts only: the written text (questions, titles) stays in its own namespace's digest
+    counts = {**overall.as_dict(), "topNoHitQueries": [], "waitingProposals": []}
+    ids: list[str] = []
+    for namespace in await digest_rows.namespaces(store, start, end):
+        signals = await project_signals(store, start, end, stale_days, namespace)
+        stats = aggregate(signals, start, end)
+        md = render(stats, stale_days)
+        ids.append(await store_digest(store, embedder, stats, md, namespace, counts))
+    set_metrics(counts)
+    return {"digests": ids, **counts}
 
 
 async def main_async(args: argparse.Namespace) -> int:

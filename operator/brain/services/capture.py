@@ -7,6 +7,11 @@ the key, never from the model's text), secrets are masked rather than refused (a
 worth keeping without its token; the masked «REDACTED:…» placeholder is never a secret again, so
 the door's refusing gate then finds nothing), and `MemoryService.note` applies the strict lint.
 It returns what happened instead of counting it, so the surface owns its metrics.
+
+Code the heuristics marked for review (it downloads from a host outside `capture.trustedHosts` and
+runs something) is never written as a memory: `propose` queues it through the proposals door, where
+an owner sees the hosts and decides; the door screens it like any draft (a plain `curl | sh` is
+refused there too, and counted).
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ class CapturedItem(Protocol):
     tags: list[str]
     attrs: dict[str, Any]
     importance: float
+    review: list[str]
 
 
 @dataclass
 class CaptureOutcome:
     stored: list[dict[str, str]] = field(default_factory=list)  # id, kind, created (true: a new row)
+    proposed: list[str] = field(default_factory=list)  # proposal ids: code waiting for an owner
     # Why items were masked or dropped, one reason per event: secret_redacted (masked and kept),
     # instruction_like, invalid, or the door's error code.
     filtered: list[str] = field(default_factory=list)
@@ -88,6 +95,45 @@ async def keep(service: MemoryService, items: Sequence[CapturedItem], exchange: 
     return out
 
 
+async def propose(
+    service: MemoryService, items: Sequence[CapturedItem], exchange: Exchange, out: CaptureOutcome
+) -> None:
+    """Queue each item for an owner instead of storing it (masked first, like `keep`)."""
+    from brain.services import proposals
+
+    for item in items:
+        try:
+            masked = gate_fields(
+                MemoryIn(
+                    kind=item.kind, namespace=exchange.write_namespace, title=item.title, body=item.body
+                ),
+                _MASK,
+            )
+            pid = await proposals.create(
+                service.store,
+                kind=item.kind,
+                namespace=exchange.write_namespace,
+                title=masked.title,
+                body=masked.body,
+                evidence=[
+                    {
+                        "capture": exchange.api,
+                        "model": exchange.model or "",
+                        "downloads_from": list(item.review),
+                    }
+                ],
+                authors=[exchange.key_name],
+                score=0.0,
+            )
+        except BrainError as e:
+            out.filtered.append("instruction_like" if e.code == "instruction_rejected" else e.code)
+            continue
+        except ValueError:
+            out.filtered.append("invalid")
+            continue
+        out.proposed.append(pid)
+
+
 async def record(
     service: MemoryService, exchange: Exchange, outcome: CaptureOutcome, filtered: str | None
 ) -> None:
@@ -98,6 +144,7 @@ async def record(
         namespace=exchange.write_namespace,
         payload={
             "stored": outcome.stored,
+            "proposed": outcome.proposed,
             "filtered": filtered,
             "model": exchange.model,
             "api": exchange.api,

@@ -34,10 +34,12 @@ def set_metrics(stats: dict[str, Any]) -> None:
     no_hit_gauge.set(stats.get("noHits") or 0)
 
 
-async def latest_digest(store: Store) -> dict[str, Any] | None:
-    """For the REST endpoint and `brainctl digest --show`: the newest digest's Markdown and numbers."""
-    r = await digest_rows.latest(store)
+async def latest_digest(store: Store, namespace: str | None = None) -> dict[str, Any] | None:
+    """For `brainctl digest --show`: the newest digest's Markdown and numbers (of one namespace)."""
+    r = await digest_rows.latest(store, namespace)
     if r is None:
         return None
-    return {"id": r["id"], "title": r["title"], "markdown": r["body"], "stats": r["attrs"].get("stats", {}),
-            "created_at": r["created_at"]}  # fmt: skip
+    stats = r["attrs"].get("stats", {})
+    # `gauges`: the figures over every namespace (counts only), which each namespace's digest carries
+    return {"id": r["id"], "title": r["title"], "markdown": r["body"], "stats": stats,
+            "gauges": r["attrs"].get("overall") or stats, "created_at": r["created_at"]}  # fmt: skip

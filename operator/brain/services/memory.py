@@ -123,8 +123,11 @@ def may_write_kind(actor: Actor, kind: str) -> bool:
     return actor.role == "owner" or actor.origin in ("import", "untrusted")
 
 
-def tier_for(actor: Actor) -> str:
-    """Owners and the owner's own imports write the curated tier; everything else is episodic."""
+def tier_for(actor: Actor, kind: str | None = None) -> str:
+    """Owners and the owner's own imports write the curated tier; everything else is episodic. A
+    digest is episodic whoever writes it: it quotes questions any key can leave (jobs.digest)."""
+    if kind == "digest":
+        return "episodic"
     return "curated" if actor.origin in ("owner", "import") else "episodic"
 
 
@@ -230,7 +233,7 @@ class MemoryService:
         return await self.store.note(
             item,
             actor=actor,
-            tier=tier_for(actor),
+            tier=tier_for(actor, item.kind),
             embedding=await self._embed(embed_text(item.title, item.body)),
             standing=standing,
             required=required,
@@ -253,7 +256,9 @@ class MemoryService:
             item,
             expected_hash=expected_hash,
             actor=actor,
-            tier=tier_for(actor) if current.tier != "curated" else "curated",
+            tier="curated"
+            if current.tier == "curated" and item.kind != "digest"
+            else tier_for(actor, item.kind),
             embedding=await self._embed(embed_text(item.title, item.body)),
         )
 

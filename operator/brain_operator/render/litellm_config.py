@@ -161,6 +161,7 @@ def render_litellm_config(
                 filters=CaptureFilters(
                     venting=c.filters.venting, noise=c.filters.noise, min_code_lines=c.filters.min_code_lines
                 ),
+                trusted_hosts=list(c.trusted_hosts),
             ).model_dump(),
             "embedding": EmbeddingSection(model=spec.embedding.model, dim=spec.embedding.dim).model_dump(),
             "routing": {"overrides": overrides},

@@ -352,7 +352,9 @@ async function loadDigest() {
   clear(doc);
   $("digest-empty").hidden = true;
   try {
-    const d = await api("GET", "/digest/latest");
+    // one digest per namespace: the one chosen in the memory browser, else the newest
+    const ns = $("m-namespace").value;
+    const d = await api("GET", "/digest/latest" + (ns ? `?namespace=${encodeURIComponent(ns)}` : ""));
     renderMarkdown(d.markdown, doc);
     const s = d.stats || {};
     const pct = (x) => (x === null || x === undefined ? "n/a" : `${Math.round(x * 100)}%`);
