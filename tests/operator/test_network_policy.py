@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .helpers import brain, by_key, deep_set, render, sample
+from .helpers import brain, by_key, deep_set, everything_on, render, sample
 
 MON_NS = {"kubernetes.io/metadata.name": "monitoring"}
 TEAM_NS = {"kubernetes.io/metadata.name": "team-ns"}
@@ -122,8 +122,16 @@ def test_prometheus_reaches_the_gateway_too() -> None:
 
 
 def test_the_gateway_pod_is_open_only_on_its_api_port() -> None:
-    # The cloudflared sidecar's metrics port also serves its /debug/pprof: no one from outside.
     gw = by_key(render())[("NetworkPolicy", "team-gateway")]
     assert admits(gw, ns=OTHER_NS, pod={"app": "x"}, port=4000)
     assert not admits(gw, ns=OTHER_NS, pod={"app": "x"}, port=2000)
-    assert not admits(gw, ns=MON_NS, pod=PROMETHEUS, port=2000)
+    assert not admits(gw, ns=MON_NS, pod=PROMETHEUS, port=2000)  # no tunnel, no sidecar port
+
+
+def test_the_tunnel_metrics_port_admits_only_the_scrapers() -> None:
+    # cloudflared's port serves its metrics (scraped with a PodMonitor) and its /debug/pprof.
+    gw = by_key(render(everything_on()))[("NetworkPolicy", "team-gateway")]
+    assert admits(gw, ns=MON_NS, pod=PROMETHEUS, port=2000)
+    assert not admits(gw, ns=OTHER_NS, pod=PROMETHEUS, port=2000)
+    assert not admits(gw, ns=TEAM_NS, pod={**BRAIN, "app.kubernetes.io/component": "ingest"}, port=2000)
+    assert admits(gw, ns=OTHER_NS, pod={"app": "x"}, port=4000)

@@ -1,7 +1,8 @@
 """PodDisruptionBudgets and NetworkPolicies.
 
 Network model: only the gateway accepts traffic from outside the Brain, and only on its API port
-(the cloudflared sidecar's metrics and debug port in the same pod stays closed); the database only
+(the cloudflared sidecar's metrics and debug port in the same pod admits only the metrics scrapers
+below); the database only
 from the pods that hold its DSN (the gateway, the ingest/distill/digest jobs and the reindex
 migration); the embedder only from those and from Prometheus (its /metrics shares the embedder's
 port, so without that rule `EmbedderDown` fired wherever policies are enforced); job pods accept
@@ -30,6 +31,7 @@ from typing import Any
 from brain_operator.render import names
 from brain_operator.render.common import (
     BRAIN_LABEL,
+    CLOUDFLARED_METRICS_PORT,
     EMBEDDER_PORT,
     GATEWAY_PORT,
     POSTGRES_PORT,
@@ -119,10 +121,15 @@ def render_network_policies(inp: RenderInput) -> list[Manifest]:
     settings = inp.brain.spec.network_policies
     if not settings.enabled:
         return []
+    scrapers = metrics_scrapers(settings.prometheus_namespace)
+    gateway: list[dict[str, Any]] = [{"ports": [{"port": GATEWAY_PORT, "protocol": "TCP"}]}]
+    if inp.brain.spec.tunnel is not None:
+        # The cloudflared sidecar's port serves its metrics (what docs/operations.md says to scrape
+        # with a PodMonitor) and its /debug/pprof: the scrapers only, never anyone else.
+        gateway.append({"from": scrapers, "ports": [{"port": CLOUDFLARED_METRICS_PORT, "protocol": "TCP"}]})
     out = [
-        # Anyone, but only on the API port: the pod's other ports (cloudflared's metrics and debug
-        # endpoints on CLOUDFLARED_METRICS_PORT) are closed, since the policy lists no other.
-        _policy(inp, "gateway", [{"ports": [{"port": GATEWAY_PORT, "protocol": "TCP"}]}]),
+        # Anyone on the API port; the pod's other ports only as listed above.
+        _policy(inp, "gateway", gateway),
         _policy(
             inp,
             "embedder",
@@ -131,10 +138,7 @@ def render_network_policies(inp: RenderInput) -> list[Manifest]:
                     "from": [_from_components(inp, DATABASE_CLIENTS)],
                     "ports": [{"port": EMBEDDER_PORT, "protocol": "TCP"}],
                 },
-                {
-                    "from": metrics_scrapers(settings.prometheus_namespace),
-                    "ports": [{"port": EMBEDDER_PORT, "protocol": "TCP"}],
-                },
+                {"from": scrapers, "ports": [{"port": EMBEDDER_PORT, "protocol": "TCP"}]},
             ],
         ),
         *[_policy(inp, job, None) for job in JOBS],
