@@ -40,7 +40,7 @@ EXPECTED = {
     ("PodDisruptionBudget", "team-gateway"),
     *(
         ("NetworkPolicy", f"team-{c}")
-        for c in ("gateway", "embedder", "database", "ingest", "distill", "digest")
+        for c in ("gateway", "embedder", "database", "ingest", "distill", "digest", "reindex")
     ),
 }
 
