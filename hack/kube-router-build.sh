@@ -7,7 +7,7 @@
 # Why kube-router: the node's bridge CNI plugin ignores NetworkPolicies, and this kernel has no
 # CONFIG_NFT_QUEUE, so sigs.k8s.io/kube-network-policies (nfqueue) cannot run; kube-router's
 # controller needs only iptables, ipset (CONFIG_IP_SET, NETFILTER_XT_SET) and bridge netfilter
-# (docs/control-plane.md, "NetworkPolicy enforcement").
+# (docs/control-plane.md, "NetworkPolicies: kube-router on the node").
 #
 # Cache: ${BRAIN_CACHE:-$HOME/.cache/brain-operator}/kube-router-<version>-<hash>/kube-router, <hash>
 # over the version, BUILD_REV and the Go version. `go install ...@$KUBE_ROUTER_VERSION` through the

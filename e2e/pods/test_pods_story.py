@@ -271,7 +271,7 @@ def test_user_story_on_real_pods(stack: Stack) -> None:
 @pytest.mark.timeout(1800)  # run alone (-k), it also pays for the helm install and the Brain turning Ready
 def test_network_policies_on_real_pods(stack: Stack) -> None:
     """The Brain's NetworkPolicies, enforced by kube-router on the node (docs/control-plane.md,
-    "NetworkPolicies"): a pod in another namespace, even one that copies the gateway's and
+    "NetworkPolicies: kube-router on the node"): a pod in another namespace, even one that copies the gateway's and
     Prometheus's labels, reaches neither Postgres, nor the embedder, nor the gateway pod's
     cloudflared port, while the Brain's own gateway reaches Postgres and the embedder, Prometheus in
     `monitoring` scrapes the embedder, and everyone still reaches the gateway's API port. A pod of the
