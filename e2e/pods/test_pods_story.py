@@ -13,6 +13,9 @@ step asserted the way a user would notice it:
 6. the Brain has `spec.tunnel` (a well-formed, fake token) from the start: with no route to
    Cloudflare the cloudflared sidecar keeps retrying, restarted in place by its entrypoint, and the
    gateway pods stay Ready in their Service and answer chats the whole time.
+7. the Brain's NetworkPolicies hold on the node (kube-router): a pod in another namespace, whatever
+   its labels, reaches neither Postgres nor the embedder nor the gateway pod's cloudflared port;
+   the Brain's gateway and Prometheus in `monitoring` reach what they need.
 
 Then faults on the same pods (figures printed into the test output), and `helm uninstall`.
 Only the LLM provider is fake (brain.local.fakeupstream in a pod).

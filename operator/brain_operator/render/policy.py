@@ -98,8 +98,9 @@ METRICS_SCRAPE_NAMESPACE_LABEL = ("brain.dev/metrics", "scrape")
 PROMETHEUS_POD_LABEL = ("app.kubernetes.io/name", "prometheus")
 #: The label the API server puts on every namespace (its name; immutable since Kubernetes 1.22).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
-#: Components whose pods get the database's DSN (gateway.data_plane_env): the only database clients.
-DATABASE_CLIENTS = ["gateway", "ingest", "distill", "digest", "reindex"]
+#: Components whose pods get gateway.data_plane_env (the DSN and the embedder's URL): the only
+#: clients of the database and of the embedder.
+DATA_PLANE_CLIENTS = ["gateway", "ingest", "distill", "digest", "reindex"]
 #: Job components: they accept nothing.
 JOBS = ["ingest", "distill", "digest", "reindex"]
 
@@ -135,7 +136,7 @@ def render_network_policies(inp: RenderInput) -> list[Manifest]:
             "embedder",
             [
                 {
-                    "from": [_from_components(inp, DATABASE_CLIENTS)],
+                    "from": [_from_components(inp, DATA_PLANE_CLIENTS)],
                     "ports": [{"port": EMBEDDER_PORT, "protocol": "TCP"}],
                 },
                 {"from": scrapers, "ports": [{"port": EMBEDDER_PORT, "protocol": "TCP"}]},
@@ -152,7 +153,7 @@ def render_network_policies(inp: RenderInput) -> list[Manifest]:
                 "database",
                 [
                     {
-                        "from": [_from_components(inp, DATABASE_CLIENTS)],
+                        "from": [_from_components(inp, DATA_PLANE_CLIENTS)],
                         "ports": [{"port": POSTGRES_PORT, "protocol": "TCP"}],
                     }
                 ],
