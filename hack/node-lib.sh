@@ -1,8 +1,9 @@
 # Shared by hack/node-up.sh and hack/node-down.sh (sourced, not run).
 #
-# The real node lives in its own network namespace ($NETNS): containerd, kubelet and kube-proxy
-# run in it (nsenter --net only: same mounts and cgroups as the host), so kube-proxy's iptables
-# rules, the bridge, the pods' veths and ip_forward never touch the host's network stack. A veth
+# The real node lives in its own network namespace ($NETNS): containerd, kubelet, kube-proxy and
+# kube-router (NetworkPolicies) run in it (nsenter --net only: same mounts and cgroups as the
+# host), so kube-proxy's and kube-router's iptables rules and ipsets, the bridge, the pods' veths
+# and ip_forward never touch the host's network stack. A veth
 # pair joins it to the host: $HOST_IP (host side; the apiserver binds there) and $NODE_IP (node
 # side, the Node's InternalIP). The host routes the pod and Service ranges to $NODE_IP, so tests
 # on the host reach pod and ClusterIP addresses, and nothing else is reachable from pods (the host
@@ -24,7 +25,7 @@ export BRAIN_KUBE_ETCD_PORT=${BRAIN_NODE_ETCD_PORT:-23379}
 export BRAIN_KUBE_ETCD_PEER_PORT=${BRAIN_NODE_ETCD_PEER_PORT:-23380}
 export BRAIN_KUBE_APISERVER_PORT=${BRAIN_NODE_APISERVER_PORT:-27443}
 CONTAINERD_SOCK=$NODE_STATE/containerd/containerd.sock
-NODE_DAEMONS=(containerd kubelet kube-proxy provisioner)
+NODE_DAEMONS=(containerd kubelet kube-proxy kube-router provisioner)
 CGROUP_ROOT=/sys/fs/cgroup
 
 node_log() { echo "node: $*" >&2; }
@@ -85,6 +86,7 @@ node_clean() {
   local bin=${1:-} pid n m c
   # 1. pods: kubelet first (it would restart them), then every task of our containerd.
   node_stop provisioner
+  node_stop kube-router
   node_stop kube-proxy
   node_stop kubelet
   if node_pid_alive containerd && [[ -n $bin && -x $bin/ctr ]]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start a local control plane with one REAL node: containerd + runc + kubelet + kube-proxy
-# (iptables) + CoreDNS, bridge/host-local/portmap/loopback CNI, the controller-manager's hostpath
-# provisioner, and the images of `make images` imported into containerd (no registry).
+# (iptables) + kube-router's NetworkPolicy controller (iptables + ipset) + CoreDNS,
+# bridge/host-local/portmap/loopback CNI, the controller-manager's hostpath provisioner, and the
+# images of `make images` imported into containerd (no registry).
 #
 #   eval "$(bash hack/node-up.sh)"     # or: make node-up      (root; minutes the first time)
 #   bash hack/node-down.sh             # or: make node-down    (stops all of it, leaves nothing)
@@ -50,6 +51,8 @@ for i in "${IMAGES[@]}"; do docker image inspect "$i" >/dev/null 2>&1 || missing
 
 KUBE_BIN=$(bash "$ROOT/hack/kube-build.sh")
 BIN=$(bash "$ROOT/hack/node-build.sh")
+# The NetworkPolicy enforcer (the bridge plugin ignores policies): its own versioned cache folder.
+KUBE_ROUTER=$(bash "$ROOT/hack/kube-router-build.sh")
 NODE_DIR=$(dirname "$BIN")
 export PATH=$BIN:$KUBE_BIN:$PATH # containerd finds its shim on PATH
 
@@ -150,6 +153,7 @@ EOF
 }
 client_cert kubelet "/O=system:nodes/CN=system:node:$NODE_NAME"
 client_cert kube-proxy "/CN=system:kube-proxy"
+client_cert kube-router "/CN=system:kube-router"
 
 # start / wait_for (hack/daemon-lib.sh): containerd, kubelet and kube-proxy in the node's netns.
 DAEMON_DIR=$NODE_STATE DAEMON_BIN=$BIN
@@ -295,6 +299,42 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 EOF
 start kube-proxy --config="$NODE_STATE/kube-proxy.yaml" --v=1
 wait_for "kube-proxy healthz" 60 "${NS[@]}" curl -sf http://127.0.0.1:10256/healthz
+
+# --- kube-router's network-policy controller, in the node's netns -----------------------------
+# Only its firewall: the bridge plugin routes, kube-proxy serves Services. It turns every
+# NetworkPolicy into iptables chains and ipsets of the node's netns (both go with the netns at
+# node-down), and accepts what the node itself sends (kubelet probes, Service traffic from the host,
+# which kube-proxy masquerades to the bridge's address). Its rights: kube-router's upstream
+# ClusterRole, read-only.
+k apply -f - >&2 <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "system:kube-router"}
+rules:
+- apiGroups: [""]
+  resources: [namespaces, pods, services, nodes, endpoints]
+  verbs: [get, list, watch]
+- apiGroups: [networking.k8s.io]
+  resources: [networkpolicies]
+  verbs: [get, list, watch]
+- apiGroups: [discovery.k8s.io]
+  resources: [endpointslices]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "system:kube-router"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "system:kube-router"}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-router"}]
+EOF
+DAEMON_BIN=$(dirname "$KUBE_ROUTER") start kube-router --kubeconfig="$NODE_STATE/kube-router.kubeconfig" \
+  --hostname-override="$NODE_NAME" --run-firewall=true --run-router=false --run-service-proxy=false \
+  --service-cluster-ip-range="$SERVICE_CIDR" --enable-ipv6=false --health-port=20244 --metrics-port=0 \
+  --iptables-sync-period=1m --v=1
+# Ready once its top-level chain is hooked into FORWARD: from then on a pod a policy selects gets
+# only what the policy admits.
+wait_for "kube-router's policy chains" 90 "${NS[@]}" sh -c 'iptables -S FORWARD | grep -q KUBE-ROUTER-FORWARD'
+wait_for "kube-router healthz" 30 "${NS[@]}" curl -sf http://127.0.0.1:20244/healthz
 
 # --- volumes: hack/node/provisioner.py (host process) ----------------------------------------
 setsid python3 "$ROOT/hack/node/provisioner.py" --kubectl "$KUBE_BIN/kubectl" --kubeconfig "$KC" \

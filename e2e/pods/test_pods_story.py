@@ -13,6 +13,9 @@ step asserted the way a user would notice it:
 6. the Brain has `spec.tunnel` (a well-formed, fake token) from the start: with no route to
    Cloudflare the cloudflared sidecar keeps retrying, restarted in place by its entrypoint, and the
    gateway pods stay Ready in their Service and answer chats the whole time.
+7. the Brain's NetworkPolicies hold on the node (kube-router): a pod in another namespace, whatever
+   its labels, reaches neither Postgres nor the embedder nor the gateway pod's cloudflared port;
+   the Brain's gateway and Prometheus in `monitoring` reach what they need.
 
 Then faults on the same pods (figures printed into the test output), and `helm uninstall`.
 Only the LLM provider is fake (brain.local.fakeupstream in a pod).
@@ -37,7 +40,7 @@ from tests.gateway_fixtures import metric
 from e2e.story import wait_for
 from e2e.test_user_story import CI_ANSWERS, CI_QUESTION, CONVENTION, DECISION, LEARNING, NOTE, SOURCE
 
-from . import tunnel
+from . import netpol, tunnel
 from .conftest import RealNode
 from .story_pods import (
     CHART,
@@ -265,6 +268,120 @@ def test_user_story_on_real_pods(stack: Stack) -> None:
         timeout=180,
     )
     print(f"user story on real pods: {time.monotonic() - s.started:.0f} s from helm install")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(1800)  # run alone (-k), it also pays for the helm install and the Brain turning Ready
+def test_network_policies_on_real_pods(stack: Stack) -> None:
+    """The Brain's NetworkPolicies, enforced by kube-router on the node (docs/control-plane.md,
+    "NetworkPolicies: kube-router on the node"): a pod in another namespace, even one that copies the gateway's and
+    Prometheus's labels, reaches neither Postgres, nor the embedder, nor the gateway pod's
+    cloudflared port, while the Brain's own gateway reaches Postgres and the embedder, Prometheus in
+    `monitoring` scrapes the embedder, and everyone still reaches the gateway's API port. A pod of the
+    Brain's namespace that is not the Brain's (the fake upstream) reaches neither either."""
+    s = stack
+    ip = {n: s.k("get", "svc", svc, "-n", NS, "-o", "jsonpath={.spec.clusterIP}").strip()
+          for n, svc in (("database", "team-db"), ("embedder", "team-embedder"), ("gateway", "team-gateway"))}  # fmt: skip
+    gw_pods = s.node.json("get", "pods", "-n", NS, "-l", "app.kubernetes.io/component=gateway")["items"]
+    gw_pod = next(
+        p for p in gw_pods if p["status"].get("podIP") and not p["metadata"].get("deletionTimestamp")
+    )
+    targets = {
+        "postgres": ("postgres", ip["database"], 5432, "postgres"),
+        "embedder": ("embedder", ip["embedder"], 8080, "http"),
+        "gateway-api": ("gateway-api", ip["gateway"], 4000, "http"),
+        "gateway-tunnel-port": ("gateway-tunnel-port", gw_pod["status"]["podIP"], 2000, "tcp"),
+    }
+    # Where the enforcer runs: kube-router's chains are hooked into the node's FORWARD chain.
+    assert "-j KUBE-ROUTER-FORWARD" in netpol.node_iptables(), (
+        "kube-router's chains are not in the node's netns"
+    )
+
+    forged = {
+        "app.kubernetes.io/name": "prometheus",  # Prometheus's label, outside its namespace
+        "app.kubernetes.io/instance": "team",  # and the Brain's gateway labels, outside its namespace
+        "brain.dev/brain": "team",
+        "app.kubernetes.io/component": "gateway",
+    }
+    probes = (
+        ("other-team", "intruder", forged),
+        ("monitoring", "prometheus", {"app.kubernetes.io/name": "prometheus"}),
+    )
+    for ns, name, labels in probes:
+        s.node.kubectl(
+            "apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
+        )
+        s.node.kubectl("apply", "-f", "-", input=netpol.probe_pod_manifest(ns, name, labels))
+    try:
+        for ns, name, _ in probes:
+            s.node.kubectl(
+                "wait", f"pod/{name}", "-n", ns, "--for=condition=Ready", "--timeout=120s", timeout=140
+            )
+        fake_llm = s.node.json("get", "pods", "-n", NS, "-l", "app=fake-llm")["items"][0]["metadata"]["name"]
+
+        def outcome(ns: str, pod: str, names: list[str], want: dict[str, str]) -> dict[str, str]:
+            """Probe until the results are `want`, at most 30 s, when a new pod must be let in
+            (kube-router adds its address to the admitting ipset seconds after it starts); the last
+            results either way."""
+            last: dict[str, str] = {}
+
+            def check() -> bool:
+                nonlocal last
+                last = netpol.probe(s.node, ns, pod, [targets[n] for n in names])
+                return last == want
+
+            with contextlib.suppress(AssertionError):
+                wait_for(f"{ns}/{pod}'s probes", check, timeout=30, every=2)
+            return last
+
+        def refused_at_once(ns: str, pod: str, names: list[str]) -> dict[str, str]:
+            """One probe, no retry: the policies were there before the probing pod, so not one
+            connection may get through."""
+            return netpol.probe(s.node, ns, pod, [targets[n] for n in names])
+
+        # The Brain's gateway: its database and embedder answer.
+        want = {"postgres": "postgres", "embedder": "http 200"}
+        got = outcome(NS, gw_pod["metadata"]["name"], ["postgres", "embedder"], want)
+        assert got == want, f"from the Brain's gateway: {got}"
+        # Prometheus in `monitoring`: the embedder's /metrics, and nothing else of the Brain's.
+        want = {"embedder": "http 200", "gateway-api": "http 200"}
+        got = outcome("monitoring", "prometheus", list(want), want)
+        assert got == want, f"from monitoring/prometheus: {got}"
+        got = refused_at_once("monitoring", "prometheus", ["postgres"])
+        assert got == {"postgres": "refused"}, f"from monitoring/prometheus: {got}"
+
+        # The refused ones: kube-router's REJECT counters for the target pods go up with them, so a
+        # "refused" is the policy, not a port nobody listens on.
+        (db_pod,) = s.node.json("get", "pods", "-n", NS, "-l", "app.kubernetes.io/component=database")[
+            "items"
+        ]
+        emb_pods = s.node.json("get", "pods", "-n", NS, "-l", "app.kubernetes.io/component=embedder")["items"]
+        fenced = [("database", db_pod["metadata"]["name"]), ("gateway", gw_pod["metadata"]["name"])]
+        fenced += [("embedder", p["metadata"]["name"]) for p in emb_pods]
+        before = {pod: netpol.rejects(NS, pod) for _, pod in fenced}
+        denied = ["postgres", "embedder", "gateway-tunnel-port"]
+        got = refused_at_once("other-team", "intruder", denied)
+        assert got == dict.fromkeys(denied, "refused"), (
+            f"from other-team/intruder (the Brain's and Prometheus's labels): {got}"
+        )
+        # The same pod still has a network: the gateway's API is everyone's door.
+        got = outcome("other-team", "intruder", ["gateway-api"], {"gateway-api": "http 200"})
+        assert got == {"gateway-api": "http 200"}, f"from other-team/intruder: {got}"
+        got = refused_at_once(NS, fake_llm, ["postgres", "embedder"])
+        assert got == dict.fromkeys(["postgres", "embedder"], "refused"), (
+            f"from {NS}/{fake_llm} (a pod of the namespace, not of the Brain): {got}"
+        )
+        after = {pod: netpol.rejects(NS, pod) for _, pod in fenced}
+        rejected = {c: 0 for c, _ in fenced}  # per component: the Service picks one embedder per connection
+        for component, pod in fenced:
+            rejected[component] += after[pod] - before[pod]
+        assert all(rejected.values()), (
+            f"kube-router rejected no packet on its way to some of them: {rejected}"
+        )
+        print(f"\nNetworkPolicies on the real node: packets kube-router rejected, per component: {rejected}")
+    finally:
+        for ns, _, _ in probes:
+            s.node.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
 # ------------------------------------------------------------------------------------------- faults

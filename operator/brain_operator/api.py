@@ -618,8 +618,18 @@ class NetworkPolicies(_Model):
     enabled: bool = Field(
         default=True,
         description=(
-            "Only the gateway accepts traffic from outside the Brain; the database only from this Brain's "
-            "pods; the embedder only from the gateway and jobs."
+            "Only the gateway accepts traffic from outside the Brain, on its API port; the database only "
+            "from this Brain's gateway and jobs; the embedder only from those and Prometheus."
+        ),
+    )
+    prometheus_namespace: str = Field(
+        default="monitoring",
+        pattern=DNS_LABEL_PATTERN,
+        max_length=63,
+        description=(
+            "The namespace whose pods labelled `app.kubernetes.io/name: prometheus` may scrape the "
+            "embedder (its /metrics shares the port with /v1/embeddings). A pod with that label in any "
+            "other namespace is refused; for another scraper, label its namespace `brain.dev/metrics: scrape`."
         ),
     )
 

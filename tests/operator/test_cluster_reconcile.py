@@ -46,7 +46,7 @@ EXPECTED = {
     ("PodDisruptionBudget", "team-gateway"),
     *(
         ("NetworkPolicy", f"team-{c}")
-        for c in ("gateway", "embedder", "database", "ingest", "distill", "digest")
+        for c in ("gateway", "embedder", "database", "ingest", "distill", "digest", "reindex")
     ),
 }
 

@@ -166,7 +166,10 @@ def test_valid_samples_are_accepted_with_defaults(kc: Kubectl) -> None:
     for name in ("brain.yaml", "memorysource-git.yaml", "routingpolicy.yaml"):
         kc.apply(sample(name))
     brain = kc.get("brain", "team")
-    assert brain["spec"]["networkPolicies"] == {"enabled": True}  # defaulted by the API server
+    assert brain["spec"]["networkPolicies"] == {
+        "enabled": True,
+        "prometheusNamespace": "monitoring",
+    }  # defaulted
     assert brain["spec"]["gateway"]["auth"] == {}
     minimal = {
         "apiVersion": "brain.dev/v1alpha1",

@@ -1,14 +1,18 @@
 """Who the rendered NetworkPolicies let in, evaluated the way a CNI does (labels, namespaces, ports).
-The embedder's /metrics shares its port: Prometheus must get in, an arbitrary pod must not."""
+The embedder's /metrics shares its port: Prometheus must get in, an arbitrary pod must not, and a
+pod that only copies Prometheus's label in another namespace must not either. The same rules are
+enforced by kube-router on the real node in e2e/pods/test_pods_story.py
+(test_network_policies_on_real_pods)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .helpers import by_key, render
+from .helpers import brain, by_key, deep_set, everything_on, render, sample
 
 MON_NS = {"kubernetes.io/metadata.name": "monitoring"}
 TEAM_NS = {"kubernetes.io/metadata.name": "team-ns"}
+OTHER_NS = {"kubernetes.io/metadata.name": "other-team"}
 PROMETHEUS = {"app.kubernetes.io/name": "prometheus", "prometheus": "k8s"}
 BRAIN = {"app.kubernetes.io/instance": "team", "brain.dev/brain": "team"}
 
@@ -50,6 +54,10 @@ def _embedder_policy() -> dict[str, Any]:
     return by_key(render())[("NetworkPolicy", "team-embedder")]
 
 
+def _database_policy() -> dict[str, Any]:
+    return by_key(render())[("NetworkPolicy", "team-database")]
+
+
 def test_prometheus_from_the_monitoring_namespace_scrapes_the_embedder() -> None:
     pol = _embedder_policy()
     assert admits(pol, ns=MON_NS, pod=PROMETHEUS, port=8080)
@@ -60,10 +68,24 @@ def test_a_scraper_in_a_labelled_namespace_scrapes_the_embedder() -> None:
     assert admits(_embedder_policy(), ns=ns, pod={"app": "vmagent"}, port=8080)
 
 
+def test_a_pod_copying_prometheus_label_in_another_namespace_is_refused() -> None:
+    # Anyone who can create a pod in some namespace can give it this label: the namespace is what
+    # the label cannot forge (kubernetes.io/metadata.name is set by the API server).
+    assert not admits(_embedder_policy(), ns=OTHER_NS, pod=PROMETHEUS, port=8080)
+    assert not admits(_embedder_policy(), ns=TEAM_NS, pod=PROMETHEUS, port=8080)
+
+
+def test_the_prometheus_namespace_is_the_one_the_spec_names() -> None:
+    spec = deep_set(sample("brain.yaml"), "spec.networkPolicies.prometheusNamespace", "observability")
+    pol = by_key(render(brain(spec)))[("NetworkPolicy", "team-embedder")]
+    assert admits(pol, ns={"kubernetes.io/metadata.name": "observability"}, pod=PROMETHEUS, port=8080)
+    assert not admits(pol, ns=MON_NS, pod=PROMETHEUS, port=8080)
+
+
 def test_the_embedder_stays_closed_to_other_pods() -> None:
     pol = _embedder_policy()
     assert not admits(pol, ns=MON_NS, pod={"app": "grafana"}, port=8080)
-    assert not admits(pol, ns={"kubernetes.io/metadata.name": "other-team"}, pod={"app": "x"}, port=8080)
+    assert not admits(pol, ns=OTHER_NS, pod={"app": "x"}, port=8080)
     assert not admits(pol, ns=TEAM_NS, pod={"app": "not-the-brain"}, port=8080)
     assert not admits(pol, ns=MON_NS, pod=PROMETHEUS, port=5432)
 
@@ -75,6 +97,41 @@ def test_the_brain_itself_still_reaches_the_embedder() -> None:
     assert not admits(pol, ns=TEAM_NS, pod={**BRAIN, "app.kubernetes.io/component": "database"}, port=8080)
 
 
+def test_the_reindex_migration_reaches_the_embedder() -> None:
+    # It embeds the whole index with the new model: without it a model change never finished
+    # wherever policies are enforced.
+    pol = _embedder_policy()
+    assert admits(pol, ns=TEAM_NS, pod={**BRAIN, "app.kubernetes.io/component": "reindex"}, port=8080)
+
+
+def test_only_the_pods_holding_the_dsn_reach_the_database() -> None:
+    pol = _database_policy()
+    for component in ("gateway", "ingest", "distill", "digest", "reindex"):
+        assert admits(pol, ns=TEAM_NS, pod={**BRAIN, "app.kubernetes.io/component": component}, port=5432)
+    # The Brain's other pods hold no DSN; nor does anything else in the namespace or elsewhere.
+    for component in ("embedder", "database"):
+        assert not admits(pol, ns=TEAM_NS, pod={**BRAIN, "app.kubernetes.io/component": component}, port=5432)
+    assert not admits(pol, ns=TEAM_NS, pod={"app": "fake-llm"}, port=5432)
+    assert not admits(pol, ns=OTHER_NS, pod={**BRAIN, "app.kubernetes.io/component": "gateway"}, port=5432)
+    assert not admits(pol, ns=MON_NS, pod=PROMETHEUS, port=5432)
+
+
 def test_prometheus_reaches_the_gateway_too() -> None:
     gw = by_key(render())[("NetworkPolicy", "team-gateway")]
     assert admits(gw, ns=MON_NS, pod=PROMETHEUS, port=4000)
+
+
+def test_the_gateway_pod_is_open_only_on_its_api_port() -> None:
+    gw = by_key(render())[("NetworkPolicy", "team-gateway")]
+    assert admits(gw, ns=OTHER_NS, pod={"app": "x"}, port=4000)
+    assert not admits(gw, ns=OTHER_NS, pod={"app": "x"}, port=2000)
+    assert not admits(gw, ns=MON_NS, pod=PROMETHEUS, port=2000)  # no tunnel, no sidecar port
+
+
+def test_the_tunnel_metrics_port_admits_only_the_scrapers() -> None:
+    # cloudflared's port serves its metrics (scraped with a PodMonitor) and its /debug/pprof.
+    gw = by_key(render(everything_on()))[("NetworkPolicy", "team-gateway")]
+    assert admits(gw, ns=MON_NS, pod=PROMETHEUS, port=2000)
+    assert not admits(gw, ns=OTHER_NS, pod=PROMETHEUS, port=2000)
+    assert not admits(gw, ns=TEAM_NS, pod={**BRAIN, "app.kubernetes.io/component": "ingest"}, port=2000)
+    assert admits(gw, ns=OTHER_NS, pod={"app": "x"}, port=4000)

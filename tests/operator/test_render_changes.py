@@ -151,13 +151,16 @@ def test_renderer_never_invents_secrets() -> None:
 
 def test_network_policies_fence_database_and_embedder() -> None:
     out = by_key(render())
-    db = out[("NetworkPolicy", "team-database")]["spec"]
-    assert db["ingress"][0]["from"] == [
-        {"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "team", "brain.dev/brain": "team"}}}
+    clients = ["digest", "distill", "gateway", "ingest", "reindex"]  # the pods holding the DSN
+    db = out[("NetworkPolicy", "team-database")]["spec"]["ingress"][0]["from"][0]["podSelector"]
+    assert db["matchLabels"] == {"app.kubernetes.io/instance": "team", "brain.dev/brain": "team"}
+    assert db["matchExpressions"] == [
+        {"key": "app.kubernetes.io/component", "operator": "In", "values": clients}
     ]
     emb = out[("NetworkPolicy", "team-embedder")]["spec"]["ingress"][0]["from"][0]["podSelector"]
-    assert emb["matchExpressions"][0]["values"] == ["digest", "distill", "gateway", "ingest"]
-    assert "ingress" not in out[("NetworkPolicy", "team-ingest")]["spec"]  # job pods accept nothing
+    assert emb["matchExpressions"][0]["values"] == clients
+    for job in ("ingest", "distill", "digest", "reindex"):  # job pods accept nothing
+        assert "ingress" not in out[("NetworkPolicy", f"team-{job}")]["spec"]
     off = deep_set(sample("brain.yaml"), "spec.networkPolicies", {"enabled": False})
     assert not [k for k in by_key(render(brain(off))) if k[0] == "NetworkPolicy"]
 
