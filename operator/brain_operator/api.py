@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
+from brain.core.contract import DEFAULT_EMBEDDING_DIM, DEFAULT_EMBEDDING_MODEL
 from brain.core.gitrefs import (
     INSECURE_FLAG,
     REF_ACCEPTED,
@@ -333,7 +334,7 @@ class Embedding(_Model):
     """The embedder that turns memories and queries into vectors."""
 
     model: str = Field(
-        default="BAAI/bge-small-en-v1.5",
+        default=DEFAULT_EMBEDDING_MODEL,
         min_length=1,
         max_length=256,
         description=(
@@ -344,7 +345,7 @@ class Embedding(_Model):
         ),
     )
     dim: int = Field(
-        default=384,
+        default=DEFAULT_EMBEDDING_DIM,
         ge=8,
         le=4096,
         description="Vector dimension of the model. Fixed at creation: the memories table is built for it.",
