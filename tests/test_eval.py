@@ -58,6 +58,14 @@ def test_cli_eval_prints_table_and_writes_json(
     report = json.loads(out.read_text())
     assert set(report["modes"]) == {"hybrid", "lexical", "vector"}
     assert {"recall@1", "recall@5", "mrr", "latency_ms", "by_category"} <= set(report["modes"]["hybrid"])
+    # Every figure also on dev and test (issue #28): a reader sees which split it was measured on.
+    assert re.search(r"^\s+dev\s+all\s", printed, re.M) and re.search(r"^\s+test\s+all\s", printed, re.M)
+    splits = report["modes"]["hybrid"]["splits"]
+    assert set(splits) == {"dev", "test"}
+    assert splits["dev"]["queries"] + splits["test"]["queries"] == sum(
+        c["queries"] for c in report["modes"]["hybrid"]["by_category"].values()
+    )
+    assert sum(report["split_queries"].values()) == report["queries"]
 
 
 @pytest.mark.parametrize(
@@ -72,6 +80,8 @@ def test_cli_eval_prints_table_and_writes_json(
         (lambda d: d["memories"][0].update(kind="rumour"), r"memories\[0\].*field 'kind'.*unknown kind"),
         (lambda d: d["memories"].append(dict(d["memories"][0])), r"memories\[6\] \(id 'm1'\): duplicate id"),
         (lambda d: d.update(queries={}), r"'queries' must be an array"),
+        (lambda d: d.update(split={"by": "group"}), r"query 'q1' has no 'group'"),
+        (lambda d: d.update(split={"by": "conversation"}), r"dataset field 'split'"),
     ],
 )
 def test_malformed_dataset_names_record_and_field(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
