@@ -11,6 +11,7 @@ from brain.core.models import Hit
 from brain.retrieval.fusion import (
     above_floor,
     episode_context,
+    gate_open,
     keep_leg_leads,
     leg_weights,
     leg_zscores,
@@ -27,6 +28,37 @@ def test_two_weak_legs_that_agree_pass_where_either_alone_does_not() -> None:
     # a paraphrase: cosine under the vector floor, a quarter of the query's IDF covered
     ev = {"para": {"vector": 0.27, "lexical": 0.23}, "cos": {"vector": 0.27}, "lex": {"lexical": 0.23}}
     assert above_floor(ev, FLOOR) == {"para"}
+
+
+def test_weak_legs_that_agree_do_not_open_the_gate_alone() -> None:
+    """An unrelated coding question: cosine 0.15 and a fifth of its IDF in common words. The sum
+    rule passes it, the gate does not: nothing has an answer's evidence (issue #28)."""
+    ev = {"note": {"vector": 0.15, "lexical": 0.2}, "other": {"vector": 0.12}}
+    floor = {**FLOOR, "vector": 0.218}
+    assert above_floor(ev, floor) == {"note"}
+    assert not gate_open(ev, floor)
+    # one memory over the vector floor, or with every identifier verbatim, opens it for all that pass
+    assert gate_open({**ev, "hit": {"vector": 0.22}}, floor)
+    assert gate_open({**ev, "port": {"vector": 0.05, "trigram": 1.0}}, floor)
+    assert not gate_open({**ev, "half": {"vector": 0.05, "trigram": 0.5}}, floor)
+
+
+def test_without_a_vector_leg_or_floor_the_gate_stays_open() -> None:
+    lexical_only = {"a": {"lexical": 0.6}}  # embedder down, or `--mode lexical`
+    assert gate_open(lexical_only, FLOOR)
+    assert gate_open({"a": {"vector": 0.01}}, {**FLOOR, "vector": 0})
+    assert not gate_open({}, FLOOR)
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=3), leg_evidence, max_size=8))
+def test_the_gate_opens_whenever_the_vector_leg_alone_would_answer(ev: dict[str, dict[str, float]]) -> None:
+    """So the fused result abstains at least as often as the vector leg with the same floor."""
+    if any(legs.get("vector", 0) >= FLOOR["vector"] for legs in ev.values()):
+        assert gate_open(ev, FLOOR)
+    if gate_open(ev, FLOOR) and any("vector" in legs for legs in ev.values()):
+        assert any(
+            legs.get("vector", 0) >= FLOOR["vector"] or legs.get("trigram", 0) >= 1 for legs in ev.values()
+        )
 
 
 def test_a_leg_without_a_floor_counts_nothing_and_floor_zero_lets_its_finds_through() -> None:
