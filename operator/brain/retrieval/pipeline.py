@@ -260,10 +260,10 @@ class Retriever:
             scored[name] = outcome
         if not scored and outcomes and isinstance(outcomes[0], BaseException):
             raise outcomes[0]
-        found = evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens))
+        proof = evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens))
         floors = self._floors(scope)
-        passing = above_floor(found, floors)
-        if cfg.floor.gate and not gate_open(found, floors):
+        passing = above_floor(proof, floors)
+        if cfg.floor.gate and not gate_open(proof, floors):
             passing = set()  # nothing bears on it: no memory has an answer's evidence (fusion.gate_open)
 
         t0 = time.perf_counter()
