@@ -78,8 +78,8 @@ class Floor(BaseModel):
     lexical: float = Field(default=0.5, ge=0, le=1)
     trigram: float = Field(default=0.5, ge=0, le=1)
     calibration: float = Field(default=0.95, ge=0, le=1)
-    # Answer only when some memory reaches the vector floor alone or names the question's
-    # identifiers verbatim (fusion.gate_open); False: any memory the sum rule passes opens it.
+    # Answer only when some memory has an answer's evidence on one leg alone (its floor; for
+    # identifiers, all of them verbatim): fusion.gate_open. False: whatever the sum rule passes.
     gate: bool = True
 
     def legs(self) -> dict[str, float]:
