@@ -257,6 +257,14 @@ class RetrievalFloor(_Model):
             "the vector floor fixed."
         ),
     )
+    gate: bool = Field(
+        default=True,
+        description=(
+            "Inject anything only when some memory reaches one leg's floor on its own (for identifiers: "
+            "all of them verbatim); weaker legs that agree then still add up. false: any memory whose "
+            "legs add up opens it, which answers more unrelated questions than either leg alone."
+        ),
+    )
 
 
 class Retrieval(_Model):
