@@ -112,7 +112,7 @@ async def test_fused_ranking_abstains_as_often_as_the_vector_leg_and_keeps_its_r
     on dev and on test, and finds as much as without it (issue #28)."""
     ds = load_dataset(json.loads(GENERATED.read_text()))
     mapping = await load_into(store, embedder, ds)
-    gated = await evaluate(store, embedder, ds, mapping, modes=["hybrid", "vector"], ks=[5])
+    gated = await evaluate(store, embedder, ds, mapping, modes=["hybrid", "vector", "lexical"], ks=[5])
     open_ = await evaluate(
         store,
         embedder,
@@ -127,6 +127,12 @@ async def test_fused_ranking_abstains_as_often_as_the_vector_leg_and_keeps_its_r
         assert fused["abstain"] >= vector["abstain"], (split, fused, vector)
         assert fused["recall@5"] == open_["modes"]["hybrid"]["splits"][split]["recall@5"]
         assert fused["recall@5"] >= vector["recall@5"]
+        for cat, row in fused["by_category"].items():  # no category below its best leg, on either split
+            best = max(
+                gated["modes"][m]["splits"][split]["by_category"][cat]["recall@5"]
+                for m in ("vector", "lexical")
+            )
+            assert row["recall@5"] >= best, (split, cat, row, best)
     dev = gated["modes"]["hybrid"]["splits"]["dev"]["abstain"]
     assert dev > open_["modes"]["hybrid"]["splits"]["dev"]["abstain"], "the coding question is turned away"
 
