@@ -58,6 +58,14 @@ def test_cli_eval_prints_table_and_writes_json(
     report = json.loads(out.read_text())
     assert set(report["modes"]) == {"hybrid", "lexical", "vector"}
     assert {"recall@1", "recall@5", "mrr", "latency_ms", "by_category"} <= set(report["modes"]["hybrid"])
+    # Every figure also on dev and test (issue #28): a reader sees which split it was measured on.
+    assert re.search(r"^\s+dev\s+all\s", printed, re.M) and re.search(r"^\s+test\s+all\s", printed, re.M)
+    splits = report["modes"]["hybrid"]["splits"]
+    assert set(splits) == {"dev", "test"}
+    assert splits["dev"]["queries"] + splits["test"]["queries"] == sum(
+        c["queries"] for c in report["modes"]["hybrid"]["by_category"].values()
+    )
+    assert sum(report["split_queries"].values()) == report["queries"]
 
 
 @pytest.mark.parametrize(
@@ -72,6 +80,8 @@ def test_cli_eval_prints_table_and_writes_json(
         (lambda d: d["memories"][0].update(kind="rumour"), r"memories\[0\].*field 'kind'.*unknown kind"),
         (lambda d: d["memories"].append(dict(d["memories"][0])), r"memories\[6\] \(id 'm1'\): duplicate id"),
         (lambda d: d.update(queries={}), r"'queries' must be an array"),
+        (lambda d: d.update(split={"by": "group"}), r"query 'q1' has no 'group'"),
+        (lambda d: d.update(split={"by": "conversation"}), r"dataset field 'split'"),
     ],
 )
 def test_malformed_dataset_names_record_and_field(mutate, message: str) -> None:  # type: ignore[no-untyped-def]
@@ -91,6 +101,40 @@ def test_cli_reports_malformed_dataset_without_traceback(
 
 
 TEAM = Path(__file__).parent / "data" / "team_eval.json"
+GENERATED = Path(__file__).parent / "data" / "generated_eval.json"
+
+
+async def test_fused_ranking_abstains_as_often_as_the_vector_leg_and_keeps_its_recall(
+    store: Store, embedder
+) -> None:  # type: ignore[no-untyped-def]
+    """On the generated set nobody tuned on, the fused ranking used to answer unrelated questions the
+    vector leg alone turned away (weak legs adding up). With the gate it abstains at least as often,
+    on dev and on test, and finds as much as without it (issue #28)."""
+    ds = load_dataset(json.loads(GENERATED.read_text()))
+    mapping = await load_into(store, embedder, ds)
+    gated = await evaluate(store, embedder, ds, mapping, modes=["hybrid", "vector", "lexical"], ks=[5])
+    open_ = await evaluate(
+        store,
+        embedder,
+        ds,
+        mapping,
+        modes=["hybrid"],
+        ks=[5],
+        config=RetrievalConfig(floor=Floor(gate=False), embed_timeout_s=30.0),
+    )
+    for split in ("dev", "test"):
+        fused, vector = gated["modes"]["hybrid"]["splits"][split], gated["modes"]["vector"]["splits"][split]
+        assert fused["abstain"] >= vector["abstain"], (split, fused, vector)
+        assert fused["recall@5"] == open_["modes"]["hybrid"]["splits"][split]["recall@5"]
+        assert fused["recall@5"] >= vector["recall@5"]
+        for cat, row in fused["by_category"].items():  # no category below its best leg, on either split
+            best = max(
+                gated["modes"][m]["splits"][split]["by_category"][cat]["recall@5"]
+                for m in ("vector", "lexical")
+            )
+            assert row["recall@5"] >= best, (split, cat, row, best)
+    dev = gated["modes"]["hybrid"]["splits"]["dev"]["abstain"]
+    assert dev > open_["modes"]["hybrid"]["splits"]["dev"]["abstain"], "the coding question is turned away"
 
 
 async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: Store, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -141,7 +185,7 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
     ("floor", "message"),
     [
         ("vector=1.5", r"--floor: vector: .*less than or equal to 1.*\[0, 1\]"),
-        ("rerank=0.3", r"--floor: rerank.*accepted: vector, lexical, trigram, calibration"),
+        ("rerank=0.3", r"--floor: rerank.*accepted: vector, lexical, trigram, calibration, gate"),
         ("calibration=2", r"--floor: calibration: .*less than or equal to 1.*\[0, 1\]"),
         ("vector", r"not NAME=VALUE"),
     ],

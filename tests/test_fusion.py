@@ -11,6 +11,7 @@ from brain.core.models import Hit
 from brain.retrieval.fusion import (
     above_floor,
     episode_context,
+    gate_open,
     keep_leg_leads,
     leg_weights,
     leg_zscores,
@@ -27,6 +28,41 @@ def test_two_weak_legs_that_agree_pass_where_either_alone_does_not() -> None:
     # a paraphrase: cosine under the vector floor, a quarter of the query's IDF covered
     ev = {"para": {"vector": 0.27, "lexical": 0.23}, "cos": {"vector": 0.27}, "lex": {"lexical": 0.23}}
     assert above_floor(ev, FLOOR) == {"para"}
+
+
+def test_weak_legs_that_agree_do_not_open_the_gate_alone() -> None:
+    """An unrelated coding question: cosine 0.15 and a fifth of its IDF in common words. The sum
+    rule passes it, the gate does not: nothing has an answer's evidence on one leg (issue #28)."""
+    ev = {"note": {"vector": 0.15, "lexical": 0.2}, "other": {"vector": 0.12}}
+    floor = {**FLOOR, "vector": 0.218}
+    assert above_floor(ev, floor) == {"note"}
+    assert not gate_open(ev, floor)
+    # one memory over a leg's floor, or with every identifier verbatim, opens it for all that pass
+    assert gate_open({**ev, "hit": {"vector": 0.22}}, floor)
+    assert gate_open({**ev, "words": {"lexical": 0.5}}, floor)
+    assert gate_open({**ev, "port": {"vector": 0.05, "trigram": 1.0}}, floor)
+    assert not gate_open({**ev, "half": {"vector": 0.05, "trigram": 0.5}}, floor)
+
+
+def test_without_a_vector_floor_or_leg_the_gate_stays_open() -> None:
+    assert gate_open({"a": {"vector": 0.01}}, {**FLOOR, "vector": 0})
+    assert gate_open({"a": {"lexical": 0.2}}, FLOOR)  # embedder down, or `--mode lexical`: sum rule
+    assert not gate_open({}, FLOOR)
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=3), leg_evidence, max_size=8))
+def test_the_fused_result_answers_only_when_one_leg_alone_would(ev: dict[str, dict[str, float]]) -> None:
+    """So it never answers a question that each leg on its own, with the same floors, turns away."""
+    alone = any(
+        legs.get("vector", 0) >= FLOOR["vector"]
+        or legs.get("lexical", 0) >= FLOOR["lexical"]
+        or legs.get("trigram", 0) >= 1
+        for legs in ev.values()
+    )
+    if any("vector" in legs for legs in ev.values()):
+        assert gate_open(ev, FLOOR) == alone
+    else:  # no vector leg (embedder down): the other legs answer by the sum rule, as before
+        assert gate_open(ev, FLOOR) == bool(ev)
 
 
 def test_a_leg_without_a_floor_counts_nothing_and_floor_zero_lets_its_finds_through() -> None:

@@ -27,6 +27,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
+from brain.core.contract import DEFAULT_EMBEDDING_DIM, DEFAULT_EMBEDDING_MODEL
 from brain.core.gitrefs import (
     INSECURE_FLAG,
     REF_ACCEPTED,
@@ -259,6 +260,14 @@ class RetrievalFloor(_Model):
             "the vector floor fixed."
         ),
     )
+    gate: bool = Field(
+        default=True,
+        description=(
+            "Inject anything only when some memory reaches one leg's floor on its own (for identifiers: "
+            "all of them verbatim); weaker legs that agree then still add up. false: any memory whose "
+            "legs add up opens it, which answers more unrelated questions than either leg alone."
+        ),
+    )
 
 
 class Retrieval(_Model):
@@ -348,7 +357,7 @@ class Embedding(_Model):
     """The embedder that turns memories and queries into vectors."""
 
     model: str = Field(
-        default="BAAI/bge-small-en-v1.5",
+        default=DEFAULT_EMBEDDING_MODEL,
         min_length=1,
         max_length=256,
         description=(
@@ -359,7 +368,7 @@ class Embedding(_Model):
         ),
     )
     dim: int = Field(
-        default=384,
+        default=DEFAULT_EMBEDDING_DIM,
         ge=8,
         le=4096,
         description="Vector dimension of the model. Fixed at creation: the memories table is built for it.",

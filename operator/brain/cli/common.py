@@ -10,9 +10,9 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
+from brain.core.contract import DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import BrainError
 
-DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 COMMANDS: dict[str, Handler] = {}
 

@@ -11,6 +11,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The one default embedding model, and its dimension. The CRD's spec.embedding default, the
+# embedder image (images/embedder: its Dockerfile ARG and the wheels in model.txt), `brainctl up`
+# and the pods all name this one: a Brain that names no model must get an embedder that holds
+# it, or it never turns Ready. tests/delivery/test_default_model.py keeps them equal.
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_EMBEDDING_DIM = 384
+
 
 class Env:
     """Environment variable names shared by the renderer and the pods."""
@@ -65,5 +72,5 @@ class CaptureSection(_Section):
 
 
 class EmbeddingSection(_Section):
-    model: str = "sentence-transformers/all-MiniLM-L6-v2"
-    dim: int = Field(default=384, ge=1)
+    model: str = DEFAULT_EMBEDDING_MODEL
+    dim: int = Field(default=DEFAULT_EMBEDDING_DIM, ge=1)

@@ -11,9 +11,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from brain.core.contract import Env
+from brain.core.contract import DEFAULT_EMBEDDING_MODEL, Env
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL = DEFAULT_EMBEDDING_MODEL  # the one the embedder image bakes (images/embedder/model.txt)
 OFFLINE_MODEL_DIR = "models/all-minilm-l6-v2-int8-tryaii1.0.0-gt0.1.0"  # assembled by hack/model.sh
 
 

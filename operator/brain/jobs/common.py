@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from brain.core.contract import Env
+from brain.core.contract import DEFAULT_EMBEDDING_MODEL, Env
 from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
 from brain.store import jobruns
@@ -45,7 +45,7 @@ async def job_env(dsn: str | None = None, embedder: Embedder | None = None) -> A
         raise BrainError("no database: set BRAIN_DATABASE_URL (or pass --dsn)")
     emb = embedder or make_embedder()
     dim = int(getattr(emb, "dim", 384))
-    model = os.environ.get(Env.EMBEDDING_MODEL) or "sentence-transformers/all-MiniLM-L6-v2"
+    model = os.environ.get(Env.EMBEDDING_MODEL) or DEFAULT_EMBEDDING_MODEL
     store = await Store.open(dsn, dim=dim, embedding_model=model, max_size=4)
     try:
         yield JobEnv(store, emb)

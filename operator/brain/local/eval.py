@@ -23,6 +23,7 @@ from brain.core.errors import InvalidInput
 from brain.core.models import KINDS, Actor, MemoryIn, check_namespace
 from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
+from brain.local.splits import SPLITS, SplitRule, assign, rule_for
 from brain.retrieval.catalog import Catalog
 from brain.retrieval.compose import ComposeConfig, compose
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
@@ -79,6 +80,8 @@ class EvalQuery(BaseModel):
     )
     category: str = "all"
     as_of: datetime | None = None
+    # The split unit when the dataset is split by group (a generated set's template family).
+    group: str | None = Field(default=None, min_length=1)
 
 
 class Dataset(BaseModel):
@@ -86,6 +89,12 @@ class Dataset(BaseModel):
     source: str = ""
     memories: list[EvalMemory]
     queries: list[EvalQuery]
+    split: SplitRule | None = None  # how dev and test are told apart (brain/local/splits.py)
+
+    def splits(self) -> dict[str, str]:
+        """Query id → "dev" or "test", fixed by the dataset's rule and seed."""
+        rule = rule_for(self.name, self.split)
+        return assign(((q.id, q.namespace, q.group) for q in self.queries), rule)
 
 
 def _first_error(section: str, index: int, record: Any, e: ValidationError) -> InvalidInput:
@@ -131,9 +140,23 @@ def load_dataset(data: Any) -> Dataset:
                 f"queries[{i}] (id {q.id!r}): field 'relevant' names unknown memories {missing[:3]}",
                 field="relevant",
             )
-    return Dataset(
-        name=data.get("name", "dataset"), source=data.get("source", ""), memories=memories, queries=queries
+    try:
+        split = SplitRule.model_validate(data["split"]) if data.get("split") is not None else None
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise InvalidInput(f"dataset field 'split': {err['msg']}", field="split") from None
+    ds = Dataset(
+        name=data.get("name", "dataset"),
+        source=data.get("source", ""),
+        memories=memories,
+        queries=queries,
+        split=split,
     )
+    try:
+        ds.splits()
+    except ValueError as e:
+        raise InvalidInput(str(e), field="group") from None
+    return ds
 
 
 def _cache_path(embedder: Embedder, texts: list[str]) -> Path:
@@ -248,12 +271,16 @@ async def evaluate(
         await catalog.refresh(store)
     composing = composing or ComposeConfig(top_k=base.top_k)  # the gateway's defaults
     gate = SecretGate("redact")
+    split_of = ds.splits()
+    report["split_queries"] = {s: sum(1 for v in split_of.values() if v == s) for s in SPLITS}
     for mode in modes:
         legs = MODES["hybrid"] if mode == GATEWAY else MODES[mode]
         retriever = Retriever(store, embedder, base.model_copy(update={"legs": legs}))
         per_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
         latencies: list[float] = []
         abstained: list[bool] = []
+        abstained_split: list[str] = []
+        per_cat_split: dict[str, list[str]] = defaultdict(list)
         tokens: list[int] = []
         degraded = 0
         for scope in dict.fromkeys(Scope.of([q.namespace]) for q in ds.queries):
@@ -277,6 +304,7 @@ async def evaluate(
                 ranked_ids = [h.id for h in ranked]
             if not q.relevant:  # nothing bears on it: the right answer is to inject nothing
                 abstained.append(not ranked_ids)
+                abstained_split.append(split_of[q.id])
                 continue
             got = [reverse.get(i, i) for i in ranked_ids]
             relevant = set(q.relevant)
@@ -284,45 +312,88 @@ async def evaluate(
             first = next((i for i, g in enumerate(got, start=1) if g in relevant), None)
             row["mrr"] = 1.0 / first if first else 0.0
             per_cat[q.category].append(row)
-        rows = [r for rs in per_cat.values() for r in rs]
-
-        def mean(rs: list[dict[str, float]], key: str) -> float:
-            return round(statistics.fmean(r[key] for r in rs), 4) if rs else 0.0
-
-        keys = [f"recall@{k}" for k in ks] + ["mrr"]
+            per_cat_split[q.category].append(split_of[q.id])
         report["modes"][mode] = {
-            **{key: mean(rows, key) for key in keys},
-            # Share of the queries with nothing relevant that got nothing injected (None: the set has none).
-            "abstain": round(statistics.fmean(abstained), 4) if abstained else None,
-            "abstain_queries": len(abstained),
+            **summarize(per_cat, abstained, ks),
             "injected_tokens_mean": round(statistics.fmean(tokens), 1) if tokens else 0.0,
             # Queries answered with a leg missing (embedder slow or down, a leg failing): not the ranking.
             "degraded": degraded,
             "latency_ms": {"p50": round(_pct(latencies, 0.5), 2), "p95": round(_pct(latencies, 0.95), 2)},
-            "by_category": {
-                cat: {**{key: mean(rs, key) for key in keys}, "queries": len(rs)}
-                for cat, rs in sorted(per_cat.items())
+            # The same figures on each split: constants are chosen on dev, test is only reported.
+            "splits": {
+                s: summarize(
+                    {
+                        c: [r for r, qs in zip(rs, per_cat_split[c], strict=True) if qs == s]
+                        for c, rs in per_cat.items()
+                    },
+                    [a for a, qs in zip(abstained, abstained_split, strict=True) if qs == s],
+                    ks,
+                )
+                for s in SPLITS
             },
         }
     return report
 
 
+def summarize(
+    per_cat: dict[str, list[dict[str, float]]], abstained: list[bool], ks: Sequence[int]
+) -> dict[str, Any]:
+    """Recall@k and MRR over all answerable queries and per category, and the abstain share of the
+    queries with nothing relevant (None: the set has none). Pure: the same rows give the same figures."""
+    keys = [f"recall@{k}" for k in ks] + ["mrr"]
+    rows = [r for rs in per_cat.values() for r in rs]
+
+    def mean(rs: list[dict[str, float]], key: str) -> float:
+        return round(statistics.fmean(r[key] for r in rs), 4) if rs else 0.0
+
+    return {
+        **{key: mean(rows, key) for key in keys},
+        "queries": len(rows),
+        "abstain": round(statistics.fmean(abstained), 4) if abstained else None,
+        "abstain_queries": len(abstained),
+        "by_category": {
+            cat: {**{key: mean(rs, key) for key in keys}, "queries": len(rs)}
+            for cat, rs in sorted(per_cat.items())
+            if rs
+        },
+    }
+
+
 def format_report(report: dict[str, Any], ks: Sequence[int]) -> str:
+    """The table `brainctl eval` prints: per mode, all queries, then dev and test (each with its
+    categories), so a figure is never read without the split it was measured on."""
     keys = [f"recall@{k}" for k in ks] + ["mrr"]
     head = (
-        f"{'mode':<10} {'category':<14} "
+        f"{'mode':<10} {'split':<5} {'category':<14} "
         + " ".join(f"{k:>10}" for k in keys)
         + f" {'abstain':>8} {'tokens':>7} {'p50 ms':>8} {'p95 ms':>8}"
     )
-    lines = [f"{report['memories']} memories, {report['queries']} queries", head, "-" * len(head)]
+    sizes = report.get("split_queries", {})
+    lines = [
+        f"{report['memories']} memories, {report['queries']} queries"
+        + "".join(f", {s} {n}" for s, n in sizes.items()),
+        head,
+        "-" * len(head),
+    ]
+
+    def abstain(m: dict[str, Any]) -> str:
+        return "-" if m["abstain"] is None else f"{m['abstain']:.4f}"
+
     for mode, m in report["modes"].items():
         lat = m["latency_ms"]
-        abstain = "-" if m["abstain"] is None else f"{m['abstain']:.4f}"
         lines.append(
-            f"{mode:<10} {'all':<14} "
+            f"{mode:<10} {'all':<5} {'all':<14} "
             + " ".join(f"{m[k]:>10.4f}" for k in keys)
-            + f" {abstain:>8} {m['injected_tokens_mean']:>7} {lat['p50']:>8} {lat['p95']:>8}"
+            + f" {abstain(m):>8} {m['injected_tokens_mean']:>7} {lat['p50']:>8} {lat['p95']:>8}"
         )
-        for cat, c in m["by_category"].items():
-            lines.append(f"{'':<10} {cat[:14]:<14} " + " ".join(f"{c[k]:>10.4f}" for k in keys))
+        for split, s in m.get("splits", {}).items():
+            lines.append(
+                f"{'':<10} {split:<5} {'all':<14} "
+                + " ".join(f"{s[k]:>10.4f}" for k in keys)
+                + f" {abstain(s):>8}"
+            )
+            for cat, c in s["by_category"].items():
+                lines.append(
+                    f"{'':<10} {split:<5} {cat[:14]:<14} " + " ".join(f"{c[k]:>10.4f}" for k in keys)
+                )
     return "\n".join(lines)

@@ -27,6 +27,7 @@ from brain.retrieval.fusion import (
     diversify,
     episode_context,
     evidence,
+    gate_open,
     keep_leg_leads,
     leg_weights,
     leg_zscores,
@@ -77,6 +78,9 @@ class Floor(BaseModel):
     lexical: float = Field(default=0.5, ge=0, le=1)
     trigram: float = Field(default=0.5, ge=0, le=1)
     calibration: float = Field(default=0.95, ge=0, le=1)
+    # Answer only when some memory has an answer's evidence on one leg alone (its floor; for
+    # identifiers, all of them verbatim): fusion.gate_open. False: whatever the sum rule passes.
+    gate: bool = True
 
     def legs(self) -> dict[str, float]:
         return {"vector": self.vector, "lexical": self.lexical, "trigram": self.trigram}
@@ -256,10 +260,11 @@ class Retriever:
             scored[name] = outcome
         if not scored and outcomes and isinstance(outcomes[0], BaseException):
             raise outcomes[0]
-        passing = above_floor(
-            evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens)),
-            self._floors(scope),
-        )
+        proof = evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens))
+        floors = self._floors(scope)
+        passing = above_floor(proof, floors)
+        if cfg.floor.gate and not gate_open(proof, floors):
+            passing = set()  # nothing bears on it: no memory has an answer's evidence (fusion.gate_open)
 
         t0 = time.perf_counter()
         # Each leg's z-scores, for episode context to fuse its groups per leg (rrf: none, best entry).

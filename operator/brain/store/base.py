@@ -22,6 +22,7 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 from ulid import ULID
 
+from brain.core.contract import DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import InvalidInput, NotFound
 from brain.core.models import SHARED, Hit, Memory
 from brain.store.migrate import migrate
@@ -159,7 +160,7 @@ class StoreBase:
         dsn: str,
         *,
         dim: int = 384,
-        embedding_model: str = "sentence-transformers/all-MiniLM-L6-v2",
+        embedding_model: str = DEFAULT_EMBEDDING_MODEL,
         min_size: int = 1,
         max_size: int = 10,
         timeout: float = 10.0,
