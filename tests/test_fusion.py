@@ -15,6 +15,7 @@ from brain.retrieval.fusion import (
     keep_leg_leads,
     leg_weights,
     leg_zscores,
+    standout,
     zscore_fusion,
 )
 
@@ -160,6 +161,16 @@ def test_a_lead_that_did_not_pass_the_floor_is_not_brought_back_nor_is_trigrams(
     ranked = [_hit("a", 3), _hit("b", 2), _hit("t", 1)]
     legs = {"vector": [("cut", 0.2)], "trigram": [("t", 1.0)]}  # "cut" is not among the ranked hits
     assert [h.id for h in keep_leg_leads(ranked, legs, limit=2)] == ["a", "b", "t"]
+
+
+def test_equal_scores_are_flat_whatever_the_rounding() -> None:
+    """[0.4] * 3 averages to 0.4000000000000001: the leg is flat, not a negative standout."""
+    assert standout([("a", 0.4), ("b", 0.4), ("c", 0.4)]) is None
+    w = leg_weights(
+        {"vector": [("a", 0.0), ("b", 0.0), ("c", 1.0)], "lexical": [("a", 0.4), ("b", 0.4), ("c", 0.4)]},
+        {"vector": 1.0, "lexical": 1.0},
+    )
+    assert all(x > 0 for x in w.values())
 
 
 @given(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -385,6 +386,58 @@ def test_network_policies_on_real_pods(stack: Stack) -> None:
 
 
 # ------------------------------------------------------------------------------------------- faults
+
+
+ATTACKS = """
+import asyncio, asyncpg, os
+async def main():
+    conn = await asyncpg.connect(os.environ["BRAIN_DATABASE_URL"])
+    who = await conn.fetchrow("SELECT current_user AS u, rolsuper AS s FROM pg_roles WHERE rolname = current_user")
+    print("login", who["u"], "superuser" if who["s"] else "not-superuser")
+    for name, sql in (
+        ("copy_program", "COPY (SELECT 1) TO PROGRAM 'touch /tmp/brain-pwned'"),
+        ("create_extension", "CREATE EXTENSION IF NOT EXISTS hstore"),
+        ("drop_table", "DROP TABLE memories"),
+        ("read_authid", "SELECT rolpassword FROM pg_authid LIMIT 1"),
+    ):
+        try:
+            await conn.execute(sql)
+            print(name, "ALLOWED")
+        except asyncpg.PostgresError as e:
+            print(name, "refused", type(e).__name__)
+    print("memories", await conn.fetchval("SELECT count(*) FROM memories"))
+asyncio.run(main())
+"""
+
+
+def test_a_tenants_hostile_source_and_the_gateways_login_on_real_pods(stack: Stack) -> None:
+    """Issue #26 on the real node: a MemorySource whose ref would run a command is refused by the
+    API server, naming the field; and the gateway's own database login, from inside its pod, is no
+    superuser: COPY ... TO PROGRAM, CREATE EXTENSION, DROP TABLE and pg_authid are refused (the
+    marker the COPY would write in the database pod stays absent), while it still reads memories."""
+    s = stack
+    hostile = (
+        "apiVersion: brain.dev/v1alpha1\nkind: MemorySource\nmetadata: {name: hostile}\n"
+        "spec:\n  brainRef: {name: team}\n  git:\n    url: https://git.example.invalid/team.git\n"
+        "    ref: --upload-pack=touch /tmp/brain-pwned\n"
+    )
+    proc = subprocess.run(
+        ["kubectl", "apply", "-n", NS, "-f", "-"],
+        input=hostile, capture_output=True, text=True, env=s.node.env, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode != 0 and "spec.git.ref" in proc.stderr, proc  # the CRD's rule names the field
+    assert s.k("get", "memorysource", "hostile", "-n", NS, "--ignore-not-found").strip() == ""
+
+    gw_pod = _pod_names(s, "gateway")[0]
+    out = s.k("exec", "-n", NS, gw_pod, "-c", "gateway", "--", "python", "-c", ATTACKS)
+    lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
+    assert lines["login"].endswith("not-superuser") and lines["login"].startswith("brain_gateway"), out
+    for attack in ("copy_program", "create_extension", "drop_table", "read_authid"):
+        assert lines[attack] == "refused InsufficientPrivilegeError", out  # for want of the right
+    assert int(lines["memories"]) > 0, out
+    db_pod = _pod_names(s, "database")[0]
+    marker = s.k("exec", "-n", NS, db_pod, "--", "sh", "-c", "ls /tmp/brain-pwned 2>&1 || true")
+    assert "No such file" in marker, marker
 
 
 def _pod_names(s: Stack, component: str) -> list[str]:

@@ -95,7 +95,8 @@ async def test_sdk_chat_conversation_keeps_the_prefix_cache(gw: Gateway, team: T
         "how many days does the payments.events Kafka topic keep?": "Kafka topic payments.events keeps 7 days of retention and 12 partitions.",
         "which team owns the billing cron job?": "The billing cron job is owned by the revenue team (channel #revenue-oncall).",
     }
-    system = SYSTEM + " " + "Follow the payments team's conventions in every answer. " * 120  # > 1,024 tokens
+    # a client's prompt of ~16 KB, as Codex's developer prompt is: the cached prefix worth keeping
+    system = SYSTEM + " " + "Follow the payments team's conventions in every answer. " * 280
 
     async def four(client: AsyncOpenAI) -> list[dict[str, Any]]:
         gw.fake.received.clear()

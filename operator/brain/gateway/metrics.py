@@ -44,7 +44,7 @@ blocks_put_back = Counter(
     "Memory blocks of earlier turns put back, byte for byte, so the provider's prompt cache holds.",
 )
 upstream_input_tokens = Counter(
-    "brain_upstream_input_tokens",
+    "brain_upstream_input_tokens_total",
     "Input tokens the upstream provider billed, by model and prompt-cache outcome "
     "(read: served from its cache, write: written to it, none: neither).",
     ["model", "cache"],

@@ -95,9 +95,11 @@ def standout(scored: Sequence[tuple[str, float]]) -> float | None:
     values = [v for _, v in scored]
     mean = sum(values) / len(values)
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
-    if sd == 0:
+    # equal scores are flat even when rounding leaves a tiny spread ([0.4] * 3 has mean 0.4000…01,
+    # which put the top *below* the mean: a negative weight)
+    if sd <= 1e-9 * max(1.0, abs(mean)):
         return None
-    return (max(values) - mean) / sd
+    return max(values) / sd - mean / sd
 
 
 def leg_weights(
