@@ -100,8 +100,9 @@ class SkipBudget:
         self.bad: list[tuple[str, str, str]] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.skipped and not hasattr(report, "wasxfail"):
-            self.skips.append((report.nodeid, _skip_reason(report)))
+        if report.skipped:  # an expected failure (xfail) is a test that did not pass: counted too
+            reason = str(getattr(report, "wasxfail", "")) or _skip_reason(report)
+            self.skips.append((report.nodeid, reason))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -66,6 +66,14 @@ FACTS = [
     "The billing cron job is owned by the revenue team (channel #revenue-oncall).",
 ]
 
+#: A conversation of four turns, each about another stored fact (the prompt-cache tests of each client).
+FOUR_TURNS = {
+    QUESTION: ANSWER_FACT,
+    "what is the payments API rate limit per merchant key?": FACTS[9],
+    "how many days does the payments.events Kafka topic keep?": FACTS[14],
+    "which team owns the billing cron job?": FACTS[25],
+}
+
 CLAUDE_MD_RULES = 40
 
 

@@ -17,6 +17,7 @@ from tests.gateway_fixtures import ANTHROPIC_MODEL
 
 from .conftest import (
     ANSWER_FACT,
+    FOUR_TURNS,
     QUESTION,
     Gateway,
     Team,
@@ -122,14 +123,6 @@ async def test_claude_code_capture_keeps_the_question_not_the_harness(
     assert "claudeMd" not in rows[0]["body"] and "pgbouncer fronts Postgres" in rows[0]["body"]
 
 
-TURNS = {
-    QUESTION: ANSWER_FACT,
-    "what is the payments API rate limit per merchant key?": "The payments API rate limit is 300 requests per minute per merchant key.",
-    "how many days does the payments.events Kafka topic keep?": "Kafka topic payments.events keeps 7 days of retention and 12 partitions.",
-    "which team owns the billing cron job?": "The billing cron job is owned by the revenue team (channel #revenue-oncall).",
-}
-
-
 def _read_share(bodies: list[dict[str, Any]]) -> float:
     """The share of input tokens a provider would read from its prompt cache, over the conversation."""
     cache = PromptCache()
@@ -143,7 +136,7 @@ async def _four_turns(
 ) -> list[dict[str, Any]]:
     env = claude_env(home, agents_bin, url, key)
     gw.fake.received.clear()
-    for i, question in enumerate(TURNS):
+    for i, question in enumerate(FOUR_TURNS):
         cont = ["-c"] if i else []
         await run_cli(
             [str(agents_bin / "claude"), *cont, "-p", question, "--model", ANTHROPIC_MODEL], env, repo
@@ -171,7 +164,7 @@ async def test_claude_code_four_turns_keep_the_prompt_cache(
     )
     assert share_direct > 0.5  # the client's breakpoints do cache: a test that can fail
     assert share_brain >= 0.95 * share_direct, (share_brain, share_direct)
-    for body, (question, fact) in zip(through, TURNS.items(), strict=True):
+    for body, (question, fact) in zip(through, FOUR_TURNS.items(), strict=True):
         turn, _ = turn_texts(body, "messages", question)
         assert first_memory_id(turn) == team.ids[fact], (question, turn[:800])
         assert json.dumps(body).count('"cache_control"') <= 4

@@ -10,6 +10,7 @@ from brain.local.promptcache import PromptCache
 
 from .conftest import (
     ANSWER_FACT,
+    FOUR_TURNS,
     QUESTION,
     Gateway,
     Team,
@@ -109,14 +110,6 @@ async def test_codex_follow_up_retrieves_on_the_latest_question(
     assert first_memory_id(rest) == team.answer_id  # the first turn's block, put back where it was
 
 
-TURNS = {
-    QUESTION: ANSWER_FACT,
-    "what is the payments API rate limit per merchant key?": "The payments API rate limit is 300 requests per minute per merchant key.",
-    "how many days does the payments.events Kafka topic keep?": "Kafka topic payments.events keeps 7 days of retention and 12 partitions.",
-    "which team owns the billing cron job?": "The billing cron job is owned by the revenue team (channel #revenue-oncall).",
-}
-
-
 def _cached_share(bodies: list[dict[str, Any]]) -> float:
     """The share of input tokens OpenAI's automatic prefix cache would serve, over the conversation."""
     cache = PromptCache()
@@ -132,7 +125,7 @@ async def _four_turns(
 ) -> list[dict[str, Any]]:
     env = codex_env(home, agents_bin, url, key)
     gw.fake.received.clear()
-    for i, question in enumerate(TURNS):
+    for i, question in enumerate(FOUR_TURNS):
         resume = ["resume", "--last"] if i else []
         await run_cli(
             [str(agents_bin / "codex"), "exec", "--skip-git-repo-check", *resume, question], env, repo
@@ -155,6 +148,6 @@ async def test_codex_four_turns_keep_the_prefix_cache(
     print(f"Codex, 4 turns: cached share direct {share_direct:.3f}, through the brain {share_brain:.3f}")
     assert share_direct > 0.5
     assert share_brain >= 0.95 * share_direct, (share_brain, share_direct)
-    for body, (question, fact) in zip(through, TURNS.items(), strict=True):
+    for body, (question, fact) in zip(through, FOUR_TURNS.items(), strict=True):
         turn, _ = turn_texts(body, "responses")
         assert question in turn and first_memory_id(turn) == team.ids[fact], (question, turn[:800])

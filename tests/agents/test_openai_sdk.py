@@ -10,7 +10,7 @@ from openai import AsyncOpenAI
 from brain.local.promptcache import PromptCache
 from tests.gateway_fixtures import metric
 
-from .conftest import ANSWER_FACT, QUESTION, Gateway, Team, first_memory_id, turn_texts
+from .conftest import ANSWER_FACT, FOUR_TURNS, QUESTION, Gateway, Team, first_memory_id, turn_texts
 
 SYSTEM = "You are the payments team's assistant. Answer briefly."
 # tool output that talks about other stored facts: retrieval must not follow it
@@ -89,12 +89,7 @@ async def test_sdk_chat_conversation_keeps_the_prefix_cache(gw: Gateway, team: T
     """Four chat-completions turns, each about another fact, straight to the echo and through the
     gateway: the share OpenAI-style prefix caching serves stays within 5 %, and each turn's answering
     memory is the first its newest user message holds."""
-    turns = {
-        QUESTION: ANSWER_FACT,
-        "what is the payments API rate limit per merchant key?": "The payments API rate limit is 300 requests per minute per merchant key.",
-        "how many days does the payments.events Kafka topic keep?": "Kafka topic payments.events keeps 7 days of retention and 12 partitions.",
-        "which team owns the billing cron job?": "The billing cron job is owned by the revenue team (channel #revenue-oncall).",
-    }
+    turns = FOUR_TURNS
     # a client's prompt of ~16 KB, as Codex's developer prompt is: the cached prefix worth keeping
     system = SYSTEM + " " + "Follow the payments team's conventions in every answer. " * 280
 
