@@ -7,7 +7,7 @@ export BRAIN_CACHE := $(CACHE)
 
 .PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help \
 	images base-images docker-up docker-down lock kind-up e2e chart-test chart-sync lint-dockerfiles agents \
-	node-build node-up node-down e2e-pods e2e-ha test-profile
+	node-build node-up node-down e2e-pods e2e-ha test-profile release
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -59,6 +59,9 @@ agents: ## the pinned agent CLIs (Claude Code, Codex) tests/agents drives, into 
 
 bench: install ## benchmarks → docs/benchmarks.md
 	$(PY) hack/bench.py --out docs/benchmarks.md
+
+release: install ## cut release VERSION=x.y.z: version, CHANGELOG, commit + tag, hack/releases.txt, dist/ chart, images (IMAGES=0: none)
+	VERSION=$(VERSION) IMAGES=$(or $(IMAGES),1) bash hack/release.sh
 
 crds: install ## regenerate crds/ from the pydantic models (and sync the chart)
 	$(PY) -m brain_operator.crdgen crds

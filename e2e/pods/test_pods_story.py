@@ -596,16 +596,17 @@ def test_faults_on_real_pods(stack: Stack) -> None:
     assert results and not broken, figures[-1]
 
     # ---- the embedder killed: every chat answered with the note (lexically while it is down), counted ---
-    # The plain question each time: words the brain has never seen ("(embedder down 3)") count at the
-    # highest IDF in the lexical floor (store/lexical.py), so a decorated question covers too little
-    # of its own IDF to be served lexically. A person asks the question, not a numbered variant.
+    # The plain question each time, each in a conversation of its own: words the brain has never seen
+    # ("(embedder down 3)") count at the highest IDF in the lexical floor (store/lexical.py), so a
+    # decorated question covers too little of its own IDF to be served lexically; and the same
+    # conversation resent gets its earlier block put back (placement.py) instead of a retrieval.
     degraded0 = _gateway_metric(s, "brain_retrieval_degraded_total", cause="embedder_down")
     [embedder] = _pod_names(s, "embedder")
     s.k("delete", "pod", embedder, "-n", NS, "--wait=false", "--grace-period=1")
     window: list[tuple[int, bool, bool]] = []  # (status, note served, embedder_down counted by then)
 
     def degraded_answer() -> bool:
-        r = gw.chat(ask)
+        r = gw.chat(ask, session=f"embedder down {len(window)}")
         down = _gateway_metric(s, "brain_retrieval_degraded_total", cause="embedder_down") > degraded0
         window.append((r.status_code, r.status_code == 200 and "6543" in r.text, down))
         return down
@@ -635,7 +636,7 @@ def test_faults_on_real_pods(stack: Stack) -> None:
     without: list[int] = []
 
     def answered_without_memory() -> bool:
-        r = gw.chat(f"{ask} (db down {len(without)})")
+        r = gw.chat(ask, session=f"db down {len(without)}")
         without.append(r.status_code)
         return r.status_code == 200 and "[team memory" not in r.text
 
@@ -651,8 +652,11 @@ def test_faults_on_real_pods(stack: Stack) -> None:
         timeout=300,
     )
 
+    back_tries: list[int] = []
+
     def with_memory() -> bool:
-        r = gw.chat(ask)
+        r = gw.chat(ask, session=f"db back {len(back_tries)}")
+        back_tries.append(r.status_code)
         return (
             r.status_code == 200
             and "6543" in r.text

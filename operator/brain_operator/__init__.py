@@ -5,8 +5,11 @@ The pydantic models in :mod:`brain_operator.api` are the single source of truth 
 handlers, so what the API server validates and what the operator renders cannot drift apart.
 """
 
+from brain import __version__
+
 GROUP = "brain.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
 FIELD_MANAGER = "brain-operator"
-__version__ = "0.1.0"
+
+__all__ = ["API_VERSION", "FIELD_MANAGER", "GROUP", "VERSION", "__version__"]

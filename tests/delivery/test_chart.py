@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from brain_operator import rbac
+from brain_operator import __version__, rbac
 
 from .conftest import (
     CHART,
@@ -101,7 +101,7 @@ def test_default_render_has_the_operator_pieces(render: Render) -> None:
     assert c["command"] == ["python", "-m", "brain_operator"]
     assert "--namespace=brain-system" in c["args"] and "--all-namespaces" not in c["args"]
     assert f"--peering={one(docs, 'KopfPeering')['metadata']['name']}" in c["args"]
-    assert c["image"] == "ghcr.io/brain-operator/operator:0.1.0"
+    assert c["image"] == f"ghcr.io/brain-operator/operator:{__version__}"  # the appVersion
     # the flags the chart passes are flags the operator accepts, and mean what the RBAC grants
     from brain_operator.main import config_from_args, parse_args
 
@@ -128,7 +128,7 @@ def test_every_object_is_labelled(render: Render, values: dict[str, Any]) -> Non
         assert labels.get("app.kubernetes.io/managed-by") == "Helm", where
         if d["kind"] != "Brain":
             assert labels.get("app.kubernetes.io/name") == "brain-operator", where
-            assert labels.get("helm.sh/chart") == "brain-operator-0.1.0", where
+            assert labels.get("helm.sh/chart") == f"brain-operator-{__version__}", where
 
 
 def test_pod_is_hardened(render: Render) -> None:

@@ -73,7 +73,8 @@ class KeyStoreUnavailable(BrainError):
 
 
 class SchemaMismatch(BrainError):
-    """The database was created for another embedding dimension or a newer schema."""
+    """The database was created for another embedding dimension or a newer schema: unavailable to
+    this build until it is upgraded (or the database reindexed), never a fault in the request."""
 
     code = "schema_mismatch"
-    status = 500
+    status = 503

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from brain_operator import __version__
 from brain_operator.api import Brain, MemorySource, Resources, RoutingPolicy
 
 Manifest = dict[str, Any]
@@ -31,12 +32,12 @@ APP_UID = 65532  # the uid the images in images/ create and run as
 POSTGRES_UID = 999
 
 DEFAULT_IMAGES = {
-    "gateway": "ghcr.io/brain-operator/gateway:0.1.0",
-    "embedder": "ghcr.io/brain-operator/embedder:0.1.0",
-    "jobs": "ghcr.io/brain-operator/jobs:0.1.0",
-    "operator": "ghcr.io/brain-operator/operator:0.1.0",
+    "gateway": f"ghcr.io/brain-operator/gateway:{__version__}",
+    "embedder": f"ghcr.io/brain-operator/embedder:{__version__}",
+    "jobs": f"ghcr.io/brain-operator/jobs:{__version__}",
+    "operator": f"ghcr.io/brain-operator/operator:{__version__}",
     "postgres": "pgvector/pgvector:pg17",
-    "cloudflared": "ghcr.io/brain-operator/cloudflared:0.1.0",  # images/cloudflared: restarts in place
+    "cloudflared": f"ghcr.io/brain-operator/cloudflared:{__version__}",  # images/cloudflared: restarts in place
     "cnpg": "ghcr.io/cloudnative-pg/postgresql:17-standard-bookworm",
 }
 
