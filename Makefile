@@ -7,7 +7,7 @@ export BRAIN_CACHE := $(CACHE)
 
 .PHONY: install up test lint typecheck unit bench crds cluster-up cluster-down clean help \
 	images base-images docker-up docker-down lock kind-up e2e chart-test chart-sync lint-dockerfiles agents \
-	node-build node-up node-down e2e-pods e2e-ha test-profile release
+	node-build node-up node-down e2e-pods e2e-ha e2e-upgrade test-profile release
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
@@ -116,6 +116,14 @@ e2e-pods: install images ## the user story and its faults on real pods (real nod
 	$(VENV)/bin/pytest -q -s e2e/pods
 
 HA_IMAGES = operator gateway embedder jobs database cnpg cnpg-postgres
+NODE_IMAGES = operator gateway embedder jobs database cloudflared
+PREVIOUS = $(shell awk '!/^\#/ && NF {print $$1}' hack/releases.txt | sort -V | tail -1)
+e2e-upgrade: install images ## the previous release -> HEAD -> the previous release, under traffic (real node; root; opt-in)
+	IMAGES=1 bash hack/release.sh --rebuild $(PREVIOUS) >/dev/null
+	BRAIN_E2E_UPGRADE=1 BRAIN_NODE_IMAGES="$$(for i in $(NODE_IMAGES); do bash hack/images.sh --ref $$i; \
+		IMAGE_TAG=$(PREVIOUS:v%=%) bash hack/images.sh --ref $$i; done | tr '\n' ' ')" \
+		$(VENV)/bin/pytest -q -s e2e/pods/test_upgrade.py
+
 e2e-ha: install images ## high availability on real pods: CloudNativePG failover, PDB, revocation, operator hand-over (real node; root; ~25 min)
 	bash hack/images.sh cnpg cnpg-postgres
 	BRAIN_E2E_HA=1 BRAIN_NODE_IMAGES="$$(for i in $(HA_IMAGES); do bash hack/images.sh --ref $$i; done | tr '\n' ' ')" \

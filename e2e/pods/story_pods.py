@@ -32,17 +32,18 @@ TAG = os.environ.get("IMAGE_TAG", "dev")
 EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def helm_values(*watch: str) -> list[str]:
-    """`--set`s for `helm install` with the images of `make images`. ``watch``: the namespaces the
-    operator watches (the chart's default since issue #26 is its own namespace only; a Role is
-    made in each, so they must exist before the install)."""
+def helm_values(*watch: str, tag: str = TAG) -> list[str]:
+    """`--set`s for `helm install` with the images of `make images` (or of another build's `tag`,
+    e2e/pods/test_upgrade.py's previous release). ``watch``: the namespaces the operator watches (the
+    chart's default since issue #26 is its own namespace only; a Role is made in each, so they must
+    exist before the install)."""
     sets = {
-        "image.tag": TAG,
-        "dataPlaneImages.gateway": f"{REG}/gateway:{TAG}",
-        "dataPlaneImages.embedder": f"{REG}/embedder:{TAG}",
-        "dataPlaneImages.jobs": f"{REG}/jobs:{TAG}",
-        "dataPlaneImages.postgres": f"{REG}/postgres:17-pgvector-{TAG}",
-        "dataPlaneImages.cloudflared": f"{REG}/cloudflared:{TAG}",
+        "image.tag": tag,
+        "dataPlaneImages.gateway": f"{REG}/gateway:{tag}",
+        "dataPlaneImages.embedder": f"{REG}/embedder:{tag}",
+        "dataPlaneImages.jobs": f"{REG}/jobs:{tag}",
+        "dataPlaneImages.postgres": f"{REG}/postgres:17-pgvector-{tag}",
+        "dataPlaneImages.cloudflared": f"{REG}/cloudflared:{tag}",
         "operator.healthSeconds": "2",
         # the story's git server is plain http:// in a pod, which a cluster refuses without this
         "operator.allowInsecureGitUrls": "true",

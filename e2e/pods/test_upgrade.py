@@ -1,0 +1,210 @@
+"""Day two on the real node (#29): the previous release → HEAD → the previous release, under traffic.
+
+The anchor is the Prometheus Operator's upgrade-path e2e: install the previous release, upgrade to
+the current one, check that everything still works; and here also roll back. The previous release
+is rebuilt from its commit in git (`hack/release.sh --rebuild`, the newest entry of
+hack/releases.txt): its chart and its six images, tagged with its version. Then, with two chat
+streams and a memory writer running through the gateway Service:
+
+1. `helm install` of the previous release; a Brain, keys and a note;
+2. HEAD's CRDs applied (as docs/operations.md tells an upgrader), `helm upgrade` to HEAD: the
+   operator, the gateways, the embedder and the jobs roll to HEAD's images;
+3. `helm rollback` to the previous release: they roll back.
+
+After each step every pod runs the step's images and is Ready, every acknowledged write is read
+back, the keys still work, and the Brain's children are the same set (the operator's hand-over made
+no duplicates). At the end: 0 failed chats (a chat answered without memory during a roll counts as
+answered, and is counted).
+
+Opt-in (`make e2e-upgrade`, BRAIN_E2E_UPGRADE=1): rebuilding the previous release's images adds a
+build that the fresh-machine budget of `make test` has no room for (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+from e2e.story import wait_for
+
+from .conftest import RealNode
+from .ha_pods import NOTE, Outcome, Stream
+from .story_pods import (
+    REG,
+    ROOT,
+    TAG,
+    Gateway,
+    brain_manifest,
+    helm_values,
+    helpers_manifest,
+    pods_ready,
+    service_url,
+)
+
+NS = "upgrade"
+OPERATOR_NS = "brain-upgrade"
+RELEASE = "brain-operator"
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        os.environ.get("BRAIN_E2E_UPGRADE") != "1",
+        reason="opt-in: make e2e-upgrade (BRAIN_E2E_UPGRADE=1; rebuilds the previous release's images)",
+    ),
+]
+
+
+def previous_release() -> tuple[str, str]:
+    rows = [
+        line.split()
+        for line in (ROOT / "hack" / "releases.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    tag, commit, *_ = max(rows, key=lambda r: tuple(int(p) for p in r[0][1:].split(".")))
+    return tag, commit
+
+
+@dataclass
+class Upgrade:
+    node: RealNode
+    previous: str  # its version, e.g. 0.1.0 (also its image tag)
+    chart: Path  # its chart, from its commit
+
+    def k(self, *args: str, check: bool = True) -> str:
+        return self.node.kubectl(*args, check=check)
+
+    def children(self) -> list[str]:
+        out = self.k("get", "deploy,statefulset,cronjob,service,configmap,secret,networkpolicy", "-n", NS,
+                     "-l", "brain.dev/brain=team", "-o", "name")  # fmt: skip
+        return sorted(out.split())
+
+
+@pytest.fixture(scope="module")
+def upgrade(real_node: RealNode) -> Iterator[Upgrade]:
+    tag, _ = previous_release()
+    # make e2e-upgrade rebuilt it before node-up (its images had to be imported); this only finds it
+    built = subprocess.run(
+        ["bash", str(ROOT / "hack" / "release.sh"), "--rebuild", tag], capture_output=True, text=True,
+        timeout=2400, env={**os.environ, "IMAGES": "0"},
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr[-3000:]
+    tree = Path(built.stdout.strip().splitlines()[-1])
+    for ns in (OPERATOR_NS, NS):
+        real_node.kubectl(
+            "apply", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n"
+        )
+    yield Upgrade(real_node, tag[1:], tree / "charts" / "brain-operator")
+    if os.environ.get("BRAIN_NODE_KEEP") != "1":
+        real_node.helm("uninstall", RELEASE, "-n", OPERATOR_NS, "--wait", "--timeout", "3m")
+        real_node.kubectl("delete", "namespace", NS, "--wait=false", check=False)
+
+
+def _runs(u: Upgrade, tag: str) -> bool:
+    """Every pod of the operator, the gateways and the embedder runs `tag`'s image and is Ready, and
+    none of another tag is left (a finished roll)."""
+    for component, ns, selector in (
+        ("operator", OPERATOR_NS, "app.kubernetes.io/name=brain-operator"),
+        ("gateway", NS, "app.kubernetes.io/component=gateway"),
+        ("embedder", NS, "app.kubernetes.io/component=embedder"),
+    ):
+        pods = u.node.json("get", "pods", "-n", ns, "-l", selector)["items"]
+        if not pods or not pods_ready(u.node, ns, selector)[0]:
+            return False
+        for p in pods:
+            [image] = [c["image"] for c in p["spec"]["containers"] if c["name"] == component]
+            if p["metadata"].get("deletionTimestamp") or image != f"{REG}/{component}:{tag}":
+                return False
+    return True
+
+
+def _read_back(gw: Gateway, outcomes: list[Outcome]) -> tuple[int, list[str]]:
+    acked = [o for o in outcomes if o.kind == "write" and o.status == 201 and o.memory_id]
+    lost = []
+    for o in acked:
+        r = gw.rest("GET", f"/memories/{o.memory_id}", "owner")
+        if r.status_code != 200 or r.json()["memory"]["body"] != o.body:
+            lost.append(f"{o.memory_id}: {r.status_code}")
+    return len(acked), lost
+
+
+@pytest.mark.timeout(3600)
+def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> None:
+    u, figures = upgrade, []
+    proc = u.node.helm("upgrade", "--install", RELEASE, str(u.chart), "-n", OPERATOR_NS, *helm_values(NS, tag=u.previous),
+                       "--wait", "--timeout", "10m", timeout=660)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    u.node.kubectl("apply", "-n", NS, "-f", "-", input=helpers_manifest(NS, {"README.md": "# upgrade\n"}))
+    u.node.kubectl("apply", "-n", NS, "-f", "-", input=brain_manifest(NS))
+    u.node.kubectl("wait", "brain/team", "-n", NS, "--for=condition=Ready", "--timeout=600s", timeout=620)
+    u.k("rollout", "status", "deploy/fake-llm", "-n", NS, "--timeout=180s")
+    wait_for(f"the previous release {u.previous} running", lambda: _runs(u, u.previous), timeout=300)
+    master = u.k("get", "secret", "team-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}")
+    gw = Gateway(service_url(u.node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
+    for name, role in (("agent", "agent"), ("owner", "owner")):
+        gw.make_key(name, role)
+    gw.mcp_tool("agent", "brain_note", {"body": NOTE, "title": "Staging DB port", "kind": "fact"})
+    wait_for("the note served", lambda: "6543" in gw.chat("Which port does the staging database use?").text,
+             timeout=120)  # fmt: skip
+    children = u.children()
+    stream = Stream(gw, chats=2, writers=1).start()
+    time.sleep(5)
+
+    steps = (
+        ("helm upgrade to HEAD", TAG, ["upgrade", RELEASE, str(ROOT / "charts" / "brain-operator"),
+                                       "-n", OPERATOR_NS, *helm_values(NS)]),
+        (f"helm rollback to {u.previous}", u.previous, ["rollback", RELEASE, "1", "-n", OPERATOR_NS]),
+    )  # fmt: skip
+    for what, tag, args in steps:
+        if args[0] == "upgrade":  # Helm never upgrades CRDs; docs/operations.md has the upgrader apply them
+            u.k(
+                "apply",
+                "--server-side",
+                "--force-conflicts",
+                "-f",
+                str(ROOT / "charts" / "brain-operator" / "crds"),
+            )
+        t0 = time.monotonic()
+        proc = u.node.helm(*args, "--wait", "--timeout", "10m", timeout=660)
+        assert proc.returncode == 0, (what, proc.stderr)
+        wait_for(f"{what}: every pod on {tag}", partial(_runs, u, tag), timeout=600, every=2)
+        rolled_s = time.monotonic() - t0
+        wait_for(f"{what}: the Brain Ready", lambda: _ready(u), timeout=300)
+        time.sleep(5)  # traffic on the rolled pods too
+        acked, lost = _read_back(gw, stream.snapshot())
+        assert not lost, (what, lost[:5])
+        keys = gw.chat("Which port does the staging database use?", key="agent")
+        assert keys.status_code == 200 and "6543" in keys.text, (what, keys.status_code, keys.text[:300])
+        assert u.children() == children, (what, sorted(set(u.children()) ^ set(children)))
+        figures.append(
+            f"{what}: rolled in {rolled_s:.0f} s; {acked} acknowledged writes read back; keys work"
+        )
+
+    outcomes = stream.stop()
+    chats = [o for o in outcomes if o.kind == "chat"]
+    broken = [o for o in chats if o.status != 200]
+    writes = [o for o in outcomes if o.kind == "write"]
+    acked, lost = _read_back(gw, outcomes)
+    figures.append(
+        f"traffic: {len(chats)} chats ({len(broken)} failed, {sum(1 for o in chats if o.status == 200 and not o.memory)}"
+        f" answered without memory), {len(writes)} writes ({acked} acknowledged, all read back: {not lost}; "
+        f"{sorted({str(o.status) for o in writes if o.status != 201})} otherwise)"
+    )
+    print("\n" + "\n".join(figures))
+    assert chats and not broken, (figures[-1], [(o.status, o.body[:100]) for o in broken[:5]])
+    assert acked and not lost, lost[:5]
+
+
+def _ready(u: Upgrade) -> bool:
+    conditions = {
+        c["type"]: c["status"]
+        for c in (u.node.json("get", "brain", "team", "-n", NS).get("status") or {}).get("conditions") or []
+    }
+    return conditions.get("Ready") == "True"
