@@ -9,6 +9,7 @@ import pytest
 from brain_operator.api import Brain
 from brain_operator.render import Capabilities
 from brain_operator.render.common import RenderInput
+from brain_operator.render.gateway import DRAIN_SECONDS
 from brain_operator.render.jobs import render_ingest_job, render_reindex_job
 
 from .helpers import (
@@ -196,3 +197,17 @@ def test_the_tunnel_sidecar_can_never_take_the_gateway_out_of_its_service() -> N
     assert containers["cloudflared"]["image"].startswith("ghcr.io/brain-operator/cloudflared:")
     assert "command" not in containers["cloudflared"]
     assert containers["cloudflared"]["ports"] == [{"name": "tunnel-metrics", "containerPort": 2000}]
+
+
+@pytest.mark.parametrize(("variant", "b", "caps"), _variants(), ids=[v[0] for v in _variants()])
+def test_a_terminating_gateway_keeps_serving_while_it_leaves_the_service(
+    variant: str, b: Brain, caps: Capabilities
+) -> None:
+    """Found in the upgrade e2e (#29): chats routed to a gateway pod in the second between its
+    deletion and the proxies' update were refused (uvicorn stops listening at SIGTERM). The gateway
+    pauses in preStop, within the grace period, with what its image has (python)."""
+    [(ref, tpl)] = [(r, t) for r, t in pod_templates(_all(b, caps)) if r.endswith("-gateway")]
+    [gw] = [c for c in tpl["spec"]["containers"] if c["name"] == "gateway"]
+    command = gw["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[0] == "python" and f"time.sleep({DRAIN_SECONDS})" in command[-1], (ref, command)
+    assert 3 <= DRAIN_SECONDS < tpl["spec"].get("terminationGracePeriodSeconds", 30) - 10, ref
