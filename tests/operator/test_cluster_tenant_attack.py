@@ -162,3 +162,29 @@ def test_a_memorysource_name_that_cannot_be_a_label_is_refused(kc: Kubectl, tena
     assert "metadata.name must be at most 63 characters" in proc.stderr, proc.stderr
     doc["metadata"]["name"] = "s" * 63
     assert tenant.create(doc).returncode == 0
+
+
+def test_a_memorysource_cannot_keep_its_brain_unfenced(
+    kc: Kubectl, tenant: Tenant, operator_: Operator
+) -> None:
+    """A request above the default limit (`resources.requests.memory: 4Gi`, limit 1Gi) made the
+    ingest CronJob invalid: the Brain's apply stopped there, after the database's StatefulSet and
+    before the NetworkPolicies that fence it. Now the fence is applied first, and a request alone
+    raises the default limit to it."""
+    kc.provide_volume("data-team-db-0")
+    source = sample("memorysource-git.yaml")
+    source["spec"]["resources"] = {"requests": {"memory": "4Gi", "cpu": "2"}}
+    assert tenant.create(source).returncode == 0
+    assert tenant.create(_brain("team")).returncode == 0
+    policies = wait_until(
+        "the Brain's NetworkPolicies",
+        lambda: kc.get("networkpolicies", selector="brain.dev/brain=team")["items"],
+        timeout=60,
+    )
+    assert "team-database" in {p["metadata"]["name"] for p in policies}
+    cron = wait_until(
+        "the ingest CronJob", lambda: kc.get("cronjob", "team-ingest-team-memories"), timeout=60
+    )
+    (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    assert container["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
+    assert container["resources"]["requests"] == {"cpu": "2", "memory": "4Gi"}
