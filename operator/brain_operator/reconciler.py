@@ -54,6 +54,7 @@ from brain_operator.render.litellm_config import check_policies
 from brain_operator.render.secrets import db_roles, master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
 from brain_operator.secret_use import (
+    DATABASE_SUPERUSER,
     DATABASE_URL,
     MASTER_KEY,
     SECRET_NOT_PERMITTED,
@@ -183,7 +184,7 @@ class Reconciler:
         password = key = None
         conflicts: list[str] = []
         if needs_db_password(probe):
-            live = self._generated_secret(ns, name, names.db_credentials(name), DATABASE_URL, conflicts)
+            live = self._generated_secret(ns, name, names.db_credentials(name), DATABASE_SUPERUSER, conflicts)
             password = _decode(live, "password") or secrets.token_urlsafe(24)
         if needs_master_key(probe):
             live = self._generated_secret(ns, name, names.master_key(name), MASTER_KEY, conflicts)

@@ -367,7 +367,7 @@ def test_a_refused_master_key_falls_back_to_the_generated_one_for_the_gateway_an
     assert generated["metadata"]["labels"]["brain.dev/secret-use"] == "master-key"
     assert (
         kube.obj("Secret", "team-db-credentials")["metadata"]["labels"]["brain.dev/secret-use"]
-        == "database-url"
+        == "database-superuser"
     )
     key = rec.master_key(kube.obj("Brain", "team"))
     assert key == base64.b64decode(generated["data"]["masterKey"]).decode() and key != "sk-admin-value"
@@ -503,3 +503,22 @@ def test_another_brains_child_is_not_taken_over() -> None:
     assert (
         "ConfigMap/team-source-gateway-config" in _conditions(kube.obj("Brain", "team"))["Ready"]["message"]
     )
+
+
+def test_another_brain_cannot_name_the_managed_superuser_secret() -> None:
+    """Session 14: `<brain>-db-credentials` (the managed database's superuser, for the migration
+    step alone) was labelled `database-url`, so a second Brain of the namespace could name it as its
+    external database and run its gateway and every job as that superuser. Its label is now a use no
+    spec field has; each workload login's Secret stays nameable."""
+    kube, rec = _setup()
+    rec.reconcile(NS, "team")
+    other = deep_set(sample("brain.yaml"), "metadata.name", "other")
+    other["metadata"]["namespace"] = NS
+    other["spec"]["database"] = {"external": {"secretRef": {"name": "team-db-credentials", "key": "dsn"}}}
+    kube.put(other)
+    result = rec.reconcile(NS, "other")
+    assert result is not None and result.phase == "Failed" and result.applied == []
+    ready = _conditions(kube.obj("Brain", "other"))["Ready"]
+    assert ready["reason"] == "SecretNotPermitted"
+    assert "spec.database.external.secretRef: Secret team-db-credentials" in ready["message"]
+    assert rec.reconcile(NS, "team").wrote is False  # type: ignore[union-attr]
