@@ -16,6 +16,7 @@ import re
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -27,7 +28,12 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
-from brain.core.contract import DEFAULT_EMBEDDING_DIM, DEFAULT_EMBEDDING_MODEL
+from brain.core.contract import (
+    DEFAULT_EMBEDDING_DIM,
+    DEFAULT_EMBEDDING_MODEL,
+    ENV_REFERENCE,
+    ENV_REFERENCE_REFUSED,
+)
 from brain.core.gitrefs import (
     INSECURE_FLAG,
     REF_ACCEPTED,
@@ -108,6 +114,26 @@ def cel(rule: str, message: str, **extra: str) -> JsonDict:
     return {"rule": rule, "message": message, **extra}
 
 
+def no_env_reference(field: str) -> JsonDict:
+    """The CEL half of `ConfigStr`: a value LiteLLM would read from the gateway's environment."""
+    return {
+        "x-kubernetes-validations": [
+            cel(f"!self.startsWith('{ENV_REFERENCE}')", f"{field} {ENV_REFERENCE_REFUSED}")
+        ]
+    }
+
+
+def _refuse_env_reference(value: str) -> str:
+    if value.startswith(ENV_REFERENCE):
+        raise ValueError(ENV_REFERENCE_REFUSED)
+    return value
+
+
+#: A string that reaches the gateway's LiteLLM config, where `os.environ/<VAR>` is read from the
+#: gateway's environment (brain.core.contract.ENV_REFERENCE); its field adds `no_env_reference`.
+ConfigStr = Annotated[str, AfterValidator(_refuse_env_reference)]
+
+
 def immutable(field: str, why: str) -> dict[str, Any]:
     """A transition rule refusing any change once the field is set."""
     return {"x-kubernetes-validations": [cel("self == oldSelf", f"{field} is immutable: {why}")]}
@@ -177,22 +203,25 @@ class Resources(_Model):
 class GatewayModel(_Model):
     """An upstream LLM the gateway can route to."""
 
-    name: str = Field(
+    name: ConfigStr = Field(
         description=(
             "Model name agents ask for (the `model` field of an OpenAI or Anthropic request) and that "
-            "RoutingPolicy tiers refer to. Unique within the Brain."
+            "RoutingPolicy tiers refer to. Unique within the Brain. Not starting with `os.environ/`."
         ),
         min_length=1,
         max_length=128,
         pattern=MODEL_NAME_PATTERN,
+        json_schema_extra=no_env_reference("name"),
     )
-    model: str = Field(
+    model: ConfigStr = Field(
         description=(
             "Provider model in LiteLLM notation, `<provider>/<model>`, e.g. `openai/gpt-4o`, "
-            "`anthropic/claude-sonnet-4-5` or `openai/echo` for any OpenAI-compatible server."
+            "`anthropic/claude-sonnet-4-5` or `openai/echo` for any OpenAI-compatible server. Not "
+            "starting with `os.environ/` (LiteLLM would read the gateway's environment there)."
         ),
         min_length=1,
         max_length=256,
+        json_schema_extra=no_env_reference("model"),
     )
     api_base: str | None = Field(
         default=None,
@@ -356,10 +385,11 @@ class Gateway(_Model):
 class Embedding(_Model):
     """The embedder that turns memories and queries into vectors."""
 
-    model: str = Field(
+    model: ConfigStr = Field(
         default=DEFAULT_EMBEDDING_MODEL,
         min_length=1,
         max_length=256,
+        json_schema_extra=no_env_reference("model"),
         description=(
             "fastembed model name. Changing it is a model migration: `brainctl reindex --to-model` builds "
             "the new model's index beside the live one and swaps it in when complete; the `Reindexing` "
@@ -1067,12 +1097,30 @@ class MemorySource(_Resource):
 class Tiers(_Model):
     """Which gateway model serves each complexity tier (names from `spec.gateway.models` of the Brain)."""
 
-    simple: str = Field(min_length=1, max_length=128, description="Greetings, lookups, short questions.")
-    medium: str = Field(min_length=1, max_length=128, description="Everyday coding.")
-    complex: str = Field(
-        min_length=1, max_length=128, description="Architecture, refactors, multi-file changes."
+    simple: ConfigStr = Field(
+        min_length=1,
+        max_length=128,
+        description="Greetings, lookups, short questions.",
+        json_schema_extra=no_env_reference("simple"),
     )
-    reasoning: str = Field(min_length=1, max_length=128, description="Hard multi-step reasoning.")
+    medium: ConfigStr = Field(
+        min_length=1,
+        max_length=128,
+        description="Everyday coding.",
+        json_schema_extra=no_env_reference("medium"),
+    )
+    complex: ConfigStr = Field(
+        min_length=1,
+        max_length=128,
+        description="Architecture, refactors, multi-file changes.",
+        json_schema_extra=no_env_reference("complex"),
+    )
+    reasoning: ConfigStr = Field(
+        min_length=1,
+        max_length=128,
+        description="Hard multi-step reasoning.",
+        json_schema_extra=no_env_reference("reasoning"),
+    )
 
 
 def _weight(default: float, what: str) -> Any:
@@ -1134,27 +1182,37 @@ class TokenThresholds(_Model):
     complex: int = Field(default=400, ge=1, le=1000000, description="Above this a prompt counts as long.")
 
 
+#: A keyword of the router's lists (each reaches the gateway's LiteLLM config).
+Keyword = Annotated[ConfigStr, Field(json_schema_extra=no_env_reference("keyword"))]
+
+
 class Keywords(_Model):
     """Keyword lists replacing the router's built-in ones; omit a list to keep the default."""
 
-    code: list[str] | None = Field(default=None, max_length=256, description="Words that signal code.")
-    reasoning: list[str] | None = Field(
+    code: list[Keyword] | None = Field(default=None, max_length=256, description="Words that signal code.")
+    reasoning: list[Keyword] | None = Field(
         default=None, max_length=256, description="Phrases that ask for reasoning."
     )
-    technical: list[str] | None = Field(default=None, max_length=256, description="Technical vocabulary.")
-    simple: list[str] | None = Field(default=None, max_length=256, description="Phrases of simple questions.")
+    technical: list[Keyword] | None = Field(default=None, max_length=256, description="Technical vocabulary.")
+    simple: list[Keyword] | None = Field(
+        default=None, max_length=256, description="Phrases of simple questions."
+    )
 
 
 class Override(_Model):
     """An explicit request ("use pro") that bypasses the complexity score."""
 
-    phrase: str = Field(
+    phrase: ConfigStr = Field(
         min_length=1,
         max_length=128,
         description="Case-insensitive phrase in the last user message, e.g. `use pro`.",
+        json_schema_extra=no_env_reference("phrase"),
     )
-    model: str = Field(
-        min_length=1, max_length=128, description="Gateway model to use when the phrase appears."
+    model: ConfigStr = Field(
+        min_length=1,
+        max_length=128,
+        description="Gateway model to use when the phrase appears.",
+        json_schema_extra=no_env_reference("model"),
     )
 
 
@@ -1162,18 +1220,20 @@ class RoutingPolicySpec(_Model):
     """The complexity router of a Brain: a virtual model that picks a real one per request."""
 
     brain_ref: BrainRef = Field(description=BrainRef.__doc__, json_schema_extra=_brain_ref_immutable)
-    model_name: str = Field(
+    model_name: ConfigStr = Field(
         default="smart-router",
         min_length=1,
         max_length=128,
         pattern=MODEL_NAME_PATTERN,
         description="The virtual model name agents ask for to be routed.",
+        json_schema_extra=no_env_reference("modelName"),
     )
     tiers: Tiers = Field(description=Tiers.__doc__)
-    default_model: str | None = Field(
+    default_model: ConfigStr | None = Field(
         default=None,
         max_length=128,
         description="Model used when no tier can be determined; omit for `tiers.medium`.",
+        json_schema_extra=no_env_reference("defaultModel"),
     )
     dimension_weights: DimensionWeights = Field(
         default_factory=DimensionWeights, description=DimensionWeights.__doc__

@@ -59,6 +59,12 @@ class OperatorConfig:
             return annotations[HEALTH_URL_ANNOTATION]
         return self.health_url_template.format(name=name, namespace=namespace, gateway=names.gateway(name))
 
+    @property
+    def health_url_names_gateway(self) -> bool:
+        """Whether the health URL is reached through the gateway Service's name (the default): then
+        the key goes only where a Service the Brain owns has that name (reconciler.master_key)."""
+        return "{gateway}" in self.health_url_template
+
     def health_url_is_gateway(self, name: str, namespace: str, annotations: dict[str, str] | None) -> bool:
         """Whether the health URL is the operator-rendered one: only there may the master key go."""
         return self.health_url(name, namespace, annotations) == self.health_url(name, namespace, None)

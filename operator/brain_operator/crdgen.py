@@ -209,6 +209,16 @@ def crd(kind: str) -> dict[str, Any]:
                 "child (Services, Secrets, CronJobs) is named <brain>-<part>",
             }
         ]
+    if kind == "MemorySource":
+        # The name is the value of the brain.dev/memorysource label of its ConfigMap, CronJob and Jobs:
+        # a longer one (a DNS subdomain may have 253 characters) failed every apply of its Brain.
+        root["x-kubernetes-validations"] = [
+            {
+                "rule": f"self.metadata.name.size() <= {names.MAX_SOURCE_NAME}",
+                "message": f"metadata.name must be at most {names.MAX_SOURCE_NAME} characters: it is the "
+                "value of the brain.dev/memorysource label of the source's ConfigMap, CronJob and Jobs",
+            }
+        ]
     plural = info["plural"]
     return {
         "apiVersion": "apiextensions.k8s.io/v1",

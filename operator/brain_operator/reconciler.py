@@ -54,6 +54,7 @@ from brain_operator.render.litellm_config import check_policies
 from brain_operator.render.secrets import db_roles, master_key_ref, needs_db_password, needs_master_key
 from brain_operator.render.stack import render_brain
 from brain_operator.secret_use import (
+    DATABASE_SUPERUSER,
     DATABASE_URL,
     MASTER_KEY,
     SECRET_NOT_PERMITTED,
@@ -183,7 +184,7 @@ class Reconciler:
         password = key = None
         conflicts: list[str] = []
         if needs_db_password(probe):
-            live = self._generated_secret(ns, name, names.db_credentials(name), DATABASE_URL, conflicts)
+            live = self._generated_secret(ns, name, names.db_credentials(name), DATABASE_SUPERUSER, conflicts)
             password = _decode(live, "password") or secrets.token_urlsafe(24)
         if needs_master_key(probe):
             live = self._generated_secret(ns, name, names.master_key(name), MASTER_KEY, conflicts)
@@ -215,6 +216,13 @@ class Reconciler:
         try:
             brain = Brain.model_validate(body)
             ns = brain.metadata.namespace or "default"
+            # The default health URL is the gateway Service's name: only a Service this Brain owns
+            # may receive its key, not one another team made at that name (`_foreign_children`).
+            gateway = self.kube.get(KINDS[("v1", "Service")], ns, names.gateway(brain.metadata.name))
+            if self.cfg.health_url_names_gateway and not (
+                gateway is not None and _owned_by(gateway, str(brain.metadata.uid))
+            ):
+                return None
             wanted = [u for u in brain_uses(brain) if u.use == MASTER_KEY]
             brain = without_refused(brain, refused(wanted, self._secret_getter(ns)))
             secret, key = master_key_ref(RenderInput(brain=brain))
@@ -312,6 +320,12 @@ class Reconciler:
             desired.append(obj)
 
         live = self._live_children(namespace, name, caps)
+        foreign = self._foreign_children(desired, live, str(raw["metadata"]["uid"]))
+        if foreign:
+            result.error = not_owned_message(foreign, name)
+            log.warning("%s/%s: %s", namespace, name, result.error)
+            self._write_failed_status(raw, result, CHILD_NOT_OWNED, emit)
+            return result
         try:
             self._apply_all(desired, live, result)
             self._prune(desired, live, str(raw["metadata"]["uid"]), result)
@@ -401,6 +415,28 @@ class Reconciler:
                 found = self.kube.list(kind, namespace, selector)
             for obj in found:
                 out[(kind.kind, obj["metadata"]["name"])] = obj
+        return out
+
+    def _foreign_children(
+        self, desired: list[Manifest], live: dict[tuple[str, str], dict[str, Any]], uid: str
+    ) -> list[str]:
+        """Objects already at a name this Brain renders that it does not own (`Kind/name`).
+
+        A child's name is `<brain>-<part>`, so the Brain's name picks it: a tenant could name a Brain
+        after another team's Service, ConfigMap or CronJob. The forced server-side apply would take
+        it over (its fields, its ownerReference: deleting the Brain would delete it). Secrets are
+        judged before rendering (`_generated_secret`, whose labelled adoption is deliberate).
+        Costs a read only for a child missing from `live` (a new one, or one in the way)."""
+        out = []
+        for obj in desired:
+            key = (obj["kind"], obj["metadata"]["name"])
+            if key in live or obj["kind"] == "Secret":
+                continue
+            there = self.kube.get(
+                KINDS[(obj["apiVersion"], obj["kind"])], obj["metadata"]["namespace"], key[1]
+            )
+            if there is not None and not _owned_by(there, uid):
+                out.append(_ref(obj))
         return out
 
     def _apply_all(
@@ -783,6 +819,19 @@ class Reconciler:
                     return doc
                 break
         return None
+
+
+CHILD_NOT_OWNED = "ChildNotOwned"
+
+
+def not_owned_message(refs: list[str], brain: str) -> str:
+    """The objects in the way of a Brain's children, and what to do (names only, never content)."""
+    listed = ", ".join(refs[:10]) + (f" and {len(refs) - 10} more" if len(refs) > 10 else "")
+    return (
+        f"{listed}: already exist and were not made for Brain {brain}; applying would take them over "
+        f"(and deleting the Brain would delete them), so nothing is applied. Give the Brain another "
+        f"name, or have their owner delete or rename them"
+    )
 
 
 def _insecure_source(source: MemorySource) -> str | None:

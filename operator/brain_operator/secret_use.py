@@ -47,6 +47,9 @@ MODEL_API_KEY = "model-api-key"
 MASTER_KEY = "master-key"
 TUNNEL_TOKEN = "tunnel-token"
 DATABASE_URL = "database-url"
+#: The label of the managed database's superuser Secret (`<brain>-db-credentials`): a use no spec
+#: field has, so no Brain can name it (as an external database it ran every pod as the superuser).
+DATABASE_SUPERUSER = "database-superuser"
 USES = (GIT_CREDENTIALS, MODEL_API_KEY, MASTER_KEY, TUNNEL_TOKEN, DATABASE_URL)
 SECRETS_CONDITION = "SecretsPermitted"
 SECRET_NOT_PERMITTED = "SecretNotPermitted"

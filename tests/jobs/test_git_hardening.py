@@ -29,6 +29,9 @@ HOSTILE_URLS = [
     "-oProxyCommand=touch {m}@host:repo",
     "fd::17",
 ]
+#: The CRD (RE2: `$` is the end of the text) refuses these; the job's check used Python's `$`, which
+#: also matches before a final newline, and let them through to git (session 14).
+TRAILING_NEWLINE = [("ref", "main\n"), ("url", "file://{repo}\n"), ("url", "{repo}\n")]
 #: (url, what the refusal says): http:// and file:// pass the CRD's shape, a local path does not.
 INSECURE_URLS = [
     ("file://{repo}", r"spec\.git\.url is refused: file:// .*--allow-insecure-git-urls"),
@@ -76,6 +79,18 @@ def test_hostile_url_refused_even_with_the_insecure_allowance(repo: Path, tmp_pa
     with pytest.raises(ValueError, match=r"spec\.skills\.url must be https://host/path"):
         checkout(url.format(m=marker), "main", tmp_path / "w", allow_insecure=True, field="spec.skills")
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(("what", "value"), TRAILING_NEWLINE, ids=["ref", "file-url", "local-path"])
+def test_a_trailing_newline_is_refused_as_the_crd_refuses_it(
+    repo: Path, tmp_path: Path, what: str, value: str
+) -> None:
+    ref, url = ("main", value.format(repo=repo)) if what == "url" else (value, f"file://{repo}")
+    with pytest.raises(ValueError, match=rf"spec\.git\.{what} must be"):
+        checkout(url, ref, tmp_path / "w", allow_insecure=True)
+    assert not (tmp_path / "w").exists()
+    with pytest.raises(ValueError, match=rf"spec\.git\.{what} must be"):
+        parse_source({"name": "s", "spec": {"git": {"url": url, "ref": ref}}})
 
 
 @pytest.mark.parametrize(("url", "says"), INSECURE_URLS)

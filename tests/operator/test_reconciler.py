@@ -367,7 +367,7 @@ def test_a_refused_master_key_falls_back_to_the_generated_one_for_the_gateway_an
     assert generated["metadata"]["labels"]["brain.dev/secret-use"] == "master-key"
     assert (
         kube.obj("Secret", "team-db-credentials")["metadata"]["labels"]["brain.dev/secret-use"]
-        == "database-url"
+        == "database-superuser"
     )
     key = rec.master_key(kube.obj("Brain", "team"))
     assert key == base64.b64decode(generated["data"]["masterKey"]).decode() and key != "sk-admin-value"
@@ -457,3 +457,68 @@ def test_a_secret_at_a_generated_name_is_taken_over_only_when_labelled() -> None
     assert result is not None and "Secret/team-master-key" in result.applied
     assert kube.obj("Secret", "team-master-key")["data"] == foreign["data"]
     assert rec.master_key(kube.obj("Brain", "team")) == "sk-someone-elses"
+
+
+def test_an_object_at_a_child_name_that_the_brain_does_not_own_is_not_taken_over() -> None:
+    """Session 14: the Brain's name picks every child's name, not only the Secrets'. Another team's
+    Service and ConfigMap there are neither applied over nor owned, and the master key is not sent
+    to a Service the Brain does not own (the health poll's default URL is the Service's name)."""
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "team-gateway", "namespace": NS},
+               "spec": {"selector": {"app": "theirs"}, "ports": [{"name": "http", "port": 4000}]}}  # fmt: skip
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"litellm.yaml": "theirs"},
+              "metadata": {"name": "team-gateway-config", "namespace": NS}}  # fmt: skip
+    kube, rec = _setup(service, config)
+    seen, emit = _events()
+    result = rec.reconcile(NS, "team", emit)
+    assert result is not None and result.applied == [] and result.phase == "Failed"
+    assert kube.obj("Service", "team-gateway")["spec"]["selector"] == {"app": "theirs"}
+    assert "ownerReferences" not in kube.obj("ConfigMap", "team-gateway-config")["metadata"]
+    ready = _conditions(kube.obj("Brain", "team"))["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "ChildNotOwned")
+    assert "ConfigMap/team-gateway-config, Service/team-gateway: already exist" in ready["message"]
+    assert [e[:3] for e in seen] == [("Brain", "Warning", "ChildNotOwned")]
+    assert rec.master_key(kube.obj("Brain", "team")) is None
+
+    del kube.objects[("Service", NS, "team-gateway")]
+    del kube.objects[("ConfigMap", NS, "team-gateway-config")]
+    result = rec.reconcile(NS, "team", emit)  # out of the way: the whole stack is applied
+    assert result is not None and "Service/team-gateway" in result.applied
+    assert rec.master_key(kube.obj("Brain", "team"))
+    assert rec.reconcile(NS, "team", emit).wrote is False  # type: ignore[union-attr]
+
+
+def test_another_brains_child_is_not_taken_over() -> None:
+    """Brain `team` with a MemorySource `gateway-config` renders ConfigMap `team-source-gateway-config`,
+    the gateway config of a Brain called `team-source`: the second to come is refused."""
+    other = deep_set(sample("brain.yaml"), "metadata.name", "team-source")
+    source = deep_set(sample("memorysource-git.yaml"), "metadata.name", "gateway-config")
+    kube, rec = _setup(other)
+    rec.reconcile(NS, "team-source")
+    mine = kube.obj("ConfigMap", "team-source-gateway-config")
+    source["metadata"]["namespace"] = NS
+    kube.put(source)
+    result = rec.reconcile(NS, "team")
+    assert result is not None and result.phase == "Failed"
+    assert kube.obj("ConfigMap", "team-source-gateway-config") == mine
+    assert (
+        "ConfigMap/team-source-gateway-config" in _conditions(kube.obj("Brain", "team"))["Ready"]["message"]
+    )
+
+
+def test_another_brain_cannot_name_the_managed_superuser_secret() -> None:
+    """Session 14: `<brain>-db-credentials` (the managed database's superuser, for the migration
+    step alone) was labelled `database-url`, so a second Brain of the namespace could name it as its
+    external database and run its gateway and every job as that superuser. Its label is now a use no
+    spec field has; each workload login's Secret stays nameable."""
+    kube, rec = _setup()
+    rec.reconcile(NS, "team")
+    other = deep_set(sample("brain.yaml"), "metadata.name", "other")
+    other["metadata"]["namespace"] = NS
+    other["spec"]["database"] = {"external": {"secretRef": {"name": "team-db-credentials", "key": "dsn"}}}
+    kube.put(other)
+    result = rec.reconcile(NS, "other")
+    assert result is not None and result.phase == "Failed" and result.applied == []
+    ready = _conditions(kube.obj("Brain", "other"))["Ready"]
+    assert ready["reason"] == "SecretNotPermitted"
+    assert "spec.database.external.secretRef: Secret team-db-credentials" in ready["message"]
+    assert rec.reconcile(NS, "team").wrote is False  # type: ignore[union-attr]

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from brain_operator.api import Brain
+from brain_operator.api import Brain, Resources
 from brain_operator.render import Capabilities
-from brain_operator.render.common import RenderInput
+from brain_operator.render.common import RenderInput, resources
 from brain_operator.render.gateway import DRAIN_SECONDS
 from brain_operator.render.jobs import render_ingest_job, render_reindex_job
 
@@ -211,3 +211,22 @@ def test_a_terminating_gateway_keeps_serving_while_it_leaves_the_service(
     command = gw["lifecycle"]["preStop"]["exec"]["command"]
     assert command[0] == "python" and f"time.sleep({DRAIN_SECONDS})" in command[-1], (ref, command)
     assert 3 <= DRAIN_SECONDS < tpl["spec"].get("terminationGracePeriodSeconds", 30) - 10, ref
+
+
+def test_a_request_above_the_default_limit_raises_that_limit_only() -> None:
+    """Session 14: a MemorySource's `requests.memory: 4Gi` (default limit 1Gi) made an invalid CronJob,
+    and its Brain's apply stopped there; a limit the spec sets is kept as written."""
+    asked = Resources.model_validate({"requests": {"memory": "4Gi", "cpu": "100m"}})
+    assert resources("jobs", asked) == {
+        "requests": {"cpu": "100m", "memory": "4Gi"},
+        "limits": {"cpu": "1", "memory": "4Gi"},
+    }
+    both = Resources.model_validate({"requests": {"memory": "4Gi"}, "limits": {"memory": "2Gi"}})
+    assert resources("jobs", both)["limits"]["memory"] == "2Gi"
+
+
+def test_the_network_policies_are_applied_before_anything_that_listens() -> None:
+    kinds = [m["kind"] for m in render()]
+    first_workload = min(kinds.index(k) for k in ("StatefulSet", "Deployment", "Service", "CronJob"))
+    assert kinds.index("NetworkPolicy") < first_workload
+    assert kinds.count("NetworkPolicy") == len([k for k in kinds[:first_workload] if k == "NetworkPolicy"])

@@ -74,3 +74,45 @@ class CaptureSection(_Section):
 class EmbeddingSection(_Section):
     model: str = DEFAULT_EMBEDDING_MODEL
     dim: int = Field(default=DEFAULT_EMBEDDING_DIM, ge=1)
+
+
+#: LiteLLM replaces *every* string of its config that starts with this (model names, a model's
+#: `model`, values nested anywhere) with the environment variable it names, read from the gateway's
+#: environment: its master key, its database URL, the model keys. The rendered config holds exactly
+#: two kinds of such reference, written by the renderer; a spec value that starts with it would make
+#: `GET /v1/models` or an error message hand that variable to any key holder (session 14).
+ENV_REFERENCE = "os.environ/"
+ENV_REFERENCE_REFUSED = (
+    f"must not start with {ENV_REFERENCE!r}: LiteLLM would replace it with an environment variable "
+    "of the gateway (its master key, database URL, model keys)"
+)
+
+
+def _allowed_env_reference(path: tuple[str | int, ...]) -> bool:
+    """The renderer's own references: a model's `api_key` and the master key."""
+    return (len(path) == 4 and path[0] == "model_list" and path[2:] == ("litellm_params", "api_key")) or (
+        path == ("general_settings", "master_key")
+    )
+
+
+def env_references(config: object, path: tuple[str | int, ...] = ()) -> list[str]:
+    """Where `config` holds an `os.environ/` string that the renderer did not put there (dotted
+    paths, e.g. `model_list[1].model_name`); empty when none. Lists are walked whole (LiteLLM's
+    own walk skips plain strings in lists today; a later one may not)."""
+    out: list[str] = []
+    if isinstance(config, dict):
+        for key, value in config.items():
+            out += env_references(value, (*path, str(key)))
+    elif isinstance(config, list):
+        for i, value in enumerate(config):
+            out += env_references(value, (*path, i))
+    elif isinstance(config, str) and config.startswith(ENV_REFERENCE) and not _allowed_env_reference(path):
+        out.append("".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip("."))
+    return out
+
+
+def check_env_references(config: object) -> None:
+    """ValueError naming each place of `config` where LiteLLM would read the environment unasked."""
+    found = env_references(config)
+    if found:
+        raise ValueError(f"{', '.join(found[:10])}: {ENV_REFERENCE_REFUSED}")

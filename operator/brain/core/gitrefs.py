@@ -44,6 +44,8 @@ SECURE_ACCEPTED = "https://host/path, ssh://[user@]host[:port]/path or user@host
 #: What relaxes the scheme policy for the operator (flag) and for the job it renders (environment).
 INSECURE_FLAG = "--allow-insecure-git-urls"
 
+# Matched with fullmatch: Python's `$` also matches before a final newline, which RE2's (the CRD's)
+# does not, so `.match` let `main\n` through the job's check that the API server refuses (session 14).
 _REF_RE = re.compile(REF_REGEX)
 _URL_RE = re.compile(URL_REGEX)
 _LOCAL_PATH_RE = re.compile(r"^[^\x00-\x1f\x7f-][^\x00-\x1f\x7f]*$")
@@ -54,7 +56,7 @@ def check_ref(ref: str, field: str = "spec.git.ref") -> str:
     if (
         not isinstance(ref, str)
         or len(ref) > 255
-        or not _REF_RE.match(ref)
+        or not _REF_RE.fullmatch(ref)
         or ref.endswith(".lock")
         or ".lock/" in ref
     ):
@@ -69,7 +71,7 @@ def is_local_path(url: str) -> bool:
         "://" not in url
         and "::" not in url
         and ":" not in url.split("/", 1)[0]
-        and bool(_LOCAL_PATH_RE.match(url))
+        and bool(_LOCAL_PATH_RE.fullmatch(url))
     )
 
 
@@ -95,7 +97,7 @@ def check_url(
     The shape is always checked. `allow_insecure` (an operator started with the flag, brainctl's
     local commands, tests) lets http:// and file:// through; `allow_path` a plain local path too
     (brainctl only: a CRD never accepts one)."""
-    shaped = isinstance(url, str) and len(url) <= 2048 and bool(_URL_RE.match(url))
+    shaped = isinstance(url, str) and len(url) <= 2048 and bool(_URL_RE.fullmatch(url))
     if not shaped and not (allow_path and isinstance(url, str) and len(url) <= 4096 and is_local_path(url)):
         raise ValueError(f"{field} must be {URL_ACCEPTED}, not {url!r}"[:500])
     why = insecure_url(url)

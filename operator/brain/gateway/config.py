@@ -20,10 +20,16 @@ from typing import Any
 
 import yaml
 
+from brain.core.contract import check_env_references
+
 PLACEHOLDER_KEY = "no-key"
 
 
 def effective_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The config LiteLLM loads. Refuses (ValueError naming the place) an `os.environ/` string the
+    renderer did not write: LiteLLM would fill it from this process's environment (master key,
+    database URL, model keys) and a model name or error would show it to any key holder."""
+    check_env_references(config)
     out = copy.deepcopy(config)
     for entry in out.get("model_list") or []:
         params = entry.get("litellm_params") or {}

@@ -13,6 +13,7 @@ from typing import Any
 
 from brain_operator import __version__
 from brain_operator.api import Brain, MemorySource, Resources, RoutingPolicy
+from brain_operator.diff import parse_quantity
 
 Manifest = dict[str, Any]
 
@@ -173,12 +174,20 @@ def service(
 
 
 def resources(component: str, spec: Resources | None) -> dict[str, dict[str, str]]:
-    """Component defaults overlaid with whatever the spec sets, key by key."""
+    """Component defaults overlaid with whatever the spec sets, key by key. A request above the
+    default limit, with no limit set, raises that limit to it: a pod whose request exceeds its
+    limit is refused by the API server, and one MemorySource's would stop its Brain's apply."""
     requests, limits = (dict(d) for d in DEFAULT_RESOURCES[component])
+    set_limits: set[str] = set()
     if spec is not None:
         for target, given in ((requests, spec.requests), (limits, spec.limits)):
             if given is not None:
                 target.update({k: v for k, v in given.model_dump(exclude_none=True).items()})
+        set_limits = set(spec.limits.model_dump(exclude_none=True)) if spec.limits is not None else set()
+    for key, want in requests.items():
+        asked, cap = parse_quantity(want), parse_quantity(limits.get(key))
+        if key not in set_limits and asked is not None and cap is not None and asked > cap:
+            limits[key] = want
     return {"requests": requests, "limits": limits}
 
 

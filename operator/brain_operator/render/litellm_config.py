@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from brain.core.contract import CaptureFilters, CaptureSection, EmbeddingSection, Env
+from brain.core.contract import CaptureFilters, CaptureSection, EmbeddingSection, Env, check_env_references
 from brain_operator.api import Brain, BrainSpec, RoutingPolicy, RoutingPolicySpec
 from brain_operator.render.common import env_name
 
@@ -141,7 +141,7 @@ def render_litellm_config(
         ]
 
     r, c = spec.gateway.retrieval, spec.gateway.capture
-    return {
+    config = {
         "model_list": model_list,
         "litellm_settings": {"callbacks": list(CALLBACKS), "drop_params": True},
         "general_settings": {"custom_auth": CUSTOM_AUTH, "master_key": f"os.environ/{MASTER_KEY_ENV}"},
@@ -167,3 +167,7 @@ def render_litellm_config(
             "routing": {"overrides": overrides},
         },
     }
+    # The CRD refuses `os.environ/` in every field that lands here; a spec stored before that rule,
+    # or one not from the API server, fails here rather than reading the gateway's environment.
+    check_env_references(config)
+    return config

@@ -111,3 +111,6 @@ def keeps_plain_names(brain: str) -> bool:
 # a hashed child name is correct but nobody recognises it in `kubectl get`, and a Brain name over
 # 63 characters could not be a label value at all). The distill CronJob sets it: 52 - len("-distill").
 MAX_BRAIN_NAME = max(n for n in range(1, 64) if keeps_plain_names("b" * n))
+
+#: The longest MemorySource name: it is a label value (brain.dev/memorysource) on its children.
+MAX_SOURCE_NAME = 63

@@ -14,7 +14,7 @@ from typing import Any
 from brain.core.contract import DB_ROLE_PREFIX, DB_ROLES, DB_WORKLOAD_ROLES
 from brain_operator.render import names
 from brain_operator.render.common import POSTGRES_PORT, Manifest, RenderInput, meta
-from brain_operator.secret_use import DATABASE_URL, MASTER_KEY, SECRET_USE_LABEL
+from brain_operator.secret_use import DATABASE_SUPERUSER, DATABASE_URL, MASTER_KEY, SECRET_USE_LABEL
 
 #: The managed database's superuser (the image's POSTGRES_USER): the migration step's login only.
 DB_USER = DB_ROLE_PREFIX
@@ -120,7 +120,7 @@ def render_secrets(inp: RenderInput) -> list[Manifest]:
                     inp,
                     names.db_credentials(inp.name),
                     "database",
-                    extra_labels={SECRET_USE_LABEL: DATABASE_URL},
+                    extra_labels={SECRET_USE_LABEL: DATABASE_SUPERUSER},
                 ),
                 "type": "Opaque",
                 "data": data,

@@ -16,6 +16,9 @@ def render_brain(inp: RenderInput) -> list[Manifest]:
     """Every child the Brain should have right now (immediate ingest Jobs excepted: see jobs.py)."""
     out: list[Manifest] = []
     out += render_secrets(inp)
+    # The fence before anything that listens: the reconciler applies in this order and stops at the
+    # first failure, so a child the API server refuses must not leave the database unfenced.
+    out += render_network_policies(inp)
     out += render_database(inp)
     out += render_embedder(inp)
     out += render_gateway(inp)
@@ -23,7 +26,6 @@ def render_brain(inp: RenderInput) -> list[Manifest]:
     for source in sorted(inp.memory_sources, key=lambda s: s.metadata.name):
         out += render_ingest(inp, source)
     out += render_pdbs(inp)
-    out += render_network_policies(inp)
     out += render_service_monitor(inp)
     out += render_dashboard(inp)
     return out
