@@ -53,6 +53,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # robustness to the probe sample: each half of PROBES alone
     "probes-even": {"probes": slice(0, None, 2)},
     "probes-odd": {"probes": slice(1, None, 2)},
+    # selectivity (fusion.selective): off, the shipped ratio, a looser one; top_k as the gateway's
+    "standout-off": {"standout_ratio": 0.0, "top_k": 5},
+    "standout-0.55": {"standout_ratio": 0.55, "top_k": 5},
+    "standout-0.5": {"standout_ratio": 0.5, "top_k": 5},
+    "standout-0.6": {"standout_ratio": 0.6, "top_k": 5},
+    "standout-0.65": {"standout_ratio": 0.65, "top_k": 5},
 }
 
 
@@ -98,9 +104,17 @@ async def main() -> None:
                 )
                 print(
                     f"{name:<14} {Path(path).name:<26} r@5 {h['recall@5']:.4f} r@10 {h['recall@10']:.4f} "
-                    f"abstain {h['abstain']} tok {h['injected_tokens_mean']} | {cats} | {legs}",
+                    f"abstain {h['abstain']} tok {h['injected_tokens_mean']} inj {h['injected_mean']} "
+                    f"| {cats} | {legs}",
                     flush=True,
                 )
+                for split, s in h["splits"].items():
+                    print(
+                        f"{'':<14} {split:<26} r@5 {s['recall@5']:.4f} r@10 {s['recall@10']:.4f} "
+                        f"abstain {s['abstain']} inj {s['injected_mean']} | "
+                        + " ".join(f"{c}={v['recall@10']:.3f}" for c, v in s["by_category"].items()),
+                        flush=True,
+                    )
     finally:
         for _, _, store, _ in loaded:
             await store.close()

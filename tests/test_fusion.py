@@ -15,6 +15,8 @@ from brain.retrieval.fusion import (
     keep_leg_leads,
     leg_weights,
     leg_zscores,
+    names,
+    selective,
     standout,
     zscore_fusion,
 )
@@ -227,3 +229,118 @@ def test_a_group_of_one_scores_as_that_entry_and_zscore_fusion_is_unchanged() ->
     )
     for (d, s, _), (d2, s2, _) in zip(fused, out, strict=True):
         assert d == d2 and abs(s2 - 1.5 * s) < 1e-9  # own score + 0.5 × the same score, no neighbours
+
+
+# Selectivity (issue #27): one memory clearly answers, the others merely pass the floor.
+FLOOR_Q = {**FLOOR, "vector": 0.245}  # a quiet team's calibrated vector floor
+
+
+def _fact(doc: str, score: float, body: str) -> Hit:
+    return _hit(doc, score).model_copy(update={"body": body})
+
+
+BILLING = [  # "which team owns the billing cron job?" over the agents' team facts (tests/agents)
+    _fact("owner", 7.85, "The billing cron job is owned by the revenue team (channel #revenue-oncall)."),
+    _fact("utc", 4.2, "The current date in logs is UTC; the billing cron job runs at 02:00 UTC every day."),
+    _fact("rotation", 2.08, "The on-call rotation for payments changes every Monday at 09:00 Europe/Berlin."),
+    _fact("ledger", 1.47, "The ledger service owns the double-entry tables; other services read its API."),
+]
+BILLING_EV = {
+    "owner": {"vector": 0.80, "lexical": 1.0},
+    "utc": {"vector": 0.51, "lexical": 0.56},
+    "rotation": {"vector": 0.34},
+    "ledger": {"vector": 0.23, "lexical": 0.21},
+}
+BILLING_Q = "which team owns the billing cron job?"
+
+
+def test_the_memory_that_stands_out_is_injected_alone() -> None:
+    out = selective(BILLING, BILLING_EV, FLOOR_Q, query=BILLING_Q, ratio=0.55)
+    assert [h.id for h in out] == ["owner"]
+
+
+def test_a_close_second_keeps_everything() -> None:
+    close = [BILLING[0], BILLING[1].model_copy(update={"score": 4.6}), *BILLING[2:]]  # 0.59 of the best
+    assert selective(close, BILLING_EV, FLOOR_Q, query=BILLING_Q, ratio=0.55) == close
+    assert [h.id for h in selective(close, BILLING_EV, FLOOR_Q, query=BILLING_Q, ratio=0.6)] == ["owner"]
+
+
+def test_a_best_hit_without_an_answers_evidence_of_its_own_does_not_stand_out() -> None:
+    """Ranked first by borrowed relevance (its episode, the time lift) or weak legs adding up: that
+    is not one memory clearly answering, so the ranking stands."""
+    weak = {**BILLING_EV, "owner": {"vector": 0.2, "lexical": 0.3}}  # passes the sum rule only
+    assert selective(BILLING, weak, FLOOR_Q, query=BILLING_Q, ratio=0.55) == BILLING
+    assert selective(BILLING, {}, FLOOR_Q, query=BILLING_Q, ratio=0.55) == BILLING  # no evidence at all
+
+
+def test_the_second_hop_of_a_chained_question_stays_with_the_answer() -> None:
+    """ "Who leads the team that owns breul-indexer?": the answer names the Pexbre team, the note
+    about the Pexbre team never says breul-indexer, and scores like the other teams' notes."""
+    hits = [
+        _fact("own", 7.34, "breul-indexer is owned by the Pexbre team."),
+        _fact("lead", 2.88, "The Pexbre team takes pages in #ithsep and is led by Brenid Faypex."),
+        _fact("other", 2.65, "The Sortor team takes pages in #vandel and is led by Ilsa Marrow."),
+        _fact("api", 2.31, "breul-api is owned by the Sortor team and deploys on Tuesdays."),
+        _fact("cron", 2.1, "The billing cron job is owned by the revenue team."),
+    ]
+    ev = {"own": {"vector": 0.8, "lexical": 1.0}, "lead": {"vector": 0.5}, "other": {"vector": 0.45}}
+    out = selective(hits, ev, FLOOR_Q, query="who leads the team that owns breul-indexer?", ratio=0.55)
+    # the answer names breul-indexer (asked) and Pexbre; only the Pexbre team's note names Pexbre too.
+    # "owned" and "team" are words, not names: the other team's note and the cron note stay out
+    assert [h.id for h in out] == ["own", "lead"]
+
+
+def test_off_and_trivial_inputs_change_nothing() -> None:
+    assert selective(BILLING, BILLING_EV, FLOOR_Q, query=BILLING_Q, ratio=0) == BILLING
+    assert selective(BILLING[:1], BILLING_EV, FLOOR_Q, query=BILLING_Q, ratio=0.55) == BILLING[:1]
+    assert selective([], {}, FLOOR_Q, query=BILLING_Q, ratio=0.55) == []
+    zero = [h.model_copy(update={"score": 0.0}) for h in BILLING]
+    assert selective(zero, BILLING_EV, FLOOR_Q, query=BILLING_Q, ratio=0.55) == zero
+
+
+WORDS = ["Pexbre", "Harbor", "breul-indexer", "owned", "team", "cron", "ledger", "Vault"]
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(min_value=0, max_value=20, allow_nan=False),
+            st.lists(st.sampled_from(WORDS), max_size=4),
+            st.floats(min_value=0, max_value=1, allow_nan=False),
+        ),
+        max_size=8,
+    ),
+    st.floats(min_value=0, max_value=1, allow_nan=False),
+    st.floats(min_value=0, max_value=1, allow_nan=False),
+    st.lists(st.sampled_from(WORDS), max_size=3),
+)
+def test_selectivity_keeps_the_best_keeps_order_and_a_larger_ratio_never_keeps_more(
+    rows: list[tuple[float, list[str], float]], r1: float, r2: float, asked: list[str]
+) -> None:
+    hits = sorted(
+        (_fact(f"m{i}", s, " ".join(["note on", *words])) for i, (s, words, _) in enumerate(rows)),
+        key=lambda h: -h.score,
+    )
+    ev = {f"m{i}": {"vector": cos} for i, (_, _, cos) in enumerate(rows)}
+    query = " ".join(asked) or "what?"
+    low, high = sorted((r1, r2))
+    wide = selective(hits, ev, FLOOR_Q, query=query, ratio=low)
+    narrow = selective(hits, ev, FLOOR_Q, query=query, ratio=high)
+    for out in (wide, narrow):
+        assert out[:1] == hits[:1]  # the best is never dropped; an answer is never emptied
+        assert [h for h in hits if h in out] == out  # a subsequence, in rank order
+    assert {h.id for h in narrow} <= {h.id for h in wide}
+    assert selective(hits, ev, FLOOR_Q, query=query, ratio=0) == hits
+
+
+def test_names_are_identifiers_and_capitalised_words_inside_a_sentence() -> None:
+    text = "The Pexbre team owns breul-indexer. Pages go to #ithsep; RIXLUM_MODE is set by Vault."
+    assert names(text) == {"pexbre", "breul-indexer", "ithsep", "rixlum_mode", "vault"}
+    assert names("Deploys happen through Argo CD: Never by hand.") == {"argo", "cd"}
+
+
+def test_the_turn_beside_the_best_stays_with_it() -> None:
+    """The question turn of an exchange ranks first; the answer is the next turn (episode context)."""
+    context = {"owner": ("standup", 3), "utc": ("standup", 4), "rotation": ("standup", 9)}
+    out = selective(BILLING, BILLING_EV, FLOOR_Q, query=BILLING_Q, ratio=0.55, context=context, window=2)
+    assert [h.id for h in out] == ["owner", "utc"]  # seq 9 is not beside seq 3

@@ -321,3 +321,84 @@ def test_evidence_is_absolute_and_one_strong_leg_passes() -> None:
     assert evidence({"lexical": [("x", 3.0)], "trigram": [("x", 1.0)]}, query_idf=0, identifiers=0) == {
         "x": {"lexical": 0.0, "trigram": 0.0}
     }
+
+
+# A small team's brain: 25 distinct facts in one repository (issue #27, selectivity).
+TEAM = [
+    "The staging database (Postgres for payments) listens on port 6543, behind pgbouncer.",
+    "Every module in the payments service needs a docstring and type hints before it is merged.",
+    "Keep HTTP handlers small: parse, call one service function, map errors; no business logic.",
+    "Production Redis for sessions is redis-prod.internal:6380 with TLS required.",
+    "The payments API rate limit is 300 requests per minute per merchant key.",
+    "Deploys to production happen through Argo CD; never kubectl apply by hand.",
+    "The on-call rotation for payments changes every Monday at 09:00 Europe/Berlin.",
+    "Feature flags are stored in LaunchDarkly; flag names use kebab-case with a team prefix.",
+    "The ledger service owns the double-entry tables; other services read through its API only.",
+    "Kafka topic payments.events keeps 7 days of retention and 12 partitions.",
+    "Secrets come from Vault at path secret/payments/<env>; never commit .env files.",
+    "The mobile app pins TLS certificates; rotate them two weeks before expiry.",
+    "Error budget for checkout is 99.95% monthly availability.",
+    "Refunds over 10,000 EUR need a second approver in the admin console.",
+    "The staging environment is reset every Sunday night from an anonymised production snapshot.",
+    "Frontend builds use pnpm; npm install in the monorepo breaks the lockfile.",
+    "Database migrations run with alembic in a pre-deploy job; they must be backwards compatible.",
+    "The search service uses OpenSearch 2.x with one index per merchant region.",
+    "Webhooks to merchants are retried with exponential backoff for 72 hours.",
+    "Code review needs one approval from a code owner; security-sensitive paths need two.",
+    "The billing cron job is owned by the revenue team (channel #revenue-oncall).",
+    "The reconciliation job is owned by the Harbor team.",
+    "The Harbor team is led by Mira Okafor and takes pages in #harbor-oncall.",
+    "The Quill team is led by Dev Anand and takes pages in #quill-oncall.",
+    "Invoices are rendered as PDF by the receipts service with WeasyPrint.",
+]
+ONE_ANSWER = {
+    "which port does the staging database use?": TEAM[0],
+    "what is the payments API rate limit per merchant key?": TEAM[4],
+    "how many days does the payments.events Kafka topic keep?": TEAM[9],
+    "which team owns the billing cron job?": TEAM[20],
+    "how are invoices turned into PDFs?": TEAM[24],
+}
+
+
+async def _team(service: MemoryService, owner: Actor) -> tuple[dict[str, str], Scope]:
+    ids = {}
+    for body in TEAM:
+        ids[body] = (
+            await service.note(MemoryIn(body=body, namespace="repo:payments", kind="fact"), owner)
+        ).memory.id
+    return ids, Scope.of(["repo:payments"])
+
+
+async def test_a_question_one_of_25_team_facts_answers_gets_that_fact_alone(
+    service: MemoryService, owner: Actor
+) -> None:
+    """Issue #27: with 25 facts every question got five memories injected where one answered it."""
+    ids, scope = await _team(service, owner)
+    r = _retriever(service, top_k=5)
+    await r.warm(scope)  # the calibrated floor, as a running gateway has it
+    everything = _retriever(service, top_k=5, standout_ratio=0)
+    await everything.warm(scope)
+    for question, fact in ONE_ANSWER.items():
+        res = await r.retrieve(question, scope)
+        assert [h.id for h in res.hits] == [ids[fact]], (question, [h.body for h in res.hits])
+        assert res.narrowed >= 1
+        # without selectivity the other facts that pass the floor come too, the answer first
+        plain = await everything.retrieve(question, scope)
+        assert plain.hits[0].id == ids[fact] and len(plain.hits) > 1, question
+
+
+async def test_a_question_two_team_facts_answer_together_gets_both(
+    service: MemoryService, owner: Actor
+) -> None:
+    ids, scope = await _team(service, owner)
+    r = _retriever(service, top_k=5)
+    await r.warm(scope)
+    # two facts named by the question: neither stands out over the other
+    both = await r.retrieve("what is the payments API rate limit, and where do secrets come from?", scope)
+    assert {ids[TEAM[4]], ids[TEAM[10]]} <= {h.id for h in both.hits}, [h.body for h in both.hits]
+    # a chained question: the answer names the Harbor team, the note about that team never says the
+    # job, and it stays with the answer while the other team's note (the same words) does not
+    chain = await r.retrieve("who leads the team that owns the reconciliation job?", scope)
+    got = [h.id for h in chain.hits]
+    assert got[0] == ids[TEAM[21]] and ids[TEAM[22]] in got, [h.body for h in chain.hits]
+    assert ids[TEAM[23]] not in got

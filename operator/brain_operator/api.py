@@ -320,6 +320,16 @@ class Retrieval(_Model):
     persona: bool = Field(
         default=True, description="Prefix a matching agent persona (from `personas` MemorySources)."
     )
+    standout_ratio: float = Field(
+        default=0.55,
+        ge=0,
+        le=1,
+        description=(
+            "Inject only the best memory when it answers on one leg alone and no other scores above "
+            "this share of its score; memories naming what it names and the question does not (a "
+            "second hop) stay with it. 0: always up to topK memories above the floor."
+        ),
+    )
     floor: RetrievalFloor = Field(default_factory=RetrievalFloor, description=RetrievalFloor.__doc__)
 
 

@@ -96,6 +96,7 @@ def test_every_crd_valid_brain_renders_a_config_the_pods_accept(
     spec = b.spec.gateway
     assert settings_.retrieval.top_k == spec.retrieval.top_k
     assert settings_.retrieval.floor.model_dump() == spec.retrieval.floor.model_dump()
+    assert settings_.retrieval.standout_ratio == spec.retrieval.standout_ratio
     assert settings_.capture.filters.min_code_lines == spec.capture.filters.min_code_lines
     (distill,) = [c for _, c in _containers(render(b)) if c["name"] == "distill"]
     values = {e["name"]: e.get("value", "secret") for e in distill["env"]}

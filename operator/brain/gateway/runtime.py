@@ -100,7 +100,10 @@ class Runtime:
         self.db_watch = DatabaseWatch()
         r = settings.retrieval
         self.retrieval_config = RetrievalConfig(
-            top_k=r.top_k, embed_timeout_s=max(0.05, r.timeout_ms / 1000 * 0.6), floor=r.floor
+            top_k=r.top_k,
+            embed_timeout_s=max(0.05, r.timeout_ms / 1000 * 0.6),
+            floor=r.floor,
+            standout_ratio=r.standout_ratio,
         )
         self.compose_config = ComposeConfig(
             top_k=r.top_k, token_budget=r.token_budget, skill_slots=r.skill_slots, persona=r.persona

@@ -26,6 +26,7 @@ class RetrievalSettings(BaseModel):
     timeout_ms: int = Field(default=500, ge=1)
     skill_slots: int = Field(default=2, ge=0, le=10)
     persona: bool = True
+    standout_ratio: float = Field(default=0.55, ge=0, le=1)  # spec.gateway.retrieval.standoutRatio
     floor: Floor = Field(default_factory=Floor)
     cache_ttl_s: float = 30.0  # agent loops resend the same question with every tool call
 

@@ -282,6 +282,8 @@ async def evaluate(
         abstained_split: list[str] = []
         per_cat_split: dict[str, list[str]] = defaultdict(list)
         tokens: list[int] = []
+        injected: list[int] = []  # memories injected per question (what the gateway's top_k would show)
+        injected_split: list[str] = []
         degraded = 0
         for scope in dict.fromkeys(Scope.of([q.namespace]) for q in ds.queries):
             await retriever.warm(scope)  # the floor's calibration, as a running gateway has it
@@ -294,6 +296,7 @@ async def evaluate(
                 degraded += bool(injection.degraded)
                 tokens.append(injection.tokens)
                 ranked_ids = injection.ids
+                injected.append(len(ranked_ids))
             else:
                 res = await retriever.retrieve(q.query, scope, limit=depth)
                 ranked = res.hits + res.expanded
@@ -302,6 +305,8 @@ async def evaluate(
                 degraded += bool(res.degraded)
                 tokens.append(estimate_tokens(block) if block else 0)
                 ranked_ids = [h.id for h in ranked]
+                injected.append(len(ranked[: base.top_k]))
+            injected_split.append(split_of[q.id])
             if not q.relevant:  # nothing bears on it: the right answer is to inject nothing
                 abstained.append(not ranked_ids)
                 abstained_split.append(split_of[q.id])
@@ -316,6 +321,7 @@ async def evaluate(
         report["modes"][mode] = {
             **summarize(per_cat, abstained, ks),
             "injected_tokens_mean": round(statistics.fmean(tokens), 1) if tokens else 0.0,
+            "injected_mean": round(statistics.fmean(injected), 2) if injected else 0.0,
             # Queries answered with a leg missing (embedder slow or down, a leg failing): not the ranking.
             "degraded": degraded,
             "latency_ms": {"p50": round(_pct(latencies, 0.5), 2), "p95": round(_pct(latencies, 0.95), 2)},
@@ -329,10 +335,16 @@ async def evaluate(
                     [a for a, qs in zip(abstained, abstained_split, strict=True) if qs == s],
                     ks,
                 )
+                | {"injected_mean": _mean_of(injected, injected_split, s)}
                 for s in SPLITS
             },
         }
     return report
+
+
+def _mean_of(values: Sequence[int], splits: Sequence[str], split: str) -> float:
+    picked = [v for v, s in zip(values, splits, strict=True) if s == split]
+    return round(statistics.fmean(picked), 2) if picked else 0.0
 
 
 def summarize(

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from brain.core.models import Hit
+from brain.retrieval.catalog import STOP_WORDS
 
 RRF_K = 60
 
@@ -193,15 +194,90 @@ def gate_open(evidence: Mapping[str, Mapping[str, float]], floor: Mapping[str, f
     """
     if floor.get("vector", 0.0) <= 0 or not any("vector" in legs for legs in evidence.values()):
         return bool(evidence)
-    lexical = floor.get("lexical", 0.0)
-    for legs in evidence.values():
-        if "vector" in legs and legs["vector"] >= floor["vector"]:
-            return True
-        if legs.get("trigram", 0.0) >= 1.0:
-            return True
-        if lexical > 0 and legs.get("lexical", 0.0) >= lexical:
-            return True
-    return False
+    return any(answers_alone(legs, floor) for legs in evidence.values())
+
+
+def answers_alone(legs: Mapping[str, float], floor: Mapping[str, float]) -> bool:
+    """Whether one candidate has an answer's evidence on one leg alone: a cosine at the vector floor,
+    BM25 covering the lexical floor's share of the question's IDF, or every identifier verbatim. A
+    leg whose floor is 0 (off) counts nothing here; `gate_open` handles a vector floor of 0 itself."""
+    vector, lexical = floor.get("vector", 0.0), floor.get("lexical", 0.0)
+    if vector > 0 and legs.get("vector", 0.0) >= vector:
+        return True
+    if legs.get("trigram", 0.0) >= 1.0:
+        return True
+    return lexical > 0 and legs.get("lexical", 0.0) >= lexical
+
+
+_PUNCT = "()[]{}<>\"'`,;:!?.*"
+
+
+def names(text: str) -> set[str]:
+    """What a text names, lowercased: identifier-like words (`breul-indexer`, `payments.events`,
+    `#revenue-oncall`, `RIXLUM_MODE`) and capitalised words that do not open a sentence (Pexbre,
+    Harbor, Vault), stop words excepted. Ordinary words ("owned", "team") are not names."""
+    out: set[str] = set()
+    opens = True
+    for raw in text.split():
+        word = raw.strip(_PUNCT)
+        if word and any(c.isalpha() for c in word):
+            symbol = word[0] in "#@" or any(c in word[1:] for c in "-_./")
+            proper = word[0].isupper() and not opens and word.lower() not in STOP_WORDS
+            if symbol or proper:
+                out.add(word.lower().lstrip("#@"))
+        opens = raw.endswith((".", "!", "?", ":")) or not word
+    return out
+
+
+def selective(
+    hits: Sequence[Hit],
+    evidence: Mapping[str, Mapping[str, float]],
+    floor: Mapping[str, float],
+    *,
+    query: str,
+    ratio: float,
+    rare: int = 2,
+    context: Mapping[str, tuple[str, int]] | None = None,
+    window: int = 0,
+) -> list[Hit]:
+    """Just the best hit when it clearly answers and the others merely pass the floor; else all of them.
+
+    The best hit stands out when it has an answer's evidence on one leg alone (`answers_alone`) and
+    no other hit scores above `ratio` × its (fused, boosted) score. In a small team's brain the floor
+    lets through every note that shares the question's domain: "which team owns the billing cron
+    job?" passed five notes where one answered it. Kept with it, though:
+
+    - the hits that name something it names and the question does not (`names`, found in at most
+      `rare` of the hits, the best one included): the second hop of a chained question ("who leads
+      the team that owns breul-indexer?": the answer names the Pexbre team, and only the note about
+      the Pexbre team names it too). That note scores like any near-miss, since the question never
+      says the name; without this a top-one cut halved the generated set's multi-hop recall on dev;
+    - the entries recorded next to it (`context`: id → (episode, seq), within `window` places): the
+      question turn of an exchange often ranks first and the answer is the turn after it.
+
+    `ratio` 0 turns it off. With `fusion: rrf` scores are 1/(k + rank) sums whose ratios stay near 1,
+    so it never cuts. Chosen on dev (docs/performance.md, "Selectivity: one answer, one memory").
+    """
+    out = list(hits)
+    if ratio <= 0 or len(out) < 2:
+        return out
+    top, rest = out[0], out[1:]
+    if top.score <= 0 or not answers_alone(evidence.get(top.id, {}), floor):
+        return out
+    if max(h.score for h in rest) > ratio * top.score:
+        return out
+    asked = {w.strip(_PUNCT).lower().lstrip("#@") for w in query.split()}
+    named = {h.id: names(f"{h.title}. {h.body}") for h in out}
+    own = named[top.id] - asked
+    df = {w: sum(w in ns for ns in named.values()) for w in own}
+    context = context or {}
+    where = context.get(top.id)
+
+    def beside(h: Hit) -> bool:
+        at = context.get(h.id)
+        return where is not None and at is not None and at[0] == where[0] and abs(at[1] - where[1]) <= window
+
+    return [top, *(h for h in rest if beside(h) or any(df[w] <= rare for w in own & named[h.id]))]
 
 
 def episode_context(

@@ -32,6 +32,7 @@ from brain.retrieval.fusion import (
     leg_weights,
     leg_zscores,
     rrf,
+    selective,
     zscore_fusion,
 )
 from brain.retrieval.query import identifier_tokens
@@ -112,6 +113,10 @@ class RetrievalConfig(BaseModel):
     # A memory inside the question's time window ("last week", "in May", "before Linear") gains this
     # share of its score; 0 ignores time in the question (timeframe.py, docs/memory-core.md).
     time_weight: float = Field(default=0.5, ge=0)
+    # Inject only the best memory when it answers on one leg alone and no other scores above this
+    # share of its score (plus those naming what it names and the question does not: a second hop);
+    # 0 injects up to top_k. fusion.selective; 0.55 chosen on dev (docs/performance.md).
+    standout_ratio: float = Field(default=0.55, ge=0, le=1)
     floor: Floor = Field(default_factory=Floor)
 
 
@@ -124,7 +129,11 @@ class RetrievalResult:
     timings: dict[str, float] = field(default_factory=dict)
     query_vector: Any = None  # reused by callers (persona, skill slots) instead of embedding again
     below_floor: int = 0  # candidates the legs found that had too little evidence to be injected
+    narrowed: int = 0  # hits left out because the best one stood out alone (fusion.selective)
     timeframe: TimeFrame | None = None  # the question's time window, when it named one
+    # each candidate's absolute evidence per leg (fusion.evidence) and the floors it was held to
+    evidence: dict[str, dict[str, float]] = field(default_factory=dict)
+    floors: dict[str, float] = field(default_factory=dict)
 
     @property
     def all_hits(self) -> list[Hit]:
@@ -214,6 +223,7 @@ class Retriever:
         limit: int | None = None,
         include_pinned: bool = False,
         use_time: bool = True,
+        select: bool = True,
     ) -> RetrievalResult:
         cfg = self.config
         limit = limit or cfg.top_k
@@ -261,7 +271,8 @@ class Retriever:
         if not scored and outcomes and isinstance(outcomes[0], BaseException):
             raise outcomes[0]
         proof = evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens))
-        floors = self._floors(scope)
+        floors = result.floors = self._floors(scope)
+        result.evidence = proof
         passing = above_floor(proof, floors)
         if cfg.floor.gate and not gate_open(proof, floors):
             passing = set()  # nothing bears on it: no memory has an answer's evidence (fusion.gate_open)
@@ -282,6 +293,7 @@ class Retriever:
         # Boosts and diversity reorder only near the top, so only the head is fetched (bodies are large).
         head_size = max(limit * 3, limit + 20)
         early: asyncio.Task[Fetched] | None = None
+        context: dict[str, tuple[str, int]] = {}  # id → (episode, seq), when episode context ran
         if fused and (cfg.episode_weight or cfg.adjacent_weight):
             # The head as it stands is fetched while the episode context is looked up: where the
             # context moves nothing new into the head (no episodes, or neighbours already in it) that
@@ -338,8 +350,10 @@ class Retriever:
                 dataclasses.replace(scope, as_of=frame.end - timedelta(microseconds=1)),
                 limit=limit,
                 use_time=False,
+                select=False,  # candidates for this ranking, not what is injected: all of them
             )
             history = past.hits
+            result.evidence = {**past.evidence, **proof}
         candidates = []
         for doc, score, found in fused:
             hit = hits_by_id.get(doc)
@@ -368,6 +382,21 @@ class Retriever:
         candidates.sort(key=lambda h: (-h.score, h.id not in in_window))
         candidates = keep_leg_leads(candidates, scored, limit=limit)
         result.hits = diversify(candidates, limit=limit, max_similarity=cfg.max_similarity)
+        if select and cfg.standout_ratio:
+            # One memory clearly answers: inject it (with a second hop and the turns beside it), not
+            # the rest that passed the floor. Required entries still come (policy, not relevance);
+            # edges expand from what is kept (the team linked those to it).
+            kept = selective(
+                result.hits,
+                result.evidence,
+                floors,
+                query=query,
+                ratio=cfg.standout_ratio,
+                context=context,
+                window=cfg.adjacent_window,
+            )
+            result.narrowed = len(result.hits) - len(kept)
+            result.hits = kept
         if pinned_task is not None:
             result.pinned = [h for h in await pinned_task if h.required]
         if cfg.expand_edges and result.hits:

@@ -153,6 +153,7 @@ def render_litellm_config(
                 "timeout_ms": r.timeout_ms,
                 "skill_slots": r.skill_slots,
                 "persona": r.persona,
+                "standout_ratio": r.standout_ratio,
                 "floor": r.floor.model_dump(),
             },
             # Built with the pods' own models (brain.core.contract), so a value they would refuse fails here.
