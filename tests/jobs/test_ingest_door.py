@@ -123,3 +123,25 @@ async def test_the_door_holds_a_source_to_its_namespace_and_its_own_entries(
     with pytest.raises(Forbidden, match="only its own"):
         await svc.retire(theirs.memory.id, "removed upstream", src)
     assert (await store.get(theirs.memory.id)).memory.status == "active"
+
+
+async def test_no_other_writer_passes_for_the_source(
+    store: Store, embedder: LocalEmbedder, repo: Repo, tmp_path: Path
+) -> None:
+    """An import's author name is reserved at the door, not only for key names: an owner acting
+    under it (`brainctl --as source:team-notes`) is refused, and an entry that carries the source's
+    name without an import's origin (written behind the door) is still not the source's."""
+    svc = MemoryService(store, embedder)
+    posing = Actor(name="source:team-notes", role="owner", origin="owner")
+    with pytest.raises(Forbidden, match="import writes as"):
+        await svc.note(
+            MemoryIn(body="Deploys go out any time.", source_key="team-notes:notes/deploys.md"), posing
+        )
+    behind = await store.note(
+        MemoryIn(body="Deploys go out any time.", source_key="team-notes:notes/deploys.md"), actor=posing
+    )
+    repo.write("notes/deploys.md", DEPLOYS)
+    repo.commit()
+    s = await run_ingest(store, embedder, spec_for(repo), workdir=tmp_path / "w", progress=QUIET)
+    assert (s["added"], s["superseded"], s["skipped"], s["foreign"]) == (1, 0, 0, 1), s
+    assert (await store.get(behind.memory.id)).memory.status == "active"

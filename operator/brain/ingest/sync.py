@@ -102,6 +102,7 @@ class Existing:
     access_count: int
     embedding: np.ndarray | None
     author: str = ""
+    origin: str = "import"
 
 
 def source_key(prefix: str, key: str) -> str:
@@ -138,7 +139,7 @@ async def load_existing(
     out = {}
     foreign = 0
     for r in rows:
-        if actor is not None and not may_replace(actor, r["author"]):
+        if actor is not None and not may_replace(actor, r["author"], r["origin"]):
             foreign += 1
             continue
         emb = r["embedding"] if with_vectors else None
@@ -152,6 +153,7 @@ async def load_existing(
             r["access_count"],
             as_vector(emb),
             r["author"],
+            r["origin"],
         )
     return out, foreign
 

@@ -139,12 +139,21 @@ def is_import(actor: Actor) -> bool:
     return actor.origin in ("import", "untrusted")
 
 
-def may_replace(actor: Actor, author: str) -> bool:
-    """Whether `actor` may supersede or retire an entry `author` wrote, as far as authorship goes. An
-    import replaces and retires only its own entries: an entry that carries a source's key but that an
-    owner wrote by hand, or an agent planted, is not the source's (ingest writes its own beside it).
-    Every other writer falls under the usual rules (curated tier, compare-and-set, confinement)."""
-    return not is_import(actor) or author == actor.name
+def import_name(name: str) -> bool:
+    """The author names only an import writes as: a MemorySource's `source:<name>`, the digest job's
+    `digest` (any case). Keys cannot take them (services.keys.reserved); the door refuses any other
+    Actor that carries one (brainctl's `--as`, a future surface), so no entry can pass for an import's."""
+    lowered = name.lower()
+    return lowered == DIGEST_AUTHOR or lowered.startswith("source:")
+
+
+def may_replace(actor: Actor, author: str, origin: str = "import") -> bool:
+    """Whether `actor` may supersede or retire an entry `author` wrote with `origin`, as far as
+    authorship goes. An import replaces and retires only its own entries (its name, an import's
+    origin): an entry that carries a source's key but that an owner wrote by hand, or an agent
+    planted, is not the source's (ingest writes its own beside it). Every other writer falls under
+    the usual rules (curated tier, compare-and-set, confinement)."""
+    return not is_import(actor) or (author == actor.name and origin in ("import", "untrusted"))
 
 
 def may_pin(actor: Actor) -> bool:
@@ -170,6 +179,7 @@ class Held(Protocol):
     namespace: str
     kind: str
     author: str
+    origin: str
 
 
 @dataclass(frozen=True)
@@ -217,6 +227,12 @@ class MemoryService:
         return screen(item, self.gate, origin=actor.origin)
 
     def _authorize_write(self, actor: Actor, namespace: str) -> None:
+        if import_name(actor.name) and not is_import(actor):
+            raise Forbidden(
+                f"{actor.name!r} is the name an import writes as (source:<name>, digest); "
+                "write under another name",
+                field="name",
+            )
         if actor.role == "read":
             raise Forbidden(f"key {actor.name!r} is read-only; writing needs an agent or owner key")
         if not actor.can_write(namespace):
@@ -237,8 +253,8 @@ class MemoryService:
                     field="kind",
                 )
 
-    def _authorize_replace(self, actor: Actor, memory_id: str, author: str) -> None:
-        if not may_replace(actor, author):
+    def _authorize_replace(self, actor: Actor, memory_id: str, author: str, origin: str = "import") -> None:
+        if not may_replace(actor, author, origin):
             raise Forbidden(
                 f"memory {memory_id} was written by {author!r}; {actor.name!r} is an import and supersedes "
                 "or retires only its own entries",
@@ -294,7 +310,7 @@ class MemoryService:
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)
         self._authorize_kind(actor, item.kind, was=current.kind)  # a note never becomes a skill by supersede
-        self._authorize_replace(actor, current.id, current.author)
+        self._authorize_replace(actor, current.id, current.author, current.origin)
         if current.tier == "curated" and actor.role != "owner" and actor.origin != "import":
             raise Forbidden(
                 f"memory {memory_id} is curated; only an owner can supersede it (note a correction instead, "
@@ -387,7 +403,7 @@ class MemoryService:
         """Soft delete. Another author's entry needs `expected_hash` (owners excepted; see Store)."""
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)
-        self._authorize_replace(actor, memory_id, current.author)
+        self._authorize_replace(actor, memory_id, current.author, current.origin)
         if current.tier == "curated" and actor.role != "owner":
             raise Forbidden(f"memory {memory_id} is curated; only an owner can forget it")
         return await self.store.set_status(
@@ -411,7 +427,7 @@ class MemoryService:
             raise Forbidden("only an owner can retire a memory")
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)  # a confined owner retires only in its namespaces
-        self._authorize_replace(actor, memory_id, current.author)
+        self._authorize_replace(actor, memory_id, current.author, current.origin)
         return await self.store.set_status(
             memory_id, "retired", reason, actor=actor, only_author=actor.name if is_import(actor) else None
         )
@@ -454,7 +470,7 @@ class MemoryService:
         self._authorize_write(actor, item.namespace)
         self._authorize_kind(actor, item.kind, was=replaces.kind if replaces else None)
         if replaces is not None:
-            self._authorize_replace(actor, replaces.id, replaces.author)
+            self._authorize_replace(actor, replaces.id, replaces.author, replaces.origin)
             if replaces.namespace != item.namespace:
                 raise InvalidInput(
                     f"supersede keeps the namespace ({replaces.namespace!r}); got {item.namespace!r}",
@@ -514,7 +530,7 @@ class MemoryService:
         namespace the source moved from): only its own, wherever it wrote it."""
         if not is_import(actor):
             raise Forbidden("retire_own is an import's; an owner retires with retire")
-        self._authorize_replace(actor, held.id, held.author)
+        self._authorize_replace(actor, held.id, held.author, held.origin)
         return await self.store.set_status(
             held.id, "retired", self.gate.check("reason", reason), actor=actor, only_author=actor.name
         )

@@ -31,7 +31,9 @@ from brain.store.reindex import vector_for_write
 def _require_author(old: asyncpg.Record, memory_id: str, only_author: str | None) -> None:
     """An import (services.memory.may_replace) changes only its own entries; checked again here, in the
     write's transaction, on the version it locked."""
-    if only_author is not None and old["author"] != only_author:
+    if only_author is not None and (
+        old["author"] != only_author or old["origin"] not in ("import", "untrusted")
+    ):
         raise Forbidden(
             f"memory {memory_id} was written by {old['author']!r}; {only_author!r} is an import and "
             "supersedes or retires only its own entries",
