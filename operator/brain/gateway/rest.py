@@ -283,7 +283,7 @@ async def revoke_key(actor: OwnerDep, name: str, by: str = "name") -> dict[str, 
     info = await _keystore().revoke(name, by=by, actor=actor)
     rt = get_runtime()
     if rt is not None:
-        rt.keys.forget()
+        await rt.keys.recheck()  # this replica at once; the others within a second (KeyVerifier's watcher)
     return info.public()
 
 

@@ -136,6 +136,7 @@ class Runtime:
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.keys.close()
         if self.store is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.store.close(), 5)

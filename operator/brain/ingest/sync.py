@@ -6,9 +6,15 @@ stored hash, history kept); a stored item the source no longer yields is retired
 Every new or changed item passes the same secret gate and instruction lint as any other write;
 a refused item is listed with the reason and its stored version (if any) is left as it was.
 
-Writes go to the store in bulk (`note_many`) with vectors embedded here in batches, because the
+Every write goes through the one door (services.memory) as the source's own Actor: `admit`
+authorises each new or changed item once (the source's declared namespace, its kind, the authorship of
+what it replaces) and screens it, before it is embedded; `note_admitted` then writes new entries in
+bulk (`note_many`, one transaction per batch) with vectors embedded here in batches, because the
 per-item path of `MemoryService.note` would make a repository import embedding-bound one text at a
-time. The rules are the service's: `tier_for(actor)`, the gate, the lint, untrusted never standing.
+time. A source's entries are the active ones under its key prefix *that it wrote*
+(`may_replace`): one an owner wrote by hand, or an agent planted, under a source's key is not
+the source's, and is never superseded, retired or taken for an unchanged item; the source writes its
+own beside it.
 """
 
 from __future__ import annotations
@@ -32,8 +38,7 @@ from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, un
 from brain.ingest.items import Edge, Item, Parsed, Reject, shown_name
 from brain.ingest.retireguard import ImportStopped, RetireGuard
 from brain.ingest.retireguard import check as retire_check
-from brain.services.memory import pin, tier_for
-from brain.services.memory import screen as service_screen
+from brain.services.memory import Admitted, MemoryService, may_replace
 from brain.store import sources as source_rows
 from brain.store.store import Store
 
@@ -69,6 +74,7 @@ class Summary:
     grading: Grading = field(default_factory=Grading)
     edges: int = 0
     seconds: float = 0.0
+    foreign: int = 0  # others' entries under this source's keys, left as they are
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -80,6 +86,7 @@ class Summary:
             "rejects": [{"item": r.item, "reason": r.reason} for r in self.rejects[:MAX_REJECTS_LISTED]],
             "grading": self.grading.as_dict(),
             "edges": self.edges,
+            "foreign": self.foreign,
             "seconds": round(self.seconds, 2),
         }
 
@@ -94,6 +101,8 @@ class Existing:
     kind: str
     access_count: int
     embedding: np.ndarray | None
+    author: str = ""
+    origin: str = "import"
 
 
 def source_key(prefix: str, key: str) -> str:
@@ -105,23 +114,11 @@ def source_key(prefix: str, key: str) -> str:
     return full[:480] + "…" + digest
 
 
-def screen(item: Item, gate: SecretGate, origin: str = "import") -> str | None:
-    """Why the item may not be stored (the service's one screening: gate, then lint), or None."""
-    try:
-        mem = MemoryIn(
-            body=item.body,
-            title=item.title,
-            kind=item.kind,
-            tags=item.tags,
-            domain_keywords=item.domain_keywords,
-            attrs=item.attrs,
-        )
-        service_screen(mem, gate, origin=origin)
-    except BrainError as e:
+def _why(e: BrainError | ValueError) -> str:
+    """A refused item's reason for the summary: the door's code and message, or pydantic's first line."""
+    if isinstance(e, BrainError):
         return f"{e.code}: {e.message}"
-    except ValueError as e:  # pydantic: the field and the constraint
-        return f"invalid: {str(e).splitlines()[0]}"
-    return None
+    return f"invalid: {str(e).splitlines()[0]}"
 
 
 def as_vector(value: Any) -> np.ndarray | None:
@@ -133,10 +130,18 @@ def as_vector(value: Any) -> np.ndarray | None:
     return np.asarray(value, dtype=np.float32)
 
 
-async def load_existing(store: Store, prefix: str, *, with_vectors: bool) -> dict[str, Existing]:
+async def load_existing(
+    store: Store, prefix: str, *, with_vectors: bool, actor: Actor | None = None
+) -> tuple[dict[str, Existing], int]:
+    """The source's own active entries by source key, and how many others' carry one of its keys
+    (left alone: the door lets an import replace only what it wrote)."""
     rows = await source_rows.active_under(store, prefix, with_vectors=with_vectors)
     out = {}
+    foreign = 0
     for r in rows:
+        if actor is not None and not may_replace(actor, r["author"], r["origin"]):
+            foreign += 1
+            continue
         emb = r["embedding"] if with_vectors else None
         out[r["source_key"]] = Existing(
             r["id"],
@@ -147,8 +152,10 @@ async def load_existing(store: Store, prefix: str, *, with_vectors: bool) -> dic
             r["kind"],
             r["access_count"],
             as_vector(emb),
+            r["author"],
+            r["origin"],
         )
-    return out
+    return out, foreign
 
 
 async def embed_all(embedder: Embedder, texts: list[str], progress: Progress | None) -> np.ndarray:
@@ -262,6 +269,7 @@ async def sync(
     gate: SecretGate | None = None,
     progress: Progress | None = None,
     guard: RetireGuard | None = None,
+    service: MemoryService | None = None,
 ) -> Summary:
     """Make the store hold exactly what `parsed` says for this source (see the module docstring).
 
@@ -271,11 +279,18 @@ async def sync(
     t0 = time.monotonic()
     cfg = grading or GradingConfig()
     gate = gate or SecretGate("refuse")
+    door = service or MemoryService(store, embedder, gate=gate)
     summary = Summary(rejects=list(parsed.rejects))
     has_code = any(i.graded for i in parsed.items)
-    existing = await load_existing(store, prefix, with_vectors=has_code and (cfg.dedup or cfg.tuning))
+    existing, summary.foreign = await load_existing(
+        store, prefix, with_vectors=has_code and (cfg.dedup or cfg.tuning), actor=actor
+    )
+    if summary.foreign:
+        log.warning(
+            "%d entries under %s's keys were written by others; left as they are", summary.foreign, prefix
+        )
     seen: set[str] = set()
-    pending: list[tuple[Item, str]] = []  # new or changed, screened
+    pending: list[tuple[Item, str, Admitted]] = []  # new or changed, admitted by the door
     lineage: dict[str, str] = {}  # item key → lineage id (for edges)
     dropped: set[str] = set()  # graded out: a stored previous version is retired
     for item in parsed.items:
@@ -301,57 +316,47 @@ async def sync(
                 summary.grading.tier1_dropped += 1
                 dropped.add(skey)
                 continue
-        reason = screen(item, gate, actor.origin)
-        if reason is not None:
-            summary.rejects.append(Reject(item.key, reason))
+        try:  # the door: the source's namespace, the kind, what it replaces, then the one screening
+            mem = _memory_in(item, skey, namespace, {"source": prefix.rstrip(":")})
+            if old is None and (vf := _valid_from(item.attrs.get("valid_from"))):
+                mem = mem.model_copy(update={"valid_from": vf})
+            admitted = door.admit(mem, actor, replaces=old, standing=item.standing, required=item.required)
+        except (BrainError, ValueError) as e:  # one refused item must not abort the whole import
+            summary.rejects.append(Reject(shown_name(item.key), _why(e)))
             if old is not None:
                 lineage[item.key] = old.lineage_id  # the stored version stays, not retired
             continue
-        pending.append((item, skey))
+        pending.append((item, skey, admitted))
     removed = [k for k in existing if k not in seen]
     if (stop := retire_check(removed, len(existing), guard or RetireGuard())) is not None:
         raise ImportStopped(stop)
-    vectors = await embed_all(embedder, [_embed_text(i) for i, _ in pending], progress)
-    keep = grade(pending, vectors, existing, cfg, summary.grading)
-    summary.grading.kept = sum(1 for (item, _), k in zip(pending, keep, strict=True) if item.graded and k)
+    vectors = await embed_all(embedder, [_embed_text(i) for i, _, _ in pending], progress)
+    keep = grade([(i, k) for i, k, _ in pending], vectors, existing, cfg, summary.grading)
+    summary.grading.kept = sum(1 for (item, _, _), k in zip(pending, keep, strict=True) if item.graded and k)
 
-    tier = tier_for(actor)
-    adds: list[tuple[MemoryIn, np.ndarray | None, Item]] = []
-    for (item, skey), vec, k in zip(pending, vectors, keep, strict=True):
+    adds: list[tuple[Admitted, np.ndarray | None, Item]] = []
+    for (item, skey, admitted), vec, k in zip(pending, vectors, keep, strict=True):
         if not k:
             dropped.add(skey)
             continue
-        extra = {"source": prefix.rstrip(":")}
         old = existing.get(skey)
-        try:
-            mem = _memory_in(item, skey, namespace, extra)
-        except ValueError as e:  # one item the store would refuse must not abort the whole import
-            summary.rejects.append(Reject(shown_name(item.key), f"invalid: {str(e).splitlines()[0]}"))
-            if old is not None:
-                lineage[item.key] = old.lineage_id
+        if admitted.replaces is None:
+            adds.append((admitted, vec, item))
             continue
-        if old is not None and old.namespace == namespace:
-            try:
-                new = await store.supersede(
-                    old.id, mem, expected_hash=old.content_hash, actor=actor, tier=tier, embedding=vec
-                )
-            except BrainError as e:
-                summary.rejects.append(Reject(item.key, f"{e.code}: {e.message}"))
-                lineage[item.key] = old.lineage_id
-                continue
-            summary.superseded += 1
-            lineage[item.key] = new.lineage_id
-            await pin(store, new.id, actor, standing=item.standing, required=item.required)
-        else:
-            if vf := _valid_from(item.attrs.get("valid_from")):
-                mem = mem.model_copy(update={"valid_from": vf})
-            adds.append((mem, vec, item))
+        assert old is not None
+        try:
+            new = await door.supersede_admitted(admitted, vec)
+        except BrainError as e:
+            summary.rejects.append(Reject(shown_name(item.key), _why(e)))
+            lineage[item.key] = old.lineage_id
+            continue
+        summary.superseded += 1
+        lineage[item.key] = new.lineage_id
     for i in range(0, len(adds), WRITE_BATCH):
         batch = adds[i : i + WRITE_BATCH]
-        mems = await store.note_many([(m, v) for m, v, _ in batch], actor=actor, tier=tier)
+        mems = await door.note_admitted([(a, v) for a, v, _ in batch])
         for stored, (_, _, item) in zip(mems, batch, strict=True):
             lineage[item.key] = stored.lineage_id
-            await pin(store, stored.id, actor, standing=item.standing, required=item.required)
         summary.added += len(batch)
         if progress:
             progress("writing", min(i + WRITE_BATCH, len(adds)), len(adds))
@@ -364,7 +369,7 @@ async def sync(
         if skey in dropped:
             reason = f"dropped by chunk quality grading in source {prefix.rstrip(':')}"
         try:
-            await store.set_status(old.id, "retired", reason, actor=actor)
+            await door.retire_own(old, reason, actor)
             summary.retired += 1
         except BrainError as e:
             log.warning("could not retire %s: %s", old.id, e.message)

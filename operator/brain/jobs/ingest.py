@@ -30,8 +30,12 @@ from brain.store.store import Store
 
 
 def source_actor(spec: SourceSpec) -> Actor:
-    """Imports write as the source: origin `import` (curated) or `untrusted` (episodic, never standing)."""
-    return Actor(name=f"source:{spec.name}"[:128], role="agent", origin=spec.origin)
+    """Imports write as the source, through the door (services.memory) like every writer: origin
+    `import` (curated) or `untrusted` (episodic, never standing), confined to the namespace the
+    MemorySource declares, and replacing or retiring only the entries it wrote itself."""
+    return Actor(
+        name=f"source:{spec.name}"[:128], role="agent", origin=spec.origin, namespaces=(spec.namespace,)
+    )
 
 
 async def run_ingest(

@@ -16,11 +16,13 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 import time
+import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -51,6 +53,7 @@ def reserved(name: str) -> bool:
 
 
 REVOKE_BY = ("name", "id")
+log = logging.getLogger("brain.services.keys")
 _UNCHECKED = "the key database is unavailable and this key was not verified recently; retry shortly"
 
 
@@ -190,6 +193,10 @@ class KeyStore:
         row = await key_rows.by_hash(self.store, hash_key(key))
         return _info(row) if row else None
 
+    async def lookup_many(self, digests: Sequence[str]) -> dict[str, KeyInfo]:
+        """Key hash → its row, for the hashes that have one (an unknown hash is simply absent)."""
+        return {r["key_hash"]: _info(r) for r in await key_rows.by_hashes(self.store, [*digests])}
+
     async def touch(self, key_id: str) -> None:
         await key_rows.touch(self.store, key_id)
 
@@ -217,11 +224,20 @@ def _require_within(actor: Actor, namespaces: list[str] | None, what: str) -> No
         )
 
 
+#: The fingerprint of a verdict that must be looked up again before it is served fresh (`forget`):
+#: it equals no fingerprint the database can answer.
+_RECHECK: tuple[Any, ...] = ("recheck",)
+
+
 @dataclass
 class _Cached:
     info: KeyInfo | None
     at: float
     version: tuple[Any, ...] | None = None  # the keys table's fingerprint when this verdict was read
+
+
+def _revoked(c: _Cached | None) -> bool:
+    return c is not None and c.info is not None and c.info.revoked_at is not None
 
 
 class KeyVerifier:
@@ -263,10 +279,59 @@ class KeyVerifier:
         self._cache: OrderedDict[str, _Cached] = OrderedDict()
         self._touched: dict[str, float] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._watch: asyncio.Task[None] | None = None
 
     def forget(self) -> None:
-        """Drop every cached verdict (after a revoke on this replica)."""
-        self._cache.clear()
+        """Mark every cached verdict for a re-check before it is served fresh again. The verdicts stay
+        as the fallback of the stale window: dropping them would leave every other key of this replica
+        unverifiable (503) should the database go away before each is used again."""
+        for c in self._cache.values():
+            c.version = _RECHECK
+
+    async def recheck(self) -> None:
+        """Look every cached verdict up again now (the revoking replica, right after its revoke); where
+        the database does not answer, `forget` has them looked up again on their next use."""
+        self.forget()
+        if self.keys is not None:
+            with contextlib.suppress(*outage.FAILED):
+                await asyncio.wait_for(self._recheck(), self.lookup_timeout)
+
+    async def close(self) -> None:
+        """Stop the watcher and the background lookups (the gateway's shutdown)."""
+        tasks = [t for t in (self._watch, *self._tasks) if t is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._watch = None
+
+    def _ensure_watch(self) -> None:
+        """The watcher runs while this verifier holds verdicts and has a database: it re-reads the
+        fingerprint every `version_every` *whether or not requests come*, and on a change looks up
+        every verdict read under another one in one query. So a replica no request reached since a
+        revoke still learns of it within about a second, and a revocation it has seen is what it
+        serves should the database then go away (docs/security.md, the stale window)."""
+        if self.keys is None or (self._watch is not None and not self._watch.done()):
+            return
+        try:
+            self._watch = asyncio.get_running_loop().create_task(_watch(weakref.ref(self)))
+        except RuntimeError:  # no running loop (a synchronous caller): verify's own re-check remains
+            self._watch = None
+
+    async def _recheck(self) -> bool:
+        """One fingerprint read and, if any verdict was read under another fingerprint, one lookup of
+        all of them. Whether the cache now matches the fingerprint read. Raises what the database does."""
+        assert self.keys is not None
+        at = time.monotonic()
+        version = await self.keys.version()
+        self._version, self._version_at = version, time.monotonic()
+        behind = [d for d, c in self._cache.items() if c.version != version]
+        if not behind:
+            return True
+        found = await self.keys.lookup_many(behind)
+        for digest in behind:
+            if digest in self._cache:  # not evicted meanwhile
+                self._remember(digest, found.get(digest), at, version)
+        return True
 
     def _master(self, key: str) -> bool:
         return self.master_key is not None and hmac.compare_digest(key.encode(), self.master_key.encode())
@@ -280,6 +345,7 @@ class KeyVerifier:
             raise Unauthorized("no key: send 'Authorization: Bearer <key>' (or x-api-key)")
         if self._master(key):
             return Actor(name=MASTER_NAME, role="owner", origin="owner")
+        self._ensure_watch()
         info = await self._lookup(hash_key(key), key)
         if info is None:
             raise Unauthorized("unknown key")
@@ -349,6 +415,12 @@ class KeyVerifier:
     def _remember(
         self, digest: str, info: KeyInfo | None, at: float, version: tuple[Any, ...] | None = None
     ) -> None:
+        old = self._cache.get(digest)
+        if _revoked(old) and (info is None or info.revoked_at is None):
+            # A revocation is final (a key hash is never un-revoked): a lookup that began before it
+            # and answered after it (a refresh ahead, a slow re-check) never brings the key back.
+            assert old is not None
+            info, at = old.info, max(at, old.at)
         self._cache[digest] = _Cached(info, at, version)
         self._cache.move_to_end(digest)
         while len(self._cache) > self.size:
@@ -389,6 +461,28 @@ class KeyVerifier:
         assert self.keys is not None
         with contextlib.suppress(Exception):  # last_used_at is a convenience; never fail a request over it
             await self.keys.touch(key_id)
+
+
+async def _watch(ref: weakref.ref[KeyVerifier]) -> None:
+    """KeyVerifier's watcher; it holds its verifier weakly, so a dropped verifier takes it along, and
+    it ends when the verifier holds no verdict (the next verify starts it again)."""
+    while True:
+        verifier = ref()
+        if verifier is None or verifier.keys is None or not verifier._cache:
+            return
+        every, wait = verifier.version_every, verifier.lookup_timeout
+        del verifier
+        await asyncio.sleep(max(every, 0.05))
+        verifier = ref()
+        if verifier is None:
+            return
+        try:
+            await asyncio.wait_for(verifier._recheck(), wait)
+        except outage.FAILED:  # the database is down or slow: the stale window, until it answers again
+            verifier._db_down_until = time.monotonic() + verifier.negative_ttl
+        except Exception as e:  # never let the watcher die of a surprise; verify's own re-check remains
+            log.warning("key verdict re-check failed: %s: %s", type(e).__name__, e)
+        del verifier
 
 
 def require_role(actor: Actor, *roles: str) -> None:

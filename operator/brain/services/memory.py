@@ -10,8 +10,10 @@ after the model's normalisation (one-line NFKC titles, no control or invisible c
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -131,6 +133,29 @@ def tier_for(actor: Actor, kind: str | None = None) -> str:
     return "curated" if actor.origin in ("owner", "import") else "episodic"
 
 
+def is_import(actor: Actor) -> bool:
+    """An import's identity (a MemorySource's `source:<name>`, the digest job): origin `import` or
+    `untrusted`, which no key's Actor carries (a key's is `owner` or `agent`)."""
+    return actor.origin in ("import", "untrusted")
+
+
+def import_name(name: str) -> bool:
+    """The author names only an import writes as: a MemorySource's `source:<name>`, the digest job's
+    `digest` (any case). Keys cannot take them (services.keys.reserved); the door refuses any other
+    Actor that carries one (brainctl's `--as`, a future surface), so no entry can pass for an import's."""
+    lowered = name.lower()
+    return lowered == DIGEST_AUTHOR or lowered.startswith("source:")
+
+
+def may_replace(actor: Actor, author: str, origin: str = "import") -> bool:
+    """Whether `actor` may supersede or retire an entry `author` wrote with `origin`, as far as
+    authorship goes. An import replaces and retires only its own entries (its name, an import's
+    origin): an entry that carries a source's key but that an owner wrote by hand, or an agent
+    planted, is not the source's (ingest writes its own beside it). Every other writer falls under
+    the usual rules (curated tier, compare-and-set, confinement)."""
+    return not is_import(actor) or (author == actor.name and origin in ("import", "untrusted"))
+
+
 def may_pin(actor: Actor) -> bool:
     """Who may make an entry standing or required: owners and the owner's imports. Untrusted
     imports and captured model output never are (the core's trust rule, applied here, once)."""
@@ -144,6 +169,32 @@ async def pin(store: Store, memory_id: str, actor: Actor, *, standing: bool, req
         return False
     await source_rows.set_flags(store, memory_id, standing=standing, required=required)
     return True
+
+
+class Held(Protocol):
+    """What the door needs of a stored entry an import means to replace (ingest's `Existing` rows)."""
+
+    id: str
+    content_hash: str
+    namespace: str
+    kind: str
+    author: str
+    origin: str
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """An entry the door authorised for `actor` and screened (`MemoryService.admit`), to be written by
+    `note_admitted` or `supersede_admitted`: an import authorises each item once, before embedding,
+    and the writes keep the store's batching."""
+
+    item: MemoryIn
+    actor: Actor
+    tier: str
+    standing: bool = False
+    required: bool = False
+    replaces: str | None = None
+    expected_hash: str | None = None
 
 
 class Proposed(BaseModel):
@@ -176,6 +227,12 @@ class MemoryService:
         return screen(item, self.gate, origin=actor.origin)
 
     def _authorize_write(self, actor: Actor, namespace: str) -> None:
+        if import_name(actor.name) and not is_import(actor):
+            raise Forbidden(
+                f"{actor.name!r} is the name an import writes as (source:<name>, digest); "
+                "write under another name",
+                field="name",
+            )
         if actor.role == "read":
             raise Forbidden(f"key {actor.name!r} is read-only; writing needs an agent or owner key")
         if not actor.can_write(namespace):
@@ -195,6 +252,14 @@ class MemoryService:
                     "(REST and MCP do that for you) and an owner approves it",
                     field="kind",
                 )
+
+    def _authorize_replace(self, actor: Actor, memory_id: str, author: str, origin: str = "import") -> None:
+        if not may_replace(actor, author, origin):
+            raise Forbidden(
+                f"memory {memory_id} was written by {author!r}; {actor.name!r} is an import and supersedes "
+                "or retires only its own entries",
+                field="id",
+            )
 
     def _authorize_read(self, actor: Actor, namespace: str) -> None:
         if not actor.can_see(namespace):
@@ -245,6 +310,7 @@ class MemoryService:
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)
         self._authorize_kind(actor, item.kind, was=current.kind)  # a note never becomes a skill by supersede
+        self._authorize_replace(actor, current.id, current.author, current.origin)
         if current.tier == "curated" and actor.role != "owner" and actor.origin != "import":
             raise Forbidden(
                 f"memory {memory_id} is curated; only an owner can supersede it (note a correction instead, "
@@ -260,6 +326,7 @@ class MemoryService:
             if current.tier == "curated" and item.kind != "digest"
             else tier_for(actor, item.kind),
             embedding=await self._embed(embed_text(item.title, item.body)),
+            only_author=actor.name if is_import(actor) else None,
         )
 
     async def propose_or_note(
@@ -336,6 +403,7 @@ class MemoryService:
         """Soft delete. Another author's entry needs `expected_hash` (owners excepted; see Store)."""
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)
+        self._authorize_replace(actor, memory_id, current.author, current.origin)
         if current.tier == "curated" and actor.role != "owner":
             raise Forbidden(f"memory {memory_id} is curated; only an owner can forget it")
         return await self.store.set_status(
@@ -359,7 +427,10 @@ class MemoryService:
             raise Forbidden("only an owner can retire a memory")
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)  # a confined owner retires only in its namespaces
-        return await self.store.set_status(memory_id, "retired", reason, actor=actor)
+        self._authorize_replace(actor, memory_id, current.author, current.origin)
+        return await self.store.set_status(
+            memory_id, "retired", reason, actor=actor, only_author=actor.name if is_import(actor) else None
+        )
 
     async def promote(
         self, memory_id: str, actor: Actor, *, standing: bool | None = None, required: bool | None = None
@@ -381,6 +452,88 @@ class MemoryService:
             )
             screen(stored, SecretGate("refuse"), origin=current.origin)
         return await self.store.promote(memory_id, actor=actor, standing=standing, required=required)
+
+    # ------------------------------------------------------------------ imports (a MemorySource's sync)
+
+    def admit(
+        self,
+        item: MemoryIn,
+        actor: Actor,
+        *,
+        replaces: Held | None = None,
+        standing: bool = False,
+        required: bool = False,
+    ) -> Admitted:
+        """Authorise and screen one entry of an import, with no round trip: the same checks as `note`
+        and `supersede` (namespace, kind, authorship of what it replaces), then the one screening.
+        Raises the door's error; a writer who may not pin gets its entry unpinned (see `pin`)."""
+        self._authorize_write(actor, item.namespace)
+        self._authorize_kind(actor, item.kind, was=replaces.kind if replaces else None)
+        if replaces is not None:
+            self._authorize_replace(actor, replaces.id, replaces.author, replaces.origin)
+            if replaces.namespace != item.namespace:
+                raise InvalidInput(
+                    f"supersede keeps the namespace ({replaces.namespace!r}); got {item.namespace!r}",
+                    field="namespace",
+                )
+        pinned = may_pin(actor)
+        return Admitted(
+            self._screen(item, actor),
+            actor,
+            tier_for(actor, item.kind),
+            standing=standing and pinned,
+            required=required and pinned,
+            replaces=replaces.id if replaces else None,
+            expected_hash=replaces.content_hash if replaces else None,
+        )
+
+    async def note_admitted(self, batch: Sequence[tuple[Admitted, np.ndarray | None]]) -> list[Memory]:
+        """Admitted new entries in one transaction per actor and tier (no dedup: imports dedup on
+        identity), each pinned as its front matter asked when its writer may pin."""
+        out: list[Memory] = []
+        groups: dict[tuple[Actor, str], list[int]] = {}
+        for i, (a, _) in enumerate(batch):
+            if a.replaces is not None:
+                raise InvalidInput("an admitted supersede is written by supersede_admitted", field="id")
+            groups.setdefault((a.actor, a.tier), []).append(i)
+        stored: dict[int, Memory] = {}
+        for (actor, tier), idx in groups.items():
+            mems = await self.store.note_many(
+                [(batch[i][0].item, batch[i][1]) for i in idx], actor=actor, tier=tier
+            )
+            stored.update(zip(idx, mems, strict=True))
+        for i, (a, _) in enumerate(batch):
+            out.append(stored[i])
+            await pin(self.store, stored[i].id, a.actor, standing=a.standing, required=a.required)
+        return out
+
+    async def supersede_admitted(self, admitted: Admitted, embedding: np.ndarray | None) -> Memory:
+        """An admitted change of an entry: compare-and-set on the hash it was admitted against, and
+        (for an import) only while the current version is still its own, checked in the store's
+        transaction."""
+        if admitted.replaces is None:
+            raise InvalidInput("an admitted new entry is written by note_admitted", field="id")
+        new = await self.store.supersede(
+            admitted.replaces,
+            admitted.item,
+            expected_hash=admitted.expected_hash,
+            actor=admitted.actor,
+            tier=admitted.tier,
+            embedding=embedding,
+            only_author=admitted.actor.name if is_import(admitted.actor) else None,
+        )
+        await pin(self.store, new.id, admitted.actor, standing=admitted.standing, required=admitted.required)
+        return new
+
+    async def retire_own(self, held: Held, reason: str, actor: Actor) -> Memory:
+        """An import retires an entry it wrote (removed upstream, graded out, or left behind in the
+        namespace the source moved from): only its own, wherever it wrote it."""
+        if not is_import(actor):
+            raise Forbidden("retire_own is an import's; an owner retires with retire")
+        self._authorize_replace(actor, held.id, held.author, held.origin)
+        return await self.store.set_status(
+            held.id, "retired", self.gate.check("reason", reason), actor=actor, only_author=actor.name
+        )
 
     # ------------------------------------------------------------------ reads
 

@@ -69,6 +69,14 @@ async def by_hash(store: Store, key_hash: str) -> Row | None:
     return row
 
 
+async def by_hashes(store: Store, key_hashes: list[str]) -> list[Row]:
+    """The rows of these key hashes (each with its `key_hash`), in one round trip."""
+    rows: list[Row] = await store.pool.fetch(
+        f"SELECT key_hash, {COLUMNS} FROM keys WHERE key_hash = ANY($1::text[])", key_hashes
+    )
+    return rows
+
+
 async def touch(store: Store, key_id: str) -> None:
     await store.pool.execute("UPDATE keys SET last_used_at = now() WHERE id = $1", key_id)
 

@@ -28,6 +28,19 @@ from brain.store.base import (
 from brain.store.reindex import vector_for_write
 
 
+def _require_author(old: asyncpg.Record, memory_id: str, only_author: str | None) -> None:
+    """An import (services.memory.may_replace) changes only its own entries; checked again here, in the
+    write's transaction, on the version it locked."""
+    if only_author is not None and (
+        old["author"] != only_author or old["origin"] not in ("import", "untrusted")
+    ):
+        raise Forbidden(
+            f"memory {memory_id} was written by {old['author']!r}; {only_author!r} is an import and "
+            "supersedes or retires only its own entries",
+            field="id",
+        )
+
+
 def _require_cas(
     old: asyncpg.Record, memory_id: str, expected_hash: str | None, actor: Actor, what: str
 ) -> None:
@@ -183,8 +196,10 @@ class MemoryWrites(StoreBase):
         actor: Actor,
         tier: str | None = None,
         embedding: np.ndarray | None = None,
+        only_author: str | None = None,
     ) -> Memory:
-        """Compare-and-set: refuse if the current version's hash is not the one the caller read."""
+        """Compare-and-set: refuse if the current version's hash is not the one the caller read (and,
+        with `only_author`, if another author wrote the current version)."""
         async with self._tx() as conn:
             old = await self._current(conn, memory_id, lock=True)
             if old["status"] != "active":
@@ -195,6 +210,7 @@ class MemoryWrites(StoreBase):
                 raise Conflict(
                     f"memory {memory_id} is {old['status']}, not the current version{hint}", field="id"
                 )
+            _require_author(old, memory_id, only_author)
             _require_cas(old, memory_id, expected_hash, actor, "supersede")
             if expected_hash is not None and old["content_hash"] != expected_hash:
                 raise Conflict(
@@ -233,7 +249,14 @@ class MemoryWrites(StoreBase):
             return new
 
     async def set_status(
-        self, memory_id: str, status: str, reason: str, *, actor: Actor, expected_hash: str | None = None
+        self,
+        memory_id: str,
+        status: str,
+        reason: str,
+        *,
+        actor: Actor,
+        expected_hash: str | None = None,
+        only_author: str | None = None,
     ) -> Memory:
         """forget / retire: a soft delete that keeps the row and says why and who (`restore` undoes it)."""
         if not reason.strip():
@@ -242,6 +265,7 @@ class MemoryWrites(StoreBase):
             old = await self._current(conn, memory_id, lock=True)
             if old["status"] != "active":
                 raise Conflict(f"memory {memory_id} is already {old['status']}", field="id")
+            _require_author(old, memory_id, only_author)
             _require_cas(old, memory_id, expected_hash, actor, "forget" if status == "forgotten" else status)
             if expected_hash is not None and old["content_hash"] != expected_hash:
                 raise Conflict(

@@ -12,7 +12,7 @@ from brain.store.store import Store
 async def active_under(store: Store, prefix: str, *, with_vectors: bool) -> list[Mapping[str, Any]]:
     """Active entries whose source key starts with `prefix` (LIKE-escaped here)."""
     rows: list[Mapping[str, Any]] = await store.pool.fetch(
-        f"""SELECT id, lineage_id, content_hash, attrs->>'ingest_hash' AS fp, namespace, kind, access_count,
+        f"""SELECT id, lineage_id, content_hash, attrs->>'ingest_hash' AS fp, namespace, kind, access_count, author, origin,
                    source_key{", embedding" if with_vectors else ""}
               FROM memories WHERE status = 'active' AND source_key LIKE $1""",
         prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%",
