@@ -9,7 +9,8 @@ its own database: the whole corpus in the team's `shared` (the agent key, no hea
 it) and split over four namespaces (`shared` + three repos; the key asks for all four with
 `x-brain-namespaces`). Questions are drawn from the seeded text, so every one has an answer; each
 request's outcome (hack/benchcheck.py, from the `x-brain-memory` headers) is counted, and the run
-fails unless every brain request was injected with retrieval whole and no bare one was. The arms
+fails unless every brain request was injected with retrieval whole and no bare one was
+(`--stop-embedder` stops the embedder process first: the embedder-process rows must then fail). The arms
 take turns in a rotating order, request by request. Also: the
 echo upstream, the bare LiteLLM proxy (same models, no brain callback, master-key auth) and the brain
 gateway in both topologies: the offline model in-process (`brainctl up`'s setup) and a second
@@ -142,12 +143,13 @@ async def _load(dsn: str, have: int, n: int, dim: int, layout: str) -> None:
     from pgvector.asyncpg import register_vector
 
     from brain.embedder import LocalEmbedder
-    from brain.embedder.model import QUERY_THREADS
     from brain.store.store import content_hash, embed_text, new_id
 
     print(f"seeding {n} memories, layout {layout} (once; cached for later runs) …", file=sys.stderr)
     memories = corpus(n, layout)
-    embedder = LocalEmbedder(threads=QUERY_THREADS)  # the gateway's query model: its vectors
+    # the gateway's model; every core for the one-time corpus (the vectors do not depend on threads;
+    # 100k texts take ~30 min on two cores, once: hack/benchvectors.py caches them)
+    embedder = LocalEmbedder()
     assert embedder.model == MODEL, embedder.model
     all_vecs = await benchvectors.vectors(embedder, [embed_text(m.title, m.body) for m in memories])
     conn = await asyncpg.connect(dsn)

@@ -1,6 +1,6 @@
 """How retrieval cost grows: p50/p95 at 1M memories against 100k, in one run (issue 16).
 
-    .venv/bin/python hack/benchscale.py [--sizes 100000,1000000] [--queries 200]
+    .venv/bin/python hack/benchscale.py [--sizes 10000,100000,1000000] [--queries 200] [--layouts shared,split]
 
 Embedding a million texts takes hours on two cores, so the corpus is the `make bench` one built
 faster: LoCoMo's 5,882 turns copied until the store holds N, each copy with its text's real
@@ -18,8 +18,12 @@ when any retrieval was degraded, timed out or failed. The lexical leg's BM25 wei
 once after the COPY, at the copied corpus's mean length, as `lexical_weights.settle` leaves a live
 brain.
 
-Not part of `make bench` (named outside its `bench_*.py` glob: it takes ~30 min and ~8 GB of disk); it prints a Markdown section for
-docs/benchmarks.md by hand.
+Not part of `make bench` (named outside its `bench_*.py` glob); it prints a Markdown section for
+docs/benchmarks.md by hand, and its figures with `--json`. Cost, estimated from the small run of
+#33 and the 100k/1M run of 2026-12-01 (COPY 168 s, indexes ~520 s at 1M): with
+`--sizes 10000,100000,1000000` and both layouts, ~40–50 min on two quiet cores and ~16 GB of disk
+(two 1M databases of ~5 GB each, plus WAL); `--layouts shared` halves the builds. The LoCoMo vectors
+are embedded once (~2 min) and then come from the cache.
 """
 
 from __future__ import annotations
@@ -351,7 +355,7 @@ Case = tuple[int, str]  # (memories, layout)
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--data", help="Postgres data directory (default: a temporary one)")
