@@ -514,6 +514,7 @@ async def run(args: argparse.Namespace) -> int:
             "seconds": time.perf_counter() - t0,
             "ok": ok,
             "results": {k: v for k, v in results.items() if not k.startswith("_")},
+            "markdown": text,  # the section as docs/benchmarks.md shows it, every figure with its words
         }
         checks = results.get("_checks", [])
         why = [w for counts, claim in checks if (w := benchcheck.mismatch(counts, claim))]

@@ -208,13 +208,16 @@ async def main(a: argparse.Namespace) -> None:
                     "case": label,
                     "requests": len(lat),
                     "p50_ms": bg.pct(lat, 0.5),
+                    "p95_ms": bg.pct(lat, 0.95),
                     "p99_ms": bg.pct(lat, 0.99),
+                    "max_ms": max(lat, default=float("nan")),
                     "outcomes": c.as_dict(),
                     "load_before": l0,
                     "load_after": l1,
                 }
                 for (label, lat, _), c, (l0, l1) in zip(rows, counts, loads, strict=True)
             ],
+            "goal_ms": goal,
             "recovery_s": back_s,
             "recovery_tries": tries.as_dict(),
         }
