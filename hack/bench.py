@@ -30,6 +30,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/pg_fixtures.py)
+sys.path.insert(0, str(ROOT / "hack"))
+import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts, vector cache)
+import benchcorpus  # noqa: E402
+import benchvectors  # noqa: E402
+
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 TEAM = ROOT / "tests" / "data" / "team_eval.json"
 NO_FLOOR = {"vector": 0.0, "lexical": 0.0, "trigram": 0.0}
@@ -218,95 +223,134 @@ async def selectivity() -> str:
 # ---------------------------------------------------------------------- latency at scale
 
 
-async def latency(runs: int, sizes: list[int]) -> str:
+async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict[str, Any]) -> str:
     from brain.core.models import Actor, MemoryIn
     from brain.embedder import LocalEmbedder
     from brain.local.devdb import EmbeddedPostgres
-    from brain.local.eval import embed_corpus, load_dataset
+    from brain.local.eval import load_dataset
     from brain.retrieval import Retriever, render_block
     from brain.retrieval.render import within_budget
-    from brain.store import Scope, Store
+    from brain.store import Store
     from brain.store.store import embed_text
 
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     embedder = LocalEmbedder()
-    base_vecs = await embed_corpus(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+    base_vecs = await benchvectors.vectors(embedder, [embed_text(m.title, m.body) for m in ds.memories])
     queries = [q.query for q in ds.queries[:200]]
     rng = np.random.default_rng(1)
     out = [
         "## Retrieval latency at scale",
         "",
-        "LoCoMo turns copied into namespaces `bench-0…` (vectors jittered so copies differ) until the store "
-        "holds N active memories; 200 LoCoMo questions scoped to one namespace + `shared`, each embedded "
-        "for real (no cache), then legs, fusion, fetch, budget and rendering — the gateway's path.",
+        "LoCoMo turns copied until the store holds N active memories, each copy with its text's own "
+        "embedding (hack/benchvectors.py) jittered so copies differ; the queried scope holds them all "
+        "(layouts, each its own database: "
+        + "; ".join(f"{k}: {benchcorpus.LAYOUTS[k]}" for k in layouts)
+        + "). 200 LoCoMo questions, each embedded for real (no cache), then legs, fusion, fetch, budget "
+        "and rendering — the gateway's path. Each question's outcome is counted (hack/benchcheck.py); the "
+        "run fails when any retrieval was degraded, timed out or failed.",
         "",
-        "| memories | HNSW build s | p50 ms | p95 ms | runs |",
-        "|---|---|---|---|---|",
+        "| memories | layout | HNSW build s | p50 ms | p95 ms | runs | outcomes | load before / after |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    profiles: dict[int, dict[str, list[float]]] = {}
+    profiles: dict[tuple[int, str], dict[str, list[float]]] = {}
+    checks: list[tuple[benchcheck.Counts, benchcheck.Claim]] = []
     pg = EmbeddedPostgres().start()
     try:
         for size in sizes:
-            dsn = await pg.create_database(f"bench_lat_{size}")
-            store = await Store.open(dsn, dim=embedder.dim)
-            await store.pool.execute("DROP INDEX memories_embedding")
-            actor = Actor(name="bench", role="owner", origin="import")
-            n = 0
-            copy = 0
-            while n < size:
-                batch = []
-                for i, m in enumerate(ds.memories):
-                    if n + len(batch) >= size:
-                        break
-                    v = base_vecs[i] + rng.normal(0, 0.02, base_vecs.shape[1]).astype(np.float32)
-                    batch.append(
-                        (
-                            MemoryIn(
-                                body=m.body,
-                                title=m.title,
-                                namespace=f"bench-{copy}",
-                                valid_from=m.valid_from,
-                                episode=f"bench-{copy}@{m.valid_from}",
-                                seq=i,
-                            ),
-                            v / np.linalg.norm(v),
+            for layout in layouts:
+                load0 = os.getloadavg()
+                name = f"bench_lat_{size}_{layout}"
+                dsn = await pg.create_database(name)
+                store = await Store.open(dsn, dim=embedder.dim)
+                await store.pool.execute("DROP INDEX memories_embedding")
+                actor = Actor(name="bench", role="owner", origin="import")
+                n = 0
+                copy = 0
+                while n < size:
+                    batch: list[tuple[MemoryIn, np.ndarray]] = []
+                    for i, m in enumerate(ds.memories):
+                        if n + len(batch) >= size:
+                            break
+                        v = base_vecs[i] + np.asarray(
+                            rng.normal(0, 0.02, base_vecs.shape[1]), dtype=np.float32
                         )
+                        batch.append(
+                            (
+                                MemoryIn(
+                                    body=m.body,
+                                    title=m.title,
+                                    namespace=benchcorpus.namespace(layout, n + len(batch)),
+                                    valid_from=m.valid_from,
+                                    episode=f"copy-{copy}@{m.valid_from}",
+                                    seq=i,
+                                ),
+                                v / np.linalg.norm(v),
+                            )
+                        )
+                    for j in range(0, len(batch), 1000):
+                        await store.note_many(batch[j : j + 1000], actor=actor)
+                    n += len(batch)
+                    copy += 1
+                t0 = time.perf_counter()
+                await store.pool.execute(
+                    "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
+                    "WITH (m = 16, ef_construction = 64)"
+                )
+                build = time.perf_counter() - t0
+                # Steady state, as autovacuum leaves a live brain: GIN pending lists merged, visibility map
+                # set, statistics current. Measuring right after a bulk load times autovacuum instead.
+                await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+                retriever = Retriever(store, embedder)
+                scope = benchcorpus.scope(layout)
+                counts = benchcheck.Counts()
+                p50s, p95s = [], []
+                stage_ms: dict[str, list[float]] = {}
+                for q in queries[:10]:  # warm-up: plans cached, pages in memory
+                    await retriever.retrieve(q, scope, include_pinned=True)
+                for _ in range(runs):
+                    lat = []
+                    for q in queries:
+                        t = time.perf_counter()
+                        try:
+                            res = await retriever.retrieve(q, scope, include_pinned=True)
+                        except Exception as e:  # counted: the check fails the run after the table
+                            counts.add_result(error=e)
+                            continue
+                        render_block(within_budget(res.all_hits, 1500))
+                        lat.append((time.perf_counter() - t) * 1000)
+                        counts.add_result(res)
+                        for stage, sec in res.timings.items():
+                            stage_ms.setdefault(stage, []).append(sec * 1000)
+                    p50s.append(pct(lat, 0.5) if lat else float("nan"))
+                    p95s.append(pct(lat, 0.95) if lat else float("nan"))
+                load1 = os.getloadavg()
+                out.append(
+                    f"| {size:,} | {layout} | {build:.1f} | {statistics.median(p50s):.1f} | "
+                    f"{statistics.median(p95s):.1f} | {runs} | {counts.summary()} | {load0[0]:.1f} / {load1[0]:.1f} |"
+                )
+                checks.append(
+                    (
+                        counts,
+                        benchcheck.retrieval(f"latency, {size:,} memories, {layout}", runs * len(queries)),
                     )
-                for j in range(0, len(batch), 1000):
-                    await store.note_many(batch[j : j + 1000], actor=actor)
-                n += len(batch)
-                copy += 1
-            t0 = time.perf_counter()
-            await store.pool.execute(
-                "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
-                "WITH (m = 16, ef_construction = 64)"
-            )
-            build = time.perf_counter() - t0
-            # Steady state, as autovacuum leaves a live brain: GIN pending lists merged, visibility map
-            # set, statistics current. Measuring right after a bulk load times autovacuum instead.
-            await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
-            retriever = Retriever(store, embedder)
-            p50s, p95s = [], []
-            stage_ms: dict[str, list[float]] = {}
-            for q in queries[:10]:  # warm-up: plans cached, pages in memory
-                await retriever.retrieve(q, Scope.of(["bench-1"]), include_pinned=True)
-            for _ in range(runs):
-                lat = []
-                for q in queries:
-                    t = time.perf_counter()
-                    res = await retriever.retrieve(q, Scope.of(["bench-1"]), include_pinned=True)
-                    render_block(within_budget(res.all_hits, 1500))
-                    lat.append((time.perf_counter() - t) * 1000)
-                    for stage, sec in res.timings.items():
-                        stage_ms.setdefault(stage, []).append(sec * 1000)
-                p50s.append(pct(lat, 0.5))
-                p95s.append(pct(lat, 0.95))
-            out.append(
-                f"| {size:,} | {build:.1f} | {statistics.median(p50s):.1f} | {statistics.median(p95s):.1f} | {runs} |"
-            )
-            profiles[size] = stage_ms
-            await store.close()
-            await pg.drop_database(f"bench_lat_{size}")
+                )
+                results.setdefault("latency", []).append(
+                    {
+                        "memories": size,
+                        "layout": layout,
+                        "hnsw_build_s": build,
+                        "p50_ms": statistics.median(p50s),
+                        "p95_ms": statistics.median(p95s),
+                        "runs": runs,
+                        "outcomes": counts.as_dict(),
+                        "load_before": load0,
+                        "load_after": load1,
+                        "stages": {st: [pct(v, 0.5), pct(v, 0.95)] for st, v in stage_ms.items()},
+                    }
+                )
+                profiles[size, layout] = stage_ms
+                await store.close()
+                await pg.drop_database(name)
     finally:
         pg.stop()
     out += [
@@ -315,15 +359,20 @@ async def latency(runs: int, sizes: list[int]) -> str:
         "`brain_retrieval_stage_duration_seconds`), all runs pooled. The lexical legs run while the query "
         "is embedded; the vector leg follows the embedding; the rest is sequential.",
         "",
-        "| memories | " + " | ".join(f"{st} p50 / p95" for st in STAGES) + " |",
-        "|---|" + "---|" * len(STAGES),
+        "| memories | layout | " + " | ".join(f"{st} p50 / p95" for st in STAGES) + " |",
+        "|---|---|" + "---|" * len(STAGES),
     ]
-    for size, stage_ms in profiles.items():
+    for (size, layout), stage_ms in profiles.items():
         cells = [
             f"{pct(stage_ms[st], 0.5):.1f} / {pct(stage_ms[st], 0.95):.1f}" if st in stage_ms else "–"
             for st in STAGES
         ]
-        out.append(f"| {size:,} | " + " | ".join(cells) + " |")
+        out.append(f"| {size:,} | {layout} | " + " | ".join(cells) + " |")
+    results.setdefault("checks", []).extend(
+        {"row": claim.row, "claims": claim.says, "ok": benchcheck.mismatch(counts, claim) is None}
+        for counts, claim in checks
+    )
+    results.setdefault("_checks", []).extend(checks)
     return "\n".join(out)
 
 
@@ -416,34 +465,125 @@ async def ingest(runs: int) -> str:
 SECTIONS = ("quality", "selectivity", "latency", "ingest")
 
 
-async def run(args: argparse.Namespace) -> None:
+def commit_id() -> str:
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, cwd=ROOT
+    )
+    return (done.stdout.strip() or "uncommitted") + ("-dirty" if dirty.stdout.strip() else "")
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Every section timed with the machine's load before and after it; the Markdown to --out and the
+    figures to bench-results/<date>-<commit>.json. Non-zero when a section failed (an outcome check
+    among them: a figure that did not measure what its row says)."""
+    started = datetime.now(UTC)
+    commit = commit_id()
+    record_path = ROOT / "bench-results" / f"{started:%Y-%m-%d-%H%M}-{commit}.json"
+    record_path.parent.mkdir(exist_ok=True)
+    record: dict[str, Any] = {
+        "commit": commit,
+        "started": started.isoformat(timespec="seconds"),
+        "machine": machine(),
+        "argv": sys.argv[1:],
+        "sections": {},
+    }
     parts = [
         "# Benchmarks",
         f"Machine: {machine()}.\n"
-        f"Command: `make bench` (`python hack/bench.py --runs {args.runs}`). Timings are medians of the runs.",
+        f"Command: `make bench` (`python hack/bench.py --runs {args.runs}`). Timings are medians of the runs. "
+        f"The figures of this run, with the machine's load average before and after each section and each "
+        f"row's outcome counts, are in `{record_path.relative_to(ROOT)}` (commit {commit}).",
         "This file is generated and rewritten by every run. What the figures mean against each issue's "
         "goals, why a goal is not reached and what was tried is in [performance.md](performance.md).",
     ]
     only = args.only.split(",") if args.only else SECTIONS
-    if "quality" in only:
-        parts.append(await quality(args.runs))
-    if "selectivity" in only:
-        parts.append(await selectivity())
-    if "latency" in only:
-        parts.append(await latency(args.runs, [int(s) for s in args.sizes.split(",")]))
-    if "ingest" in only:
-        parts.append(await ingest(args.runs))
-    # Other parts of the product measure themselves in hack/bench_<part>.py, each printing Markdown.
+    failed: list[str] = []
+
+    async def section(name: str, make: Any) -> None:
+        results: dict[str, Any] = {}
+        load0, t0 = os.getloadavg(), time.perf_counter()
+        try:
+            text = await make(results)
+            ok = True
+        except Exception as e:  # the section's own failure: recorded, the others still run
+            text, ok = f"## {name}\n\nFAILED: {type(e).__name__}: {e}", False
+        record["sections"][name] = {
+            "load_before": load0,
+            "load_after": os.getloadavg(),
+            "seconds": time.perf_counter() - t0,
+            "ok": ok,
+            "results": {k: v for k, v in results.items() if not k.startswith("_")},
+            "markdown": text,  # the section as docs/benchmarks.md shows it, every figure with its words
+        }
+        checks = results.get("_checks", [])
+        why = [w for counts, claim in checks if (w := benchcheck.mismatch(counts, claim))]
+        if why:
+            text += "\n\nOUTCOME CHECK FAILED:\n\n" + "\n".join(f"- {w}" for w in why)
+            record["sections"][name]["ok"] = ok = False
+        if not ok:
+            failed.append(name)
+        parts.append(text)
+
+    async def quality_(_: dict[str, Any]) -> str:
+        return await quality(args.runs)
+
+    async def selectivity_(_: dict[str, Any]) -> str:
+        return await selectivity()
+
+    async def latency_(results: dict[str, Any]) -> str:
+        sizes = [int(s) for s in args.sizes.split(",")]
+        return await latency(args.runs, sizes, args.layouts.split(","), results)
+
+    async def ingest_(_: dict[str, Any]) -> str:
+        return await ingest(args.runs)
+
+    for name, make in (
+        ("quality", quality_),
+        ("selectivity", selectivity_),
+        ("latency", latency_),
+        ("ingest", ingest_),
+    ):
+        if name in only:
+            await section(name, make)
+    # Other parts of the product measure themselves in hack/bench_<part>.py, each printing Markdown
+    # (and, where it supports it, its figures as JSON to $BRAIN_BENCH_JSON).
     for script in sorted((ROOT / "hack").glob("bench_*.py")):
         part = script.stem.removeprefix("bench_")
         if args.only and part not in only:
             continue
-        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT)
-        parts.append(done.stdout if done.returncode == 0 else f"## {part}\n\nFAILED: {done.stderr[-2000:]}")
+
+        async def sub(results: dict[str, Any], script: Path = script, part: str = part) -> str:
+            out = record_path.parent / f".{part}.json"
+            out.unlink(missing_ok=True)
+            done = await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, str(script)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                env={**os.environ, "BRAIN_BENCH_JSON": str(out)},
+            )
+            if out.exists():
+                results |= json.loads(out.read_text())
+                out.unlink()
+            results["returncode"] = done.returncode
+            if done.returncode != 0:
+                raise RuntimeError(f"exit {done.returncode}\n\n{done.stdout}\n\n{done.stderr[-2000:]}")
+            return done.stdout
+
+        await section(part, sub)
+    record["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    record["failed"] = failed
+    record_path.write_text(json.dumps(record, indent=2, default=str) + "\n")
     text = "\n\n".join(parts) + "\n"
     if args.out:
         Path(args.out).write_text(text)
     print(text)
+    print(f"figures: {record_path}", file=sys.stderr)
+    if failed:
+        print(f"FAILED sections: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def main() -> None:
@@ -451,10 +591,11 @@ def main() -> None:
     p.add_argument("--out", help="write Markdown here (docs/benchmarks.md)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--sizes", default="10000,100000")
+    p.add_argument("--layouts", default="shared,split", help="latency: " + ", ".join(benchcorpus.LAYOUTS))
     p.add_argument(
         "--only", help=f"comma-separated subset of {', '.join(SECTIONS)} and hack/bench_<part>.py parts"
     )
-    asyncio.run(run(p.parse_args()))
+    sys.exit(asyncio.run(run(p.parse_args())))
 
 
 if __name__ == "__main__":

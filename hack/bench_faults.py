@@ -7,15 +7,19 @@ or a black-holed network looks like from the client) is worse than one that is d
 nothing fails: every wait simply lasts. Here a real gateway and the bare LiteLLM proxy serve the
 same echo upstream; `--clients` agents keep asking new questions while Postgres is frozen for
 `--freeze` seconds. The goal (issue 14): p99 of chat latency during the freeze stays under the
-retrieval budget plus the bare proxy's own p99. Also reported: how long after the thaw memory is
-injected again. Its own Postgres (seeded like hack/bench_gateway.py), so no shared cache is touched.
-Prints a Markdown section for docs/benchmarks.md.
+retrieval budget plus the bare proxy's own p99. Also reported: how long after the thaw a seeded fact
+is injected again. Its own Postgres (seeded like hack/bench_gateway.py, the whole corpus in
+`shared`), so no shared cache is touched. Questions are words of seeded memories, and each reply's
+outcome is counted (hack/benchcheck.py): the run fails unless the bare proxy injected nothing, every
+healthy-database request was injected, every frozen one was answered, and the fact came back
+`injected` after the thaw. Prints a Markdown section for docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import shutil
@@ -30,17 +34,24 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_gateway as bg  # a sibling script, not a package
+import benchcheck
 
 BUDGET_MS = 500  # retrieval.timeoutMs default (brain.gateway.settings)
 
 
-async def _ask(c: httpx.AsyncClient, url: str, key: str, q: str) -> tuple[float, float, str]:
+Reply = tuple[float, float, str, list[str]]  # started (perf_counter), ms, outcome, causes
+
+
+async def _ask(c: httpx.AsyncClient, url: str, key: str, q: str) -> Reply:
     body = {"model": "echo", "messages": [{"role": "user", "content": q}]}
     t0 = time.perf_counter()
-    r = await c.post(f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"})
+    try:
+        r = await c.post(f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"})
+        status, headers = r.status_code, dict(r.headers)
+    except httpx.HTTPError:
+        status, headers = None, {}
     dt = (time.perf_counter() - t0) * 1000
-    r.raise_for_status()
-    return t0, dt, r.headers.get("x-brain-memory", "")
+    return (t0, dt, *benchcheck.of_response(status, headers))
 
 
 async def warm(url: str, key: str, n: int, seed: int) -> list[float]:
@@ -50,18 +61,18 @@ async def warm(url: str, key: str, n: int, seed: int) -> list[float]:
 
 
 async def load(
-    url: str, key: str, clients: int, seconds: float, seed: int, pg: Any = None
-) -> tuple[list[tuple[float, float, str]], float]:
-    """`clients` loops asking new questions for `seconds` (with Postgres frozen meanwhile when `pg` is
-    given): the requests that started in that window, and when it ended (perf_counter)."""
-    out: list[tuple[float, float, str]] = []
+    url: str, key: str, clients: int, seconds: float, seed: int, memories: list[bg.Memory], pg: Any = None
+) -> tuple[list[Reply], float]:
+    """`clients` loops asking new questions about seeded memories for `seconds` (with Postgres frozen
+    meanwhile when `pg` is given): the requests that started in that window, and when it ended."""
+    out: list[Reply] = []
     stop = asyncio.Event()
 
     async def client(i: int) -> None:
         rng = random.Random(seed * 1000 + i)  # questions of their own: no answer cached by an earlier case
         async with httpx.AsyncClient(timeout=120) as c:
             while not stop.is_set():
-                out.append(await _ask(c, url, key, bg._sentence(rng, 10) + "?"))
+                out.append(await _ask(c, url, key, bg.question(rng, memories)))
 
     tasks = [asyncio.create_task(client(i)) for i in range(clients)]
     await asyncio.sleep(1.0)
@@ -79,15 +90,51 @@ async def load(
     return [r for r in out if start <= r[0] < end], end
 
 
-async def recovery(url: str, key: str, thawed_at: float) -> float:
-    """Seconds from the thaw until a question that has an answer in memory gets it injected again."""
+async def recovery(url: str, key: str, thawed_at: float) -> tuple[float, benchcheck.Counts]:
+    """Seconds from the thaw until the seeded fact (bench_gateway.FACT) is injected again, and the
+    outcomes of the tries until then; NaN when it is not back within a minute. The plain question,
+    asked again: words added to it could drop it below the lexical floor."""
+    tries = benchcheck.Counts()
     async with httpx.AsyncClient(timeout=60) as c:
-        for i in range(600):
-            _, _, memory = await _ask(c, url, key, f"which port does the payments replica use? ({i})")
-            if memory in ("injected", "none"):
-                return time.perf_counter() - thawed_at
+        for _ in range(600):
+            *_, outcome, causes = await _ask(c, url, key, bg.REPEATED)
+            tries.add(outcome, causes)
+            if outcome == "injected":
+                return time.perf_counter() - thawed_at, tries
             await asyncio.sleep(0.1)
-    return float("nan")
+    return float("nan"), tries
+
+
+def counted(replies: list[Reply]) -> benchcheck.Counts:
+    c = benchcheck.Counts()
+    for *_, outcome, causes in replies:
+        c.add(outcome, causes)
+    return c
+
+
+def explain(frozen: benchcheck.Counts, back_s: float, tries: benchcheck.Counts) -> str:
+    """What the frozen case's counts say happened, in words computed from them."""
+    n = frozen.total
+    timed_out, skipped = frozen.causes["timeout"], frozen.causes["db_down"]
+    other = frozen["degraded"] - skipped
+    parts = [
+        f"Of {n} requests during the freeze, {frozen['injected'] + frozen['none']} got retrieval as usual, "
+        f"{timed_out} waited out the {BUDGET_MS} ms budget (`x-brain-memory-degraded: timeout`), {skipped} "
+        "skipped retrieval because the database was known not to answer (`db_down`)"
+    ]
+    if other:
+        parts.append(f", {other} were degraded otherwise ({frozen.summary()})")
+    parts.append(f"; {frozen['error']} failed.")
+    if back_s == back_s:  # not NaN
+        parts.append(
+            f" The seeded fact was injected again {back_s:.1f} s after the thaw, at try {tries.total} "
+            f"({tries.summary()})."
+        )
+    else:
+        parts.append(
+            f" The seeded fact was NOT injected again within a minute of the thaw ({tries.summary()})."
+        )
+    return "".join(parts)
 
 
 async def main(a: argparse.Namespace) -> None:
@@ -97,10 +144,11 @@ async def main(a: argparse.Namespace) -> None:
     state = Path(f"/tmp/bench-faults-{uuid.uuid4().hex[:6]}")
     state.mkdir()
     pg = EmbeddedPostgres().start()
-    procs = []
+    procs: list[Any] = []
     try:
         dsn = await pg.create_database("bench")
         await bg.seed(dsn, a.memories)
+        memories = bg.corpus(a.memories, "shared")
         key, master, gw_url, bare_url, *_ = await bg.start_pair(
             dsn, state, procs, ready=lambda d: d["status"] == "ok"
         )
@@ -112,12 +160,19 @@ async def main(a: argparse.Namespace) -> None:
             ("brain, database healthy", gw_url, key, None),
             ("brain, database frozen", gw_url, key, pg),
         )
+        loads = []
         for seed, (label, url, k, pg_) in enumerate(cases, start=1):
-            res, ended = await load(url, k, a.clients, a.freeze, seed, pg_)
-            rows.append((label, [dt for _, dt, _ in res], res))
-        back_s = await recovery(gw_url, key, ended)
-        frozen = rows[-1][2]
-        degraded = sum(1 for *_, m in frozen if m == "degraded")
+            load0 = os.getloadavg()
+            res, ended = await load(url, k, a.clients, a.freeze, seed, memories, pg_)
+            loads.append((load0, os.getloadavg()))
+            rows.append((label, [r[1] for r in res], res))
+        back_s, tries = await recovery(gw_url, key, ended)
+        counts = [counted(res) for *_, res in rows]
+        claims = [
+            benchcheck.bare(cases[0][0], len(rows[0][1])),
+            benchcheck.memory_on(cases[1][0], len(rows[1][1])),
+            benchcheck.answered(cases[2][0], len(rows[2][1])),
+        ]
         bare99, frozen99 = bg.pct(rows[0][1], 0.99), bg.pct(rows[-1][1], 0.99)
         goal = BUDGET_MS + bare99
         lines = [
@@ -128,24 +183,50 @@ async def main(a: argparse.Namespace) -> None:
             f"Retrieval budget {BUDGET_MS} ms; echo upstream; loopback; {os.cpu_count()} CPUs "
             f"(load average {os.getloadavg()[0]:.1f} at the end: every case shares them with whatever else runs).",
             "",
-            "| case | requests | p50 | p95 | p99 | max |",
-            "|---|---|---|---|---|---|",
+            "| case | requests | p50 | p95 | p99 | max | outcomes | load before / after |",
+            "|---|---|---|---|---|---|---|---|",
         ]
-        for label, lat, _ in rows:
+        for (label, lat, _), c, (l0, l1) in zip(rows, counts, loads, strict=True):
             lines.append(
                 f"| {label} | {len(lat)} | {bg.pct(lat, 0.5):.0f} ms | {bg.pct(lat, 0.95):.0f} ms | "
-                f"{bg.pct(lat, 0.99):.0f} ms | {max(lat, default=float('nan')):.0f} ms |"
+                f"{bg.pct(lat, 0.99):.0f} ms | {max(lat, default=float('nan')):.0f} ms | {c.summary()} | "
+                f"{l0[0]:.1f} / {l1[0]:.1f} |"
             )
         lines += [
             "",
             f"Goal: p99 while frozen ≤ budget + bare p99 = {goal:.0f} ms: "
-            f"**{'met' if frozen99 <= goal else 'NOT met'}** ({frozen99:.0f} ms). {degraded} of {len(frozen)} "
-            "requests during the freeze went upstream without memory (`x-brain-memory: degraded`), none failed: "
-            "the first ones after the freeze began waited out the budget, then a probe found the database "
-            "hung and the rest skipped retrieval. "
-            f"Memory was injected again {back_s:.1f} s after the thaw.",
+            f"**{'met' if frozen99 <= goal else 'NOT met'}** ({frozen99:.0f} ms). "
+            + explain(counts[2], back_s, tries),
         ]
         print("\n".join(lines))
+        results = {
+            "memories": a.memories,
+            "clients": a.clients,
+            "freeze_s": a.freeze,
+            "rows": [
+                {
+                    "case": label,
+                    "requests": len(lat),
+                    "p50_ms": bg.pct(lat, 0.5),
+                    "p95_ms": bg.pct(lat, 0.95),
+                    "p99_ms": bg.pct(lat, 0.99),
+                    "max_ms": max(lat, default=float("nan")),
+                    "outcomes": c.as_dict(),
+                    "load_before": l0,
+                    "load_after": l1,
+                }
+                for (label, lat, _), c, (l0, l1) in zip(rows, counts, loads, strict=True)
+            ],
+            "goal_ms": goal,
+            "recovery_s": back_s,
+            "recovery_tries": tries.as_dict(),
+        }
+        if os.environ.get("BRAIN_BENCH_JSON"):
+            Path(os.environ["BRAIN_BENCH_JSON"]).write_text(json.dumps(results, indent=2))
+        checks = list(zip(counts, claims, strict=True))
+        if back_s != back_s:  # NaN: the fact never came back
+            checks.append((tries, benchcheck.memory_on("the seeded fact after the thaw")))
+        benchcheck.expect_all(checks)
     finally:
         for p in reversed(procs):
             stop(p)

@@ -2,8 +2,16 @@
 
     .venv/bin/python hack/bench_gateway.py [--memories 100000] [--requests 300] [--clients 100] [--duration 60]
 
-Everything is loopback and real: an embedded Postgres seeded with `--memories` entries (random unit
-vectors and generated text, kept under ~/.cache/brain-operator/bench-gateway-<n> between runs), the
+Everything is loopback and real: an embedded Postgres seeded with `--memories` entries (generated
+text with the model's own vectors of it, embedded once and cached by hack/benchvectors.py; the
+database kept under ~/.cache/brain-operator/bench-gateway-v4-<n> between runs), in two layouts, each
+its own database: the whole corpus in the team's `shared` (the agent key, no header, sees all of
+it) and split over four namespaces (`shared` + three repos; the key asks for all four with
+`x-brain-namespaces`). Questions are drawn from the seeded text, so every one has an answer; each
+request's outcome (hack/benchcheck.py, from the `x-brain-memory` headers) is counted, and the run
+fails unless every brain request was injected with retrieval whole and no bare one was
+(`--stop-embedder` stops the embedder process first: the embedder-process rows must then fail). The arms
+take turns in a rotating order, request by request. Also: the
 echo upstream, the bare LiteLLM proxy (same models, no brain callback, master-key auth) and the brain
 gateway in both topologies: the offline model in-process (`brainctl up`'s setup) and a second
 gateway whose embeddings come from `python -m brain.embedder` over HTTP (the cluster's), all started
@@ -31,10 +39,13 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import httpx
-import numpy as np
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import benchcheck  # noqa: E402  (siblings: the benches' outcome check and vector cache)
+import benchvectors  # noqa: E402
+
 _PARAGRAPH = (
     "deploy cluster postgres replica index cache queue worker retry timeout latency budget gateway token "
     "schema migration rollback canary flag service billing invoice payment refund ledger webhook cron batch "
@@ -67,7 +78,42 @@ def _sentence(rng: random.Random, n: int = 18) -> str:
     return " ".join(rng.choices(VOCAB, cum_weights=CUM_ZIPF, k=n)) + f" {rng.randint(1000, 65000)}."
 
 
-async def seed(dsn: str, n: int, dim: int = 384) -> None:
+#: seeded first, so the repeated question of an agent loop has its answer in every layout
+FACT = "The payments postgres replica listens on port 6432; the primary on 5432."
+REPEATED = "which port does the payments postgres replica use?"
+SPLIT = ("shared", "repo:payments", "repo:web", "repo:infra")
+LAYOUTS = {
+    # layout → (what the key sends as x-brain-namespaces, the row's words)
+    "shared": ("", "whole corpus in `shared`"),
+    "split": (",".join(SPLIT[1:]), "split over 4 namespaces, all four read"),
+}
+
+
+class Memory(NamedTuple):
+    namespace: str
+    title: str
+    body: str
+
+
+def corpus(n: int, layout: str) -> list[Memory]:
+    """The seeded memories, the same texts in every layout (so their vectors are embedded once)."""
+    rng = random.Random(7)
+    out = []
+    for i in range(n):
+        body = FACT if i == 0 else _sentence(rng)
+        ns = "shared" if layout == "shared" else ("repo:payments" if i == 0 else SPLIT[i % 4])
+        out.append(Memory(ns, body[:40], body))
+    return out
+
+
+def question(rng: random.Random, memories: list[Memory]) -> str:
+    """A new question about a seeded memory: eight of its words, in its order."""
+    words = rng.choice(memories[1:]).body.rstrip(".").split()
+    picked = sorted(rng.sample(range(len(words)), min(8, len(words))))
+    return "what about " + " ".join(words[i] for i in picked) + "?"
+
+
+async def seed(dsn: str, n: int, dim: int = 384, layout: str = "shared") -> None:
     """Bulk-load `n` memories (COPY, then the HNSW index built once) unless there, then VACUUM ANALYZE.
 
     The vacuum brings the store to the steady state autovacuum keeps a live brain in (GIN pending
@@ -83,7 +129,7 @@ async def seed(dsn: str, n: int, dim: int = 384) -> None:
             ["memories_embedding", "memories_tsv", "memories_trgm"],
         )
         if have < n or indexes < 3:  # a seed interrupted during its load or index build
-            await _load(dsn, have, n, dim)
+            await _load(dsn, have, n, dim, layout)
         # BM25 weights at the corpus mean, now (a cached seed from before schema v4 is backfilled
         # here once), so no rewrite runs in the background while the gateways are timed.
         await lexical_weights.settle(store, only_if_due=True)
@@ -92,14 +138,20 @@ async def seed(dsn: str, n: int, dim: int = 384) -> None:
         await store.close()
 
 
-async def _load(dsn: str, have: int, n: int, dim: int) -> None:
+async def _load(dsn: str, have: int, n: int, dim: int, layout: str) -> None:
     import asyncpg
     from pgvector.asyncpg import register_vector
 
-    from brain.store.store import content_hash, new_id
+    from brain.embedder import LocalEmbedder
+    from brain.store.store import content_hash, embed_text, new_id
 
-    print(f"seeding {n} memories (once; cached for later runs) …", file=sys.stderr)
-    rng = random.Random(7)
+    print(f"seeding {n} memories, layout {layout} (once; cached for later runs) …", file=sys.stderr)
+    memories = corpus(n, layout)
+    # the gateway's model; every core for the one-time corpus (the vectors do not depend on threads;
+    # 100k texts take ~30 min on two cores, once: hack/benchvectors.py caches them)
+    embedder = LocalEmbedder()
+    assert embedder.model == MODEL, embedder.model
+    all_vecs = await benchvectors.vectors(embedder, [embed_text(m.title, m.body) for m in memories])
     conn = await asyncpg.connect(dsn)
     await register_vector(conn)
     try:
@@ -114,28 +166,24 @@ async def _load(dsn: str, have: int, n: int, dim: int) -> None:
         # (until v3 they were labelled "bench": the vector leg answered nothing, in both topologies).
         await conn.execute("UPDATE brain_meta SET value = $1 WHERE key = 'embedding_model'", MODEL)
         batch = 5000
-        for start in range(have, n, batch):
-            vecs = (
-                np.random.default_rng(start).standard_normal((min(batch, n - start), dim)).astype(np.float32)
-            )
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        if have:  # an interrupted load: start again, the indexes are built over the whole corpus
+            await conn.execute("DELETE FROM memories")
+        for start in range(0, n, batch):
             rows = []
-            for v in vecs:
+            for m, v in zip(memories[start : start + batch], all_vecs[start : start + batch], strict=True):
                 mid = new_id()
-                body = _sentence(rng)
-                ns = rng.choice(["shared", "repo:payments", "repo:web", "repo:infra"])
                 rows.append(
                     (
                         mid,
                         mid,
                         "note",
-                        ns,
+                        m.namespace,
                         "episodic",
                         "agent",
                         "bench",
-                        body[:40],
-                        body,
-                        content_hash(body),
+                        m.title,
+                        m.body,
+                        content_hash(m.body),
                         v,
                         MODEL,
                     )
@@ -227,23 +275,27 @@ class Target(NamedTuple):
     url: str
     key: str
     health: str  # the cheap endpoint the loop probe asks while a request is in flight
+    headers: tuple[tuple[str, str], ...] = ()  # sent with every request (x-brain-namespaces, split layout)
 
 
 async def latency(
-    targets: list[Target], n: int, *, repeat: bool
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Rotate requests over the proxies; `repeat` asks the same question (agent loops), else new ones.
+    targets: list[Target], n: int, ask: Callable[[int], str]
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, benchcheck.Counts]]:
+    """Every target is asked `ask(i)` for request i, the targets taking turns in a rotating order
+    (i = 0: bare, brain, remote; i = 1: brain, remote, bare; …), so none always follows another on
+    the same question.
 
-    Returns per target the request latencies and the loop probe's: a health GET sent 2 ms after
-    the request, answered only when that proxy's event loop gets a turn.
+    Returns per target the request latencies, the loop probe's (a health GET sent 2 ms after the
+    request, answered only when that proxy's event loop gets a turn), and the requests' outcomes.
     """
-    rng = random.Random(11)
     out: dict[str, list[float]] = {t.name: [] for t in targets}
     lag: dict[str, list[float]] = {t.name: [] for t in targets}
+    counts = {t.name: benchcheck.Counts() for t in targets}
     async with httpx.AsyncClient(timeout=30) as c, httpx.AsyncClient(timeout=30) as probe_client:
         for i in range(n + 10):
-            q = "which port does the payments postgres replica use?" if repeat else _sentence(rng, 10) + "?"
-            for t in targets:
+            q = ask(i)
+            turn = i % len(targets)
+            for t in targets[turn:] + targets[:turn]:
                 body = {"model": "echo", "messages": [{"role": "user", "content": q}]}
 
                 async def probe(url: str) -> float:
@@ -254,16 +306,22 @@ async def latency(
 
                 probe_task = asyncio.create_task(probe(t.url + t.health))
                 t0 = time.perf_counter()
-                r = await c.post(
-                    f"{t.url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {t.key}"}
-                )
+                try:
+                    r = await c.post(
+                        f"{t.url}/v1/chat/completions",
+                        json=body,
+                        headers={"authorization": f"Bearer {t.key}", **dict(t.headers)},
+                    )
+                    status, headers = r.status_code, dict(r.headers)
+                except httpx.HTTPError:
+                    status, headers = None, {}
                 dt = time.perf_counter() - t0
-                r.raise_for_status()
                 probe_ms = await probe_task
                 if i >= 10:  # warm-up
                     out[t.name].append(dt * 1000)
                     lag[t.name].append(probe_ms)
-    return out, lag
+                    counts[t.name].add_response(status, headers)
+    return out, lag, counts
 
 
 def by_label(metrics_text: str, sample: str, label: str = "") -> dict[str, float]:
@@ -367,6 +425,7 @@ class Pair(NamedTuple):
     fake_url: str
     gw: Any  # the brain gateway's process
     remote_url: str | None = None  # a second gateway, its embeddings from `python -m brain.embedder`
+    embedder: Any = None  # that embedder's process
 
 
 async def start_pair(
@@ -419,18 +478,17 @@ async def start_pair(
     await wait_http(fake + "/healthz", timeout=60)
     await wait_http(gw_url + "/brain/v1/health", proc=gw, timeout=300, check=ready)
     await wait_http(bare_url + "/health/liveliness", timeout=300)
-    remote_url = None
+    remote_url = embedder = None
     if remote_embedder:
         emb_port, remote_port = free_port(), free_port()
         # One onnxruntime thread, as for a pod of one core: on these two shared cores an all-cores pool
         # spins against the gateway and Postgres (docs/performance.md, "The query model's threads").
-        procs.append(
-            spawn(
-                [sys.executable, "-m", "brain.embedder", "--port", str(emb_port), "--threads", "1"],
-                env,
-                state / "embedder.log",
-            )
+        embedder = spawn(
+            [sys.executable, "-m", "brain.embedder", "--port", str(emb_port), "--threads", "1"],
+            env,
+            state / "embedder.log",
         )
+        procs.append(embedder)
         emb_url = f"http://127.0.0.1:{emb_port}"
         await wait_http(emb_url + "/readyz", timeout=300)
         remote = spawn(
@@ -441,66 +499,56 @@ async def start_pair(
         procs.append(remote)
         remote_url = f"http://127.0.0.1:{remote_port}"
         await wait_http(remote_url + "/brain/v1/health", proc=remote, timeout=300, check=ready)
-    return Pair(key, master, gw_url, bare_url, fake, gw, remote_url)
+    return Pair(key, master, gw_url, bare_url, fake, gw, remote_url, embedder)
 
 
-async def main(a: argparse.Namespace) -> None:
-    from brain.local.devdb import EmbeddedPostgres
+async def layout_rows(
+    a: argparse.Namespace, layout: str, pg: Any, state: Path, results: dict[str, Any]
+) -> tuple[list[str], list[str], list[tuple[benchcheck.Counts, benchcheck.Claim]]]:
+    """One layout's database, gateways and latency rows (and, for the first, the streaming run):
+    the table's rows, the notes under it, and each row's outcome check."""
     from brain.local.up import stop
 
-    cache = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
-    if os.geteuid() == 0:  # Postgres runs as `nobody`, which cannot enter /root
-        cache = Path("/var/tmp/brain-operator")
-    data = cache / f"bench-gateway-v3-{a.memories}"  # v2: Zipf vocabulary; v3: labelled with MODEL
-    data.mkdir(parents=True, exist_ok=True)
-    state = Path(f"/tmp/bench-gateway-{uuid.uuid4().hex[:6]}")
-    state.mkdir()
-    pg = EmbeddedPostgres(data_dir=data / "pgdata")
-    pg.start()
-    procs = []
+    dsn = pg.dsn_for(f"bench_{layout}")
+    await seed(dsn, a.memories, layout=layout)
+    memories = corpus(a.memories, layout)
+    namespaces, words = LAYOUTS[layout]
+    procs: list[Any] = []
+    rows: list[str] = []
+    lines: list[str] = []  # the notes under the table
+    checks: list[tuple[benchcheck.Counts, benchcheck.Claim]] = []
     try:
-        import asyncpg
-
-        conn = await asyncpg.connect(pg.dsn)
-        if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = 'bench'"):
-            await conn.execute("CREATE DATABASE bench")
-        await conn.close()
-        dsn = pg.dsn_for("bench")
-        await seed(dsn, a.memories)
-        key, master, gw_url, bare_url, fake, gw, remote_url = await start_pair(
-            dsn, state, procs, ready=lambda d: d["database"] == "ok", remote_embedder=True
+        pair = await start_pair(
+            dsn, state / layout, procs, ready=lambda d: d["database"] == "ok", remote_embedder=True
         )
-        await asyncio.sleep(3)  # the offline model finishes loading in the gateway
+        gw_url, remote_url = pair.gw_url, pair.remote_url
         assert remote_url is not None
+        await asyncio.sleep(3)  # the offline model finishes loading in the gateway
+        if a.stop_embedder:  # the outcome check must fail: the remote gateway's retrieval is degraded
+            print("stopping the embedder process (--stop-embedder)", file=sys.stderr)
+            stop(pair.embedder)
+        h = (("x-brain-namespaces", namespaces),) if namespaces else ()
         targets = [
-            Target("bare", bare_url, master, "/health/liveliness"),
-            Target("brain", gw_url, key, "/healthz"),
-            Target("remote", remote_url, key, "/healthz"),
-        ]
-        lines = [
-            "## Gateway",
-            "",
-            f"{a.memories:,} memories stored; echo upstream; loopback; "
-            f"{os.cpu_count()} CPUs; sequential requests rotating over the bare proxy, the gateway with the "
-            "model in-process (`brainctl up`) and the gateway with the embedder as its own process "
-            "(the cluster topology; here it shares the same cores). Load average at the start: "
-            f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())}.",
-            "",
-        ]
-        lines += [
-            "| case | topology | bare p50 | brain p50 | added p50 | brain / bare p50 | bare p95 | brain p95 | "
-            "added p95 | loop probe p50 / p95 |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            Target("bare", pair.bare_url, pair.master, "/health/liveliness"),
+            Target("brain", gw_url, pair.key, "/healthz", h),
+            Target("remote", remote_url, pair.key, "/healthz", h),
         ]
         breakdown: dict[str, dict[str, tuple[float, int]]] = {}
         for label, repeat in (
             ("new question every request", False),
             ("repeated question (agent loop)", True),
         ):
+            rng = random.Random(11)
+
+            def ask(i: int, rng: random.Random = rng, repeat: bool = repeat) -> str:
+                return REPEATED if repeat else question(rng, memories)
+
             async with httpx.AsyncClient() as c:
                 before = (await c.get(gw_url + "/metrics")).text
                 before_remote = (await c.get(remote_url + "/metrics")).text
-            res, lag = await latency(targets, a.requests, repeat=repeat)
+            load0 = os.getloadavg()
+            res, lag, counts = await latency(targets, a.requests, ask)
+            load1 = os.getloadavg()
             if not repeat:
                 async with httpx.AsyncClient() as c:
                     after = (await c.get(gw_url + "/metrics")).text
@@ -511,54 +559,72 @@ async def main(a: argparse.Namespace) -> None:
                 ):
                     breakdown[topology] = mean_ms(b, e, "brain_retrieval_stage_duration_seconds", "stage")
                     breakdown[topology] |= mean_ms(b, e, "brain_gateway_hook_duration_seconds", "hook")
+            case = f"{label}, {words}"
             b50, b95 = pct(res["bare"], 0.5), pct(res["bare"], 0.95)
-            lines.append(
-                f"| {label} | bare proxy | {b50:.1f} ms | | | | {b95:.1f} ms | | | "
-                f"{pct(lag['bare'], 0.5):.1f} / {pct(lag['bare'], 0.95):.1f} ms |"
+            rows.append(
+                f"| {case} | bare proxy | {b50:.1f} ms | | | | {b95:.1f} ms | | | "
+                f"{pct(lag['bare'], 0.5):.1f} / {pct(lag['bare'], 0.95):.1f} ms | {counts['bare'].summary()} |"
             )
+            checks.append((counts["bare"], benchcheck.bare(f"{case}, bare proxy", a.requests)))
             for name, topology in (("brain", "model in-process"), ("remote", "embedder process")):
                 g50, g95 = pct(res[name], 0.5), pct(res[name], 0.95)
-                lines.append(
-                    f"| {label} | {topology} | {b50:.1f} ms | {g50:.1f} ms | {g50 - b50:+.1f} ms | "
+                rows.append(
+                    f"| {case} | {topology} | {b50:.1f} ms | {g50:.1f} ms | {g50 - b50:+.1f} ms | "
                     f"{g50 / b50:.2f}× | {b95:.1f} ms | {g95:.1f} ms | {g95 - b95:+.1f} ms | "
-                    f"{pct(lag[name], 0.5):.1f} / {pct(lag[name], 0.95):.1f} ms |"
+                    f"{pct(lag[name], 0.5):.1f} / {pct(lag[name], 0.95):.1f} ms | {counts[name].summary()} |"
                 )
+                checks.append((counts[name], benchcheck.memory_on(f"{case}, {topology}", a.requests)))
+            results["rows"].append(
+                {
+                    "layout": layout,
+                    "case": label,
+                    "load_before": load0,
+                    "load_after": load1,
+                    **{
+                        name: {
+                            "p50_ms": pct(res[name], 0.5),
+                            "p95_ms": pct(res[name], 0.95),
+                            "p99_ms": pct(res[name], 0.99),
+                            "loop_probe_p50_ms": pct(lag[name], 0.5),
+                            "outcomes": counts[name].as_dict(),
+                        }
+                        for name in res
+                    },
+                }
+            )
         for topology, stages in breakdown.items():
+            results.setdefault("stages", {})[f"{layout}, {topology}"] = stages
             lines += [
                 "",
-                f"Where a new question's time goes inside the gateway, {topology} (mean ms per observation, "
-                "observations in brackets, from its own histograms): "
+                f"Where a new question's time goes inside the gateway, {words}, {topology} (mean ms per "
+                "observation, observations in brackets, from its own histograms): "
                 + ", ".join(
                     f"{k} {v:.1f} ({n})" for k, (v, n) in sorted(stages.items(), key=lambda kv: -kv[1][0])
                 )
                 + ".",
             ]
-        if breakdown:
-            lines += [
-                "",
-                "`pre_call` is all the hook added before the request went upstream; stages overlap (the "
-                "lexical legs run while the query is embedded). The loop probe is a health GET sent 2 ms "
-                "into each request: how long that proxy's event loop was busy.",
-            ]
-        if a.skip_streaming:
-            print("\n".join(lines))
-            return
+        if a.skip_streaming or layout != a.layouts.split(",")[0]:
+            return rows, lines, checks
         async with httpx.AsyncClient() as c:
             await c.post(
-                fake + "/_fake/script", json=[{"content": CODE_ANSWER, "chunk_delay_s": 0.02, "times": -1}]
+                pair.fake_url + "/_fake/script",
+                json=[{"content": CODE_ANSWER, "chunk_delay_s": 0.02, "times": -1}],
             )
             metrics_before = (await c.get(gw_url + "/metrics")).text
-        s = await streaming(gw_url, key, a.clients, a.duration, gw.pid)
+        load0 = os.getloadavg()
+        s = await streaming(gw_url, pair.key, a.clients, a.duration, pair.gw.pid)
+        load1 = os.getloadavg()
         async with httpx.AsyncClient() as c:
             m = (await c.get(gw_url + "/metrics")).text
         dropped = sum(by_label(m, "brain_capture_queue_dropped_total").values())
         stored = sum(by_label(m, "brain_captures_stored_total").values()) - sum(
             by_label(metrics_before, "brain_captures_stored_total").values()
         )
+        results["streaming"] = {**s, "load_before": load0, "load_after": load1, "layout": layout}
         lines += [
             "",
-            f"{a.clients} concurrent streaming clients for {a.duration:.0f} s (each answer 16 chunks, 20 ms "
-            "apart, with a 14-line code block to capture):",
+            f"{a.clients} concurrent streaming clients for {a.duration:.0f} s, {words} (each answer 16 "
+            "chunks, 20 ms apart, with a 14-line code block to capture):",
             "",
             "| completed | failed | throughput | first byte p50 / p95 | gateway RSS peak | captures stored | "
             "capture jobs dropped |",
@@ -566,12 +632,83 @@ async def main(a: argparse.Namespace) -> None:
             f"| {s['ok']} | {s['failed']} | {s['rps']:.1f} req/s | {s['ttfb_p50']:.0f} / {s['ttfb_p95']:.0f} ms | "
             f"{s['rss_peak_mb']:.0f} MiB | {stored:.0f} | {dropped:.0f} |",
         ]
-        print("\n".join(lines))
-        if a.json:
-            Path(a.json).write_text(json.dumps({"streaming": s, "table": lines}, indent=2))
+        return rows, lines, checks
     finally:
         for p in reversed(procs):
             stop(p)
+
+
+async def main(a: argparse.Namespace) -> None:
+    from brain.local.devdb import EmbeddedPostgres
+
+    cache = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
+    if os.geteuid() == 0:  # Postgres runs as `nobody`, which cannot enter /root
+        cache = Path("/var/tmp/brain-operator")
+    # v2: Zipf vocabulary; v3: labelled with MODEL; v4: the model's vectors of the text, two layouts
+    data = cache / f"bench-gateway-v4-{a.memories}"
+    data.mkdir(parents=True, exist_ok=True)
+    state = Path(f"/tmp/bench-gateway-{uuid.uuid4().hex[:6]}")
+    layouts = a.layouts.split(",")
+    for layout in layouts:
+        (state / layout).mkdir(parents=True)
+    pg = EmbeddedPostgres(data_dir=data / "pgdata")
+    pg.start()
+    results: dict[str, Any] = {"memories": a.memories, "requests": a.requests, "rows": []}
+    try:
+        import asyncpg
+
+        conn = await asyncpg.connect(pg.dsn)
+        for layout in layouts:
+            if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", f"bench_{layout}"):
+                await conn.execute(f"CREATE DATABASE bench_{layout}")
+        await conn.close()
+        lines = [
+            "## Gateway",
+            "",
+            f"{a.memories:,} memories stored (the model's own vectors of their text), in each layout its own "
+            "database: all in the team's `shared` (the agent key, no header, sees all of it), and split over "
+            "`shared` + three repos, all four asked for with `x-brain-namespaces`. Echo upstream; loopback; "
+            f"{os.cpu_count()} CPUs; sequential requests over the bare proxy, the gateway with the "
+            "model in-process (`brainctl up`) and the gateway with the embedder as its own process "
+            "(the cluster topology; here it shares the same cores), taking turns in a rotating order. New "
+            "questions are eight words of a seeded memory; the repeated one asks a seeded fact. Outcomes "
+            "from each reply's `x-brain-memory` / `x-brain-memory-degraded` headers (hack/benchcheck.py): the "
+            "run fails unless every brain request was injected with retrieval whole and no bare one was. "
+            f"Load average at the start: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}.",
+            "",
+            "| case | topology | bare p50 | brain p50 | added p50 | brain / bare p50 | bare p95 | brain p95 | "
+            "added p95 | loop probe p50 / p95 | outcomes |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        checks: list[tuple[benchcheck.Counts, benchcheck.Claim]] = []
+        tails: list[str] = []
+        for layout in layouts:
+            rows, notes, more = await layout_rows(a, layout, pg, state, results)
+            lines += rows
+            tails += notes
+            checks += more
+        lines += [*tails, ""]
+        lines += [
+            "`pre_call` is all the hook added before the request went upstream; stages overlap (the "
+            "lexical legs run while the query is embedded). The loop probe is a health GET sent 2 ms "
+            "into each request: how long that proxy's event loop was busy.",
+        ]
+        print("\n".join(lines))
+        results["table"] = lines
+        results["checks"] = [
+            {
+                "row": claim.row,
+                "claims": claim.says,
+                "counts": counts.as_dict(),
+                "ok": benchcheck.mismatch(counts, claim) is None,
+            }
+            for counts, claim in checks
+        ]
+        for path in (a.json, os.environ.get("BRAIN_BENCH_JSON")):
+            if path:
+                Path(path).write_text(json.dumps(results, indent=2))
+        benchcheck.expect_all(checks)
+    finally:
         pg.stop(remove=False)
 
 
@@ -586,6 +723,14 @@ if __name__ == "__main__":
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--json", help="also write the numbers as JSON")
     ap.add_argument("--skip-streaming", action="store_true", help="only the latency tables")
+    ap.add_argument(
+        "--layouts", default="shared,split", help=f"comma-separated subset of {', '.join(LAYOUTS)}"
+    )
+    ap.add_argument(
+        "--stop-embedder",
+        action="store_true",
+        help="stop the embedder process before the rows: the outcome check must then fail",
+    )
 
     def _interrupt(*_: object) -> None:
         raise KeyboardInterrupt  # so `finally` stops the processes this script started

@@ -4,8 +4,9 @@ Prints Markdown for docs/benchmarks.md (`python hack/bench.py --only lexical`, o
 as arguments: `python hack/bench_lexical.py 10000 100000`). LoCoMo turns are copied into namespaces
 until the store holds N memories (no embeddings: only the lexical leg is timed), written through
 the store (so the weights come from the write trigger), then the weights settled at the live mean
-(the rewrite is timed: what a reference move costs at that size); 200 LoCoMo questions scoped to
-one namespace + `shared`. "before" is the statement retrieval shipped until then, BM25 from each
+(the rewrite is timed: what a reference move costs at that size); 200 LoCoMo questions over the
+whole corpus (#33, hack/benchcorpus.py): all of it in `shared`, and split over four namespaces with
+all four read, each its own database. "before" is the statement retrieval shipped until then, BM25 from each
 candidate's unnested tsvector (tests/lexical_reference.py); "after" is `brain.store.lexical.bm25`,
 the same GIN candidates scored by `bm25 <#> query`. Both are interleaved query by query, rankings
 compared on the same run.
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the suite's fixtures and the reference leg (tests/)
+sys.path.insert(0, str(ROOT / "hack"))
+import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts)
+import benchcorpus  # noqa: E402
+
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 STALE = (0.5, 0.8, 1.25, 2.0)  # live mean / reference
 
@@ -107,7 +112,9 @@ async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) 
     )
 
 
-async def main(sizes: list[int], runs: int = 3) -> str:
+async def main(
+    sizes: list[int], runs: int = 3, layouts: tuple[str, ...] = tuple(benchcorpus.LAYOUTS)
+) -> tuple[str, list[tuple[benchcheck.Counts, benchcheck.Claim]]]:
     from tests import lexical_reference as reference
     from tests.pg_fixtures import fresh_database, open_store, postgres
 
@@ -123,137 +130,156 @@ async def main(sizes: list[int], runs: int = 3) -> str:
     queries = [q.query for q in ds.queries[:200]]
     load0 = os.getloadavg()[0]
     rows: list[str] = []
+    checks: list[tuple[benchcheck.Counts, benchcheck.Claim]] = []
     extra: list[str] = []
     stale_rows: list[str] = []
     with postgres() as pg:
         writes = await write_cost(pg)
         print(writes, file=sys.stderr, flush=True)
         for size in sizes:
-            async with fresh_database(pg, f"bench_lex_{size}") as dsn, open_store(dsn) as store:
-                actor = Actor(name="bench", role="owner", origin="import")
-                n, copy = 0, 0
-                t0 = time.perf_counter()
-                while n < size:
-                    batch = [
-                        (
-                            MemoryIn(
-                                body=m.body, title=m.title, namespace=f"bench-{copy}", valid_from=m.valid_from
-                            ),
-                            None,
-                        )
-                        for m in ds.memories[: size - n]
-                    ]
-                    for j in range(0, len(batch), 1000):
-                        await store.note_many(batch[j : j + 1000], actor=actor)
-                    n += len(batch)
-                    copy += 1
-                load_s = time.perf_counter() - t0
-                t0 = time.perf_counter()
-                mean = await weights.settle(store)
-                rewrite_s = time.perf_counter() - t0
-                await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
-                await store.corpus_stats(max_age=0)
-                space = await store.pool.fetchrow(
-                    """SELECT pg_relation_size('memories_tsv') AS gin, avg(pg_column_size(bm25)) AS col,
-                              avg(length(bm25::text) - length(replace(bm25::text, ':', ''))) AS nnz,
-                              count(*) FILTER (WHERE length(bm25::text) - length(replace(bm25::text, ':', ''))
-                                               <> length(tsv)) AS collided
-                         FROM memories"""
-                )
-                vocab = await store.pool.fetchrow(
-                    "SELECT count(*) AS lexemes, count(DISTINCT brain_lexeme_dim(lexeme)) AS dims FROM lexeme_stats"
-                )
-                scope = Scope.of(["bench-1"])
-                where, args = scope.where(4)
-
-                async def before(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
-                    return [d for d, _ in (await reference.bm25(store, q, scope, 80)).hits]
-
-                async def after(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
-                    return [d for d, _ in (await bm25(store, q, scope, 80)).hits]
-
-                for q in queries[:20]:  # warm-up: plans cached, pages in memory
-                    await before(q)
-                    await after(q)
-                exact = {q: await before(q) for q in queries}
-                tops = {q: await after(q) for q in queries}
-                same = sum(exact[q][:10] == tops[q][:10] for q in queries if exact[q])
-                answered = sum(bool(exact[q]) for q in queries)
-                lat = await interleaved({"before": before, "after": after}, queries, runs)
-                rows.append(
-                    f"| {size:,} | {lat['before'][0]:.1f} / {lat['before'][1]:.1f} | "
-                    f"{lat['after'][0]:.1f} / {lat['after'][1]:.1f} | "
-                    f"{lat['after'][1] / lat['before'][1]:.2f}× | {same}/{answered} | "
-                    f"{float(space['col']):.0f} B ({float(space['nnz']):.1f} lexemes) | {space['gin'] / size:.0f} B | "
-                    f"{load_s:.0f} s | {rewrite_s:.1f} s |"
-                )
-                print(rows[-1], file=sys.stderr, flush=True)  # progress: a long run keeps what it measured
-                extra.append(
-                    f"- {size:,} memories: {vocab['lexemes']:,} distinct lexemes on {vocab['dims']:,} dimensions "
-                    f"({vocab['lexemes'] - vocab['dims']} shared); {space['collided']} memories hold two lexemes "
-                    "on one dimension."
-                )
-
-                if size <= 20_000:
-                    for ratio in STALE:
-                        await store.pool.execute(
-                            "UPDATE memories SET bm25 = brain_bm25_doc(tsv, $1)", mean / ratio
-                        )
-                        store.lexical.reference = mean / ratio
-                        tops = {q: await after(q) for q in queries}
-                        same_top = sum(tops[q][:10] == exact[q][:10] for q in queries if exact[q])
-                        overlap = statistics.mean(
-                            len(set(tops[q][:10]) & set(exact[q][:10])) / len(exact[q][:10])
-                            for q in queries
-                            if exact[q]
-                        )
-                        stale_rows.append(f"| {size:,} | {ratio} | {same_top}/{answered} | {overlap:.3f} |")
-                        print(stale_rows[-1], file=sys.stderr, flush=True)
-                    await weights.settle(store)
+            for layout in layouts:
+                async with fresh_database(pg, f"bench_lex_{size}_{layout}") as dsn, open_store(dsn) as store:
+                    actor = Actor(name="bench", role="owner", origin="import")
+                    n, copy = 0, 0
+                    t0 = time.perf_counter()
+                    while n < size:
+                        batch = [
+                            (
+                                MemoryIn(
+                                    body=m.body,
+                                    title=m.title,
+                                    namespace=benchcorpus.namespace(layout, n + i),
+                                    valid_from=m.valid_from,
+                                ),
+                                None,
+                            )
+                            for i, m in enumerate(ds.memories[: size - n])
+                        ]
+                        for j in range(0, len(batch), 1000):
+                            await store.note_many(batch[j : j + 1000], actor=actor)
+                        n += len(batch)
+                        copy += 1
+                    load_s = time.perf_counter() - t0
+                    t0 = time.perf_counter()
+                    mean = await weights.settle(store)
+                    rewrite_s = time.perf_counter() - t0
+                    await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
                     await store.corpus_stats(max_age=0)
+                    space = await store.pool.fetchrow(
+                        """SELECT pg_relation_size('memories_tsv') AS gin, avg(pg_column_size(bm25)) AS col,
+                                  avg(length(bm25::text) - length(replace(bm25::text, ':', ''))) AS nnz,
+                                  count(*) FILTER (WHERE length(bm25::text) - length(replace(bm25::text, ':', ''))
+                                                   <> length(tsv)) AS collided
+                             FROM memories"""
+                    )
+                    vocab = await store.pool.fetchrow(
+                        "SELECT count(*) AS lexemes, count(DISTINCT brain_lexeme_dim(lexeme)) AS dims FROM lexeme_stats"
+                    )
+                    scope = benchcorpus.scope(layout)
+                    where, args = scope.where(4)
 
-                t0 = time.perf_counter()
-                await store.pool.execute("SET maintenance_work_mem = '1GB'")
-                await store.pool.execute(
-                    "CREATE INDEX memories_bm25_hnsw ON memories USING hnsw (bm25 sparsevec_ip_ops)"
-                )
-                build_s = time.perf_counter() - t0
-                hnsw_bytes = await store.pool.fetchval("SELECT pg_relation_size('memories_bm25_hnsw')")
-                sql = HNSW_SQL.format(dims=DIMENSIONS, where=where)
+                    async def before(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
+                        return [d for d, _ in (await reference.bm25(store, q, scope, 80)).hits]
 
-                async def hnsw(q: str, store: Store = store, sql: str = sql, args: list = args) -> list[str]:
-                    docs = max(store.lexical.docs, 1)
-                    return [r["id"] for r in await store.pool.fetch(sql, q, docs, 80, *args)]
+                    async def after(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
+                        return [d for d, _ in (await bm25(store, q, scope, 80)).hits]
 
-                for q in queries[:20]:
-                    await hnsw(q)
-                found = {q: await hnsw(q) for q in queries}
-                recall = statistics.mean(
-                    len(set(found[q][:10]) & set(exact[q][:10])) / len(exact[q][:10])
-                    for q in queries
-                    if exact[q]
-                )
-                hlat = await interleaved({"after": after, "hnsw": hnsw}, queries, 1)
-                extra.append(
-                    f"- {size:,} memories, sparsevec HNSW as the candidate step: build {build_s:.0f} s, "
-                    f"{hnsw_bytes / size:.0f} B a memory, p50 / p95 {hlat['hnsw'][0]:.1f} / {hlat['hnsw'][1]:.1f} ms "
-                    f"against the GIN step's {hlat['after'][0]:.1f} / {hlat['after'][1]:.1f} ms, recall of the "
-                    f"exact top 10: {recall:.3f}."
-                )
-                print(extra[-1], file=sys.stderr, flush=True)
+                    for q in queries[:20]:  # warm-up: plans cached, pages in memory
+                        await before(q)
+                        await after(q)
+                    exact = {q: await before(q) for q in queries}
+                    tops = {q: await after(q) for q in queries}
+                    counts = benchcheck.Counts()
+                    for q in queries:  # the leg raised nothing; a question without a lexical match is none
+                        counts.add("injected" if tops[q] else "none")
+                    checks.append(
+                        (counts, benchcheck.retrieval(f"lexical, {size:,} memories, {layout}", len(queries)))
+                    )
+                    same = sum(exact[q][:10] == tops[q][:10] for q in queries if exact[q])
+                    answered = sum(bool(exact[q]) for q in queries)
+                    lat = await interleaved({"before": before, "after": after}, queries, runs)
+                    rows.append(
+                        f"| {size:,} | {layout} | {lat['before'][0]:.1f} / {lat['before'][1]:.1f} | "
+                        f"{lat['after'][0]:.1f} / {lat['after'][1]:.1f} | "
+                        f"{lat['after'][1] / lat['before'][1]:.2f}× | {same}/{answered} | "
+                        f"{float(space['col']):.0f} B ({float(space['nnz']):.1f} lexemes) | {space['gin'] / size:.0f} B | "
+                        f"{load_s:.0f} s | {rewrite_s:.1f} s | {counts.summary()} |"
+                    )
+                    print(
+                        rows[-1], file=sys.stderr, flush=True
+                    )  # progress: a long run keeps what it measured
+                    extra.append(
+                        f"- {size:,} memories, {layout}: {vocab['lexemes']:,} distinct lexemes on {vocab['dims']:,} dimensions "
+                        f"({vocab['lexemes'] - vocab['dims']} shared); {space['collided']} memories hold two lexemes "
+                        "on one dimension."
+                    )
+
+                    if size <= 20_000:
+                        for ratio in STALE:
+                            await store.pool.execute(
+                                "UPDATE memories SET bm25 = brain_bm25_doc(tsv, $1)", mean / ratio
+                            )
+                            store.lexical.reference = mean / ratio
+                            tops = {q: await after(q) for q in queries}
+                            same_top = sum(tops[q][:10] == exact[q][:10] for q in queries if exact[q])
+                            overlap = statistics.mean(
+                                len(set(tops[q][:10]) & set(exact[q][:10])) / len(exact[q][:10])
+                                for q in queries
+                                if exact[q]
+                            )
+                            stale_rows.append(
+                                f"| {size:,} | {layout} | {ratio} | {same_top}/{answered} | {overlap:.3f} |"
+                            )
+                            print(stale_rows[-1], file=sys.stderr, flush=True)
+                        await weights.settle(store)
+                        await store.corpus_stats(max_age=0)
+
+                    t0 = time.perf_counter()
+                    await store.pool.execute("SET maintenance_work_mem = '1GB'")
+                    await store.pool.execute(
+                        "CREATE INDEX memories_bm25_hnsw ON memories USING hnsw (bm25 sparsevec_ip_ops)"
+                    )
+                    build_s = time.perf_counter() - t0
+                    hnsw_bytes = await store.pool.fetchval("SELECT pg_relation_size('memories_bm25_hnsw')")
+                    sql = HNSW_SQL.format(dims=DIMENSIONS, where=where)
+
+                    async def hnsw(
+                        q: str, store: Store = store, sql: str = sql, args: list = args
+                    ) -> list[str]:
+                        docs = max(store.lexical.docs, 1)
+                        return [r["id"] for r in await store.pool.fetch(sql, q, docs, 80, *args)]
+
+                    for q in queries[:20]:
+                        await hnsw(q)
+                    found = {q: await hnsw(q) for q in queries}
+                    recall = statistics.mean(
+                        len(set(found[q][:10]) & set(exact[q][:10])) / len(exact[q][:10])
+                        for q in queries
+                        if exact[q]
+                    )
+                    hlat = await interleaved({"after": after, "hnsw": hnsw}, queries, 1)
+                    extra.append(
+                        f"- {size:,} memories, {layout}, sparsevec HNSW as the candidate step: build {build_s:.0f} s, "
+                        f"{hnsw_bytes / size:.0f} B a memory, p50 / p95 {hlat['hnsw'][0]:.1f} / {hlat['hnsw'][1]:.1f} ms "
+                        f"against the GIN step's {hlat['after'][0]:.1f} / {hlat['after'][1]:.1f} ms, recall of the "
+                        f"exact top 10: {recall:.3f}."
+                    )
+                    print(extra[-1], file=sys.stderr, flush=True)
     load1 = os.getloadavg()[0]
     out = [
         "## Lexical leg: sparsevec weights",
         "",
-        "`hack/bench_lexical.py`: LoCoMo turns copied to N memories, 200 LoCoMo questions in one namespace "
-        "+ `shared`, interleaved query by query. before = BM25 unnesting each candidate's tsvector (the "
+        "`hack/bench_lexical.py`: LoCoMo turns copied to N memories, 200 LoCoMo questions over the whole "
+        "corpus (layouts, each its own database: "
+        + "; ".join(f"{k}: {benchcorpus.LAYOUTS[k]}" for k in layouts)
+        + "), interleaved query by query. before = BM25 unnesting each candidate's tsvector (the "
         "statement shipped until the sparsevec weights); after = the same GIN candidates scored by the "
         f"stored weights' inner product with the query's IDF. Medians of {runs} runs. Load average "
         f"{load0:.1f} at the start, {load1:.1f} at the end ({os.cpu_count()} CPUs).",
         "",
-        "| memories | before p50 / p95 ms | after p50 / p95 ms | after / before p95 | same top-10 (of questions with hits) | "
-        "weights / memory | full-text GIN / memory | load s | rewrite s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| memories | layout | before p50 / p95 ms | after p50 / p95 ms | after / before p95 | same top-10 (of questions "
+        "with hits) | weights / memory | full-text GIN / memory | load s | rewrite s | outcomes (after) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
         *extra,
@@ -265,11 +291,11 @@ async def main(sizes: list[int], runs: int = 3) -> str:
             "",
             "A stale reference length (weights at live mean / ratio), against the exact top 10:",
             "",
-            "| memories | live mean / reference | same top-10 | mean overlap@10 |",
-            "|---|---|---|---|",
+            "| memories | layout | live mean / reference | same top-10 | mean overlap@10 |",
+            "|---|---|---|---|---|",
             *stale_rows,
         ]
-    return "\n".join(out)
+    return "\n".join(out), checks
 
 
 if __name__ == "__main__":
@@ -277,4 +303,16 @@ if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:] if a != "--writes"] or (
         [] if "--writes" in sys.argv else [10_000, 100_000]
     )
-    print(asyncio.run(main(sizes)))
+    text, checks = asyncio.run(main(sizes))
+    print(text)
+    if os.environ.get("BRAIN_BENCH_JSON"):  # make bench's record (hack/bench.py)
+        Path(os.environ["BRAIN_BENCH_JSON"]).write_text(
+            json.dumps(
+                {
+                    "table": text.splitlines(),
+                    "checks": [{"row": c.row, "outcomes": n.as_dict()} for n, c in checks],
+                },
+                indent=2,
+            )
+        )
+    benchcheck.expect_all(checks)  # after the table: a mismatch exits non-zero, naming the row

@@ -1,30 +1,39 @@
 """How retrieval cost grows: p50/p95 at 1M memories against 100k, in one run (issue 16).
 
-    .venv/bin/python hack/benchscale.py [--sizes 100000,1000000] [--queries 200]
+    .venv/bin/python hack/benchscale.py [--sizes 10000,100000,1000000] [--queries 200] [--layouts shared,split]
 
 Embedding a million texts takes hours on two cores, so the corpus is the `make bench` one built
-faster: LoCoMo's 5,882 turns copied into namespaces `bench-0…` with their real embeddings jittered
-(N(0, 0.02) per dimension, renormalised: copies differ, neighbourhoods stay those of real text),
+faster: LoCoMo's 5,882 turns copied until the store holds N, each copy with its text's real
+embedding (the model's, embedded once and cached by hack/benchvectors.py) jittered (N(0, 0.02) per
+dimension, renormalised: copies differ, neighbourhoods stay those of real text). The queried scope
+holds the whole corpus (hack/benchcorpus.py, #33): layout `shared` puts every copy in the team's
+`shared`, layout `split` spreads them over `shared` + three repos and asks for all four; each its
+own database. Memories are
 written with COPY into a table without its search indexes and triggers, then the lexeme statistics
 computed in one statement and each index built once and timed (the HNSW build at 1M is itself a
 figure for docs/scaling.md). Then VACUUM ANALYZE, as autovacuum leaves a live brain, and the
-gateway's path: 200 LoCoMo questions scoped to `bench-1` + `shared`, each embedded for real by the
-gateway's one-thread query model. The lexical leg's BM25 weights (migration 0004) are computed
+gateway's path: 200 LoCoMo questions over the whole corpus, each embedded for real by the
+gateway's one-thread query model, each one's outcome counted (hack/benchcheck.py): the run fails
+when any retrieval was degraded, timed out or failed. The lexical leg's BM25 weights (migration 0004) are computed
 once after the COPY, at the copied corpus's mean length, as `lexical_weights.settle` leaves a live
 brain.
 
-Not part of `make bench` (named outside its `bench_*.py` glob: it takes ~30 min and ~8 GB of disk); it prints a Markdown section for
-docs/benchmarks.md by hand.
+Not part of `make bench` (named outside its `bench_*.py` glob); it prints a Markdown section for
+docs/benchmarks.md by hand, and its figures with `--json`. Cost, estimated from the small run of
+#33 and the 100k/1M run of 2026-12-01 (COPY 168 s, indexes ~520 s at 1M): with
+`--sizes 10000,100000,1000000` and both layouts, ~40–50 min on two quiet cores and ~16 GB of disk
+(two 1M databases of ~5 GB each, plus WAL); `--layouts shared` halves the builds. The LoCoMo vectors
+are embedded once (~2 min) and then come from the cache.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import signal
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -34,6 +43,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the reference lexical leg (tests/lexical_reference.py)
+sys.path.insert(0, str(ROOT / "hack"))
+import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts, vector cache)
+import benchcorpus  # noqa: E402
+import benchvectors  # noqa: E402
+
 LOCOMO = Path(os.environ.get("BRAIN_LOCOMO", "/work/shared/data/locomo10-retrieval.json"))
 # Built after the COPY, each timed. The names and definitions are migration 0001/0002's.
 INDEXES = {
@@ -49,7 +63,7 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
-async def build(dsn: str, size: int, ds: Any, base: np.ndarray, model: str) -> dict[str, float]:
+async def build(dsn: str, size: int, ds: Any, base: np.ndarray, model: str, layout: str) -> dict[str, float]:
     """COPY `size` memories into a fresh store, then statistics and indexes; returns seconds per step."""
     import asyncpg
     from pgvector.asyncpg import register_vector
@@ -82,13 +96,12 @@ async def build(dsn: str, size: int, ds: Any, base: np.ndarray, model: str) -> d
             noise = rng.normal(0, 0.02, (take, base.shape[1])).astype(np.float32)
             vecs = base[:take] + noise
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            ns = f"bench-{copy}"
             rows = []
             for i, m in enumerate(ds.memories[:take]):
                 mid = new_id()
                 rows.append(
-                    (mid, mid, "note", ns, "import", "bench", m.title, m.body, hashes[i], m.valid_from,
-                     f"{ns}@{m.valid_from}", i, vecs[i], model)
+                    (mid, mid, "note", benchcorpus.namespace(layout, n + i), "import", "bench", m.title,
+                     m.body, hashes[i], m.valid_from, f"copy-{copy}@{m.valid_from}", i, vecs[i], model)
                 )  # fmt: skip
             await conn.copy_records_to_table("memories", records=rows, columns=cols)
             n += take
@@ -135,24 +148,31 @@ async def build(dsn: str, size: int, ds: Any, base: np.ndarray, model: str) -> d
     return times
 
 
-async def measure(dsn: str, embedder: Any, queries: list[str]) -> dict[str, list[float]]:
+async def measure(
+    dsn: str, embedder: Any, queries: list[str], layout: str, counts: benchcheck.Counts
+) -> dict[str, list[float]]:
     from brain.retrieval import Retriever, render_block
     from brain.retrieval.render import within_budget
-    from brain.store import Scope, Store
+    from brain.store import Store
 
     store = await Store.open(dsn, dim=embedder.dim)
     try:
         retriever = Retriever(store, embedder)
-        scope = Scope.of(["bench-1"])
+        scope = benchcorpus.scope(layout)
         await retriever.warm(scope)
         for q in queries[:10]:  # warm-up: plans cached, pages in memory
             await retriever.retrieve(q, scope, include_pinned=True)
         out: dict[str, list[float]] = {"total": []}
         for q in queries:
             t = time.perf_counter()
-            res = await retriever.retrieve(q, scope, include_pinned=True)
+            try:
+                res = await retriever.retrieve(q, scope, include_pinned=True)
+            except Exception as e:  # counted: the check fails the run after the table
+                counts.add_result(error=e)
+                continue
             render_block(within_budget(res.all_hits, 1500))
             out["total"].append((time.perf_counter() - t) * 1000)
+            counts.add_result(res)
             for stage, sec in res.timings.items():
                 if stage != "total":
                     out.setdefault(stage, []).append(sec * 1000)
@@ -161,18 +181,18 @@ async def measure(dsn: str, embedder: Any, queries: list[str]) -> dict[str, list
         await store.close()
 
 
-async def lexical_pair(dsn: str, queries: list[str]) -> dict[str, float]:
+async def lexical_pair(dsn: str, queries: list[str], layout: str) -> dict[str, float]:
     """The shipped lexical leg (sparsevec inner products) against the statement it replaced (each
     candidate's tsvector unnested, tests/lexical_reference.py), query by query in one loop, with the
     same top 10 counted. Runs after the pipeline's timings, on the same database."""
     from tests import lexical_reference as reference
 
-    from brain.store import Scope, Store
+    from brain.store import Store
     from brain.store.lexical import bm25
 
     store = await Store.open(dsn, dim=384)
     try:
-        scope = Scope.of(["bench-1"])
+        scope = benchcorpus.scope(layout)
         lat: dict[str, list[float]] = {"unnest": [], "sparsevec": []}
         same = answered = 0
         for i, q in enumerate([*queries[:10], *queries]):
@@ -198,114 +218,151 @@ async def main(a: argparse.Namespace) -> None:
     from brain.embedder import LocalEmbedder
     from brain.embedder.model import QUERY_THREADS
     from brain.local.devdb import EmbeddedPostgres
-    from brain.local.eval import embed_corpus, load_dataset
+    from brain.local.eval import load_dataset
     from brain.store.store import embed_text
 
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     # The gateway's query model (one thread, brain/embedder/model.py); the corpus is embedded with it too,
     # once, and the vectors are the same as with more threads.
     embedder = LocalEmbedder(threads=QUERY_THREADS)
-    base = await embed_corpus(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+    base = await benchvectors.vectors(embedder, [embed_text(m.title, m.body) for m in ds.memories])
     queries = [q.query for q in ds.queries[: a.queries]]
     sizes = [int(s) for s in a.sizes.split(",")]
+    layouts = a.layouts.split(",")
+    cases = [(size, layout) for size in sizes for layout in layouts]
     load0 = os.getloadavg()
     pg = EmbeddedPostgres(data_dir=Path(a.data) if a.data else None).start()
-    built: dict[int, dict[str, float]] = {}
-    dsns: dict[int, str] = {}
+    built: dict[Case, dict[str, float]] = {}
+    dsns: dict[Case, str] = {}
+    loads: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
+    counts = {c: benchcheck.Counts() for c in cases}
     try:
-        for size in sizes:
-            dsns[size] = await pg.create_database(f"bench_scale_{size}")
-            built[size] = await build(dsns[size], size, ds, base, embedder.model)
-            print(f"built {size:,}: {built[size]}", file=sys.stderr, flush=True)
-        # Sizes alternate run by run (use --runs ≥ 2), so both see the same drift in the machine's load.
-        timings: dict[int, dict[str, list[float]]] = {s: {} for s in sizes}
+        for size, layout in cases:
+            l0 = os.getloadavg()
+            dsns[size, layout] = await pg.create_database(f"bench_scale_{size}_{layout}")
+            built[size, layout] = await build(dsns[size, layout], size, ds, base, embedder.model, layout)
+            loads[f"build {size} {layout}"] = (l0, os.getloadavg())
+            print(f"built {size:,} {layout}: {built[size, layout]}", file=sys.stderr, flush=True)
+        # Cases alternate run by run (use --runs ≥ 2), so all see the same drift in the machine's load.
+        timings: dict[Case, dict[str, list[float]]] = {c: {} for c in cases}
+        l0 = os.getloadavg()
         for _ in range(a.runs):
-            for size in sizes:
-                for stage, values in (await measure(dsns[size], embedder, queries)).items():
-                    timings[size].setdefault(stage, []).extend(values)
-        load1 = os.getloadavg()
-        pairs = {size: await lexical_pair(dsns[size], queries) for size in sizes}
+            for c in cases:
+                for stage, values in (await measure(dsns[c], embedder, queries, c[1], counts[c])).items():
+                    timings[c].setdefault(stage, []).extend(values)
+        loads["measure"] = (l0, os.getloadavg())
+        load1 = loads["measure"][1]
+        l0 = os.getloadavg()
+        pairs = {c: await lexical_pair(dsns[c], queries, c[1]) for c in cases}
+        loads["lexical pair"] = (l0, os.getloadavg())
         print(f"lexical pair: {pairs}", file=sys.stderr, flush=True)
     finally:
         pg.stop()
     lines = [
-        f"## Retrieval at {' and '.join(f'{s:,}' for s in sizes)} memories",
+        f"## Retrieval at {' and '.join(f'{s:,}' for s in sizes)} memories, the whole corpus in the scope",
         "",
-        f"`hack/benchscale.py`: LoCoMo turns copied into namespaces with their embeddings jittered, "
-        f"COPY-loaded, indexes built after; {len(queries)} LoCoMo questions × {a.runs} runs per size, "
-        f"sizes alternating run by run. {os.cpu_count()} CPUs; load average {load0[0]:.1f} at the start, "
-        f"{load1[0]:.1f} at the end.",
+        "`hack/benchscale.py`: LoCoMo turns copied with their texts' embeddings jittered, COPY-loaded, "
+        "indexes built after; the queried scope holds every memory (layouts: "
+        + "; ".join(f"{k}: {benchcorpus.LAYOUTS[k]}" for k in layouts)
+        + f", each its own database); {len(queries)} LoCoMo questions × {a.runs} runs per case, cases "
+        f"alternating run by run. {os.cpu_count()} CPUs; load average {load0[0]:.1f} at the start, "
+        f"{load1[0]:.1f} at the end of the timings. Outcomes counted per question (hack/benchcheck.py): the "
+        "run fails when any retrieval was degraded, timed out or failed.",
         "",
-        "| memories | COPY s | lexeme stats s | BM25 weights s | tsv GIN s | trigram GIN s | HNSW build s | "
-        "HNSW MB | BM25 weights B / memory | table + indexes MB | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| memories | layout | COPY s | lexeme stats s | BM25 weights s | tsv GIN s | trigram GIN s | HNSW build s | "
+        "HNSW MB | BM25 weights B / memory | table + indexes MB | p50 ms | p95 ms | outcomes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for size in sizes:
-        b, t = built[size], timings[size]["total"]
+    for c in cases:
+        size, layout = c
+        b, t = built[c], timings[c].get("total", [])
         lines.append(
-            f"| {size:,} | {b['COPY']:.0f} | {b['lexeme statistics']:.0f} | {b['BM25 weights']:.0f} | "
+            f"| {size:,} | {layout} | {b['COPY']:.0f} | {b['lexeme statistics']:.0f} | {b['BM25 weights']:.0f} | "
             f"{b['tsv GIN']:.0f} | {b['trigram GIN']:.0f} | {b['HNSW']:.0f} | {b['bytes hnsw'] / 2**20:.0f} | "
             f"{b['bytes weights'] / size:.0f} | {b['bytes total'] / 2**20:.0f} | {pct(t, 0.5):.1f} | "
-            f"{pct(t, 0.95):.1f} |"
+            f"{pct(t, 0.95):.1f} | {counts[c].summary()} |"
         )
     if len(sizes) >= 2:
-        lo, hi = sizes[0], sizes[-1]
-        ratio = pct(timings[hi]["total"], 0.95) / pct(timings[lo]["total"], 0.95)
-        lines += ["", f"p95 at {hi:,} / at {lo:,}: **{ratio:.2f}×**."]
+        lines.append("")
+        for layout in layouts:
+            for lo, hi in itertools.pairwise(sizes):
+                ratio = pct(timings[hi, layout]["total"], 0.95) / pct(timings[lo, layout]["total"], 0.95)
+                lines.append(f"- {layout}: p95 at {hi:,} / at {lo:,}: **{ratio:.2f}×**.")
     lines += [""] + [
-        f"Lexical leg p95 / embedding p95 at {size:,}: {pct(timings[size]['lexical'], 0.95):.1f} / "
-        f"{pct(timings[size]['embed'], 0.95):.1f} ms = **"
-        f"{pct(timings[size]['lexical'], 0.95) / pct(timings[size]['embed'], 0.95):.2f}×** (goal ≤ 0.5× at 100k)."
-        for size in sizes
-        if "lexical" in timings[size] and "embed" in timings[size]
+        f"- Lexical leg p95 / embedding p95 at {size:,}, {layout}: {pct(timings[size, layout]['lexical'], 0.95):.1f} / "
+        f"{pct(timings[size, layout]['embed'], 0.95):.1f} ms = **"
+        f"{pct(timings[size, layout]['lexical'], 0.95) / pct(timings[size, layout]['embed'], 0.95):.2f}×** "
+        "(goal ≤ 0.5× at 100k)."
+        for size, layout in cases
+        if "lexical" in timings[size, layout] and "embed" in timings[size, layout]
     ]
-    stages = sorted({st for s in sizes for st in timings[s] if st != "total"})
+    stages = sorted({st for c in cases for st in timings[c] if st != "total"})
     lines += [
         "",
-        "| memories | " + " | ".join(f"{st} p50 / p95" for st in stages) + " |",
-        "|---|" + "---|" * len(stages),
+        "| memories | layout | " + " | ".join(f"{st} p50 / p95" for st in stages) + " |",
+        "|---|---|" + "---|" * len(stages),
     ]
-    for size in sizes:
+    for c in cases:
         cells = [
-            f"{pct(timings[size][st], 0.5):.1f} / {pct(timings[size][st], 0.95):.1f}"
-            if st in timings[size]
-            else "–"
+            f"{pct(timings[c][st], 0.5):.1f} / {pct(timings[c][st], 0.95):.1f}" if st in timings[c] else "–"
             for st in stages
         ]
-        lines.append(f"| {size:,} | " + " | ".join(cells) + " |")
+        lines.append(f"| {c[0]:,} | {c[1]} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "The lexical leg alone, interleaved query by query after the timings above: the statement it "
         "replaced (each candidate's tsvector unnested) against the shipped sparsevec inner products:",
         "",
-        "| memories | unnest p50 / p95 ms | sparsevec p50 / p95 ms | sparsevec / unnest p95 | same top-10 |",
-        "|---|---|---|---|---|",
+        "| memories | layout | unnest p50 / p95 ms | sparsevec p50 / p95 ms | sparsevec / unnest p95 | same top-10 |",
+        "|---|---|---|---|---|---|",
     ]
-    for size in sizes:
-        v = pairs[size]
+    for c in cases:
+        v = pairs[c]
         lines.append(
-            f"| {size:,} | {v['unnest p50']:.1f} / {v['unnest p95']:.1f} | {v['sparsevec p50']:.1f} / "
+            f"| {c[0]:,} | {c[1]} | {v['unnest p50']:.1f} / {v['unnest p95']:.1f} | {v['sparsevec p50']:.1f} / "
             f"{v['sparsevec p95']:.1f} | {v['sparsevec p95'] / v['unnest p95']:.2f}× | "
             f"{v['same top-10']:.0f}/{v['answered']:.0f} |"
         )
     print("\n".join(lines))
-    print(
-        json.dumps(
+    results = {
+        "queries": len(queries),
+        "runs": a.runs,
+        "load": loads,
+        "cases": [
             {
-                "built": built,
-                "p": {s: statistics.median(timings[s]["total"]) for s in sizes},
+                "memories": c[0],
+                "layout": c[1],
+                "built": built[c],
+                "p50_ms": pct(timings[c].get("total", []), 0.5),
+                "p95_ms": pct(timings[c].get("total", []), 0.95),
+                "stages": {st: [pct(v, 0.5), pct(v, 0.95)] for st, v in timings[c].items()},
+                "lexical_pair": pairs[c],
+                "outcomes": counts[c].as_dict(),
             }
-        ),
-        file=sys.stderr,
+            for c in cases
+        ],
+    }
+    for path in (a.json, os.environ.get("BRAIN_BENCH_JSON")):
+        if path:
+            Path(path).write_text(json.dumps(results, indent=2))
+    benchcheck.expect_all(
+        (counts[c], benchcheck.retrieval(f"{c[0]:,} memories, {c[1]}", len(queries) * a.runs)) for c in cases
     )
+
+
+Case = tuple[int, str]  # (memories, layout)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", default="100000,1000000")
+    ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--data", help="Postgres data directory (default: a temporary one)")
+    ap.add_argument(
+        "--layouts", default="shared,split", help="comma-separated: " + ", ".join(benchcorpus.LAYOUTS)
+    )
+    ap.add_argument("--json", help="also write the figures as JSON")
 
     def _interrupt(*_: object) -> None:
         raise KeyboardInterrupt  # so `finally` stops the Postgres this script started

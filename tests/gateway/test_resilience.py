@@ -36,6 +36,9 @@ async def test_embedder_stopped_requests_succeed_on_keywords(gw: Gateway, ns: st
             assert r.status_code == 200, r.text
             # the keyword legs still find the entry
             assert "FLUXCAP_CONFIG_PATH" in json.dumps(gw.upstream_bodies()[-1]["messages"][0])
+            if not stream:  # the caller is told what retrieval ran without (benches count it, #33)
+                assert r.headers["x-brain-memory"] == "injected"
+                assert "embedder_down" in r.headers["x-brain-memory-degraded"].split(","), r.headers
         assert metric(await gw.metrics(), "brain_retrieval_degraded_total") > before
         assert (await _health(gw))["embedder"] == "down"
     finally:
@@ -53,6 +56,7 @@ async def test_retrieval_timeout_sends_the_request_without_memory(gw: Gateway, n
             f"anything about the deploy pipeline {uuid.uuid4().hex[:6]}?", headers={"x-brain-namespaces": ns}
         )
         assert r.status_code == 200 and r.headers["x-brain-memory"] == "degraded"
+        assert r.headers["x-brain-memory-degraded"] == "timeout"
         assert [m["role"] for m in gw.upstream_bodies()[-1]["messages"]] == ["user"]
         await tx.rollback()
     finally:

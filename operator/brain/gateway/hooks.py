@@ -165,16 +165,21 @@ class BrainHooks(CustomLogger):
             injection = await asyncio.wait_for(rt.memory_block(ctx.actor, scope, ctx.query), timeout)
         except TimeoutError:
             metrics.retrieval_degraded.labels("timeout").inc()
+            ctx.degraded = ["timeout"]
             return "degraded", None
         except DB_ERRORS:
             metrics.retrieval_degraded.labels("db_down").inc()
+            ctx.degraded = ["db_down"]
             return "degraded", None
         except Exception:
             log.warning("retrieval failed; the request goes on without memory", exc_info=True)
             metrics.retrieval_degraded.labels("error").inc()
+            ctx.degraded = ["error"]
             return "degraded", None
         finally:
             rt.after_injection(ctx, injection)
+        # a part retrieval ran without (the embedder down: lexical legs alone), told to the caller
+        ctx.degraded = list(dict.fromkeys(injection.degraded))
         if not injection.text:  # nothing bore on the request: inject nothing rather than noise
             metrics.retrieval_queries.labels("no_hit").inc()
             metrics.injected_tokens.observe(0)
@@ -210,6 +215,8 @@ class BrainHooks(CustomLogger):
                 ).inc()
         if ctx is not None:
             out["x-brain-memory"] = ctx.memory
+            if ctx.degraded:
+                out["x-brain-memory-degraded"] = ",".join(ctx.degraded)
             if ctx.injected:
                 out["x-brain-memory-ids"] = ",".join(ctx.injected[:20])
         return out or None

@@ -75,6 +75,7 @@ class CallContext:
     injected: list[str] = field(default_factory=list)
     injected_text: str = ""  # the memory block put into the request: capture never re-learns it
     memory: str = "skipped"
+    degraded: list[str] = field(default_factory=list)  # what retrieval ran without (x-brain-memory-degraded)
     route: dict[str, str] = field(default_factory=dict)
     episode: str | None = None  # what this exchange's captures are recorded under, with its siblings
     created: float = field(default_factory=time.monotonic)

@@ -1,0 +1,38 @@
+"""Where a bench's copied corpus lives and what scope reads it (#33): the whole corpus, in two layouts.
+
+Until #33 the in-process benches copied LoCoMo into namespaces `bench-0`, `bench-1`, … and queried
+`bench-1` + `shared`: one ~5.9k namespace at every size. Now the queried scope holds every memory:
+
+- `shared`: all of them in the team's `shared` namespace (what a key with no namespaces reads);
+- `split`: memory i in `SPLIT[i % 4]`, `shared` and three repos, the scope asking for all four.
+
+Named outside `make bench`'s `bench_*.py` glob: a library of the benches, not a bench.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SPLIT = ("shared", "repo:payments", "repo:web", "repo:infra")
+LAYOUTS = {
+    "shared": "whole corpus in `shared`",
+    "split": "split over 4 namespaces, all four read",
+}
+
+
+def namespace(layout: str, i: int) -> str:
+    """The namespace of the corpus's i-th memory (counted over all copies)."""
+    if layout == "shared":
+        return "shared"
+    if layout == "split":
+        return SPLIT[i % len(SPLIT)]
+    raise ValueError(f"unknown layout {layout!r}: one of {', '.join(LAYOUTS)}")
+
+
+def scope(layout: str, **kw: Any) -> Any:
+    """The scope that reads the whole corpus of `layout`."""
+    from brain.store import Scope
+
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}: one of {', '.join(LAYOUTS)}")
+    return Scope.of([] if layout == "shared" else list(SPLIT[1:]), **kw)
