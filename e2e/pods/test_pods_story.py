@@ -432,6 +432,37 @@ def test_a_tenants_hostile_source_and_the_gateways_login_on_real_pods(stack: Sta
     assert proc.returncode != 0 and "spec.git.ref" in proc.stderr, proc  # the CRD's rule names the field
     assert s.k("get", "memorysource", "hostile", "-n", NS, "--ignore-not-found").strip() == ""
 
+    # Past the API server (a CRD without its rules, a hand-made Job): the ingest Job itself, its
+    # CronJob's pod as rendered, given the hostile ref in its source document, runs no command.
+    cron = s.node.json("get", "cronjob", f"team-ingest-{SOURCE}", "-n", NS)
+    source_cm = s.node.json("get", "configmap", next(
+        v["configMap"]["name"] for v in cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["volumes"]
+        if v["name"] == "source"), "-n", NS)  # fmt: skip
+    document = json.loads(source_cm["data"]["source.json"])
+    document["git"]["ref"] = "--upload-pack=sh -c 'echo BRAIN-PWNED-MARKER >&2; exit 1'"
+    s.node.kubectl("apply", "-n", NS, "-f", "-", input=json.dumps({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "hostile-source"},
+        "data": {"source.json": json.dumps(document)}}))  # fmt: skip
+    job = cron["spec"]["jobTemplate"]
+    job["spec"]["backoffLimit"] = 0
+    for v in job["spec"]["template"]["spec"]["volumes"]:
+        if v["name"] == "source":
+            v["configMap"]["name"] = "hostile-source"
+    job_name = f"hostile-ingest-{int(time.time()) % 100000}"
+    s.node.kubectl("apply", "-n", NS, "-f", "-", input=json.dumps({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": job_name, "labels": job["metadata"].get("labels", {})},
+        "spec": job["spec"]}))  # fmt: skip
+
+    def finished() -> str | None:
+        st = s.node.json("get", "job", job_name, "-n", NS).get("status") or {}
+        return next((c["type"] for c in st.get("conditions") or [] if c["status"] == "True"
+                     and c["type"] in ("Complete", "Failed")), None)  # fmt: skip
+
+    wait_for("the hostile ingest Job to end", finished, timeout=180, every=1)
+    log = s.k("logs", f"job/{job_name}", "-n", NS, "--tail=100", check=False)
+    assert "BRAIN-PWNED-MARKER" not in log and "git.ref" in log, log[-2000:]  # refused, naming the field
+    s.k("delete", "job", job_name, "-n", NS, "--wait=false", check=False)
+
     gw_pod = _pod_names(s, "gateway")[0]
     out = s.k("exec", "-n", NS, gw_pod, "-c", "gateway", "--", "python", "-c", ATTACKS)
     lines = dict(line.split(" ", 1) for line in out.strip().splitlines())
