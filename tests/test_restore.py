@@ -118,20 +118,24 @@ async def test_restore_refuses_a_corrupt_dump_and_another_model_then_restores_ev
         assert proc.returncode != 0 and "not a readable pg_dump custom-format dump" in proc.stderr
         assert await target.entries() == before  # untouched
 
-        proc = await asyncio.to_thread(
-            brainctl, "restore", "--from", str(dump), "--into", dsn, "--prefix", target.prefix
-        )
-        assert proc.returncode == 0, proc.stderr
-        assert await target.entries() == written  # every entry of the dump; the target's own is gone
-        await target.note(embedder, "Written after the restore by the target's own gateway login.")
-        assert len(await target.entries()) == 4
-        store = await Store.open(target.login("gateway"), dim=embedder.dim)
+        # A running gateway's store, open across the restore (its pool's connections and prepared
+        # statements predate the restored tables): it serves the restored memories without a restart.
+        running = await Store.open(target.login("gateway"), dim=embedder.dim)
         try:
             actor = Actor(name="ci", role="agent", origin="agent")
-            hits = await MemoryService(store, embedder).search("which port does staging postgres use", actor)
+            svc = MemoryService(running, embedder)
+            assert not any("6543" in h.body for h in await svc.search("which port does staging postgres use", actor))
+            proc = await asyncio.to_thread(
+                brainctl, "restore", "--from", str(dump), "--into", dsn, "--prefix", target.prefix
+            )
+            assert proc.returncode == 0, proc.stderr
+            assert await target.entries() == written  # every entry of the dump; the target's own is gone
+            hits = await svc.search("which port does staging postgres use", actor)
             assert any("6543" in h.body for h in hits)
+            await svc.note(MemoryIn(body="Written after the restore by the running store."), actor)
         finally:
-            await store.close()
+            await running.close()
+        assert len(await target.entries()) == 4
 
     async with fresh_database(pg) as dsn:
         other = Brain(pg, dsn)
