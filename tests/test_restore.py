@@ -124,7 +124,9 @@ async def test_restore_refuses_a_corrupt_dump_and_another_model_then_restores_ev
         try:
             actor = Actor(name="ci", role="agent", origin="agent")
             svc = MemoryService(running, embedder)
-            assert not any("6543" in h.body for h in await svc.search("which port does staging postgres use", actor))
+            assert not any(
+                "6543" in h.body for h in await svc.search("which port does staging postgres use", actor)
+            )
             proc = await asyncio.to_thread(
                 brainctl, "restore", "--from", str(dump), "--into", dsn, "--prefix", target.prefix
             )
