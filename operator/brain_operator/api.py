@@ -593,6 +593,109 @@ class Digest(_ScheduledJob):
     )
 
 
+class BackupStorage(_Model):
+    """The volume the operator creates for the dumps, `<brain>-backups`. It is the Brain's child: it
+    goes when the Brain is deleted or spec.backup is removed. For dumps that outlive the Brain, name
+    your own claim in `claimName` (and copy dumps off the cluster for disaster recovery)."""
+
+    size: Quantity = Field(
+        default="10Gi",
+        description=(
+            "Size of the `<brain>-backups` volume. It must hold `keep` dumps plus one in progress; a full "
+            "volume fails the backup (status.index.lastBackupResult `failed`, alert BrainBackupFailed)."
+        ),
+    )
+    storage_class_name: str | None = Field(
+        default=None,
+        max_length=253,
+        description="StorageClass of the backups volume; omit for the cluster default. Fixed at creation.",
+        json_schema_extra=immutable(
+            "spec.backup.storage.storageClassName", "a bound volume's StorageClass cannot change"
+        ),
+    )
+
+
+_BACKUP_TARGETS = "spec.backup.storage or spec.backup.claimName"
+
+
+class Backup(_Model):
+    """Scheduled `pg_dump` backups of the Brain's database into a volume (docs/operations.md,
+    "Database backups"). Each run dumps in custom format, checks the dump with `pg_restore --list`,
+    keeps the newest `keep` and records its result in status.index (lastBackup, lastBackupResult,
+    lastBackupBytes). `brainctl restore` puts a dump back. Managed and CloudNativePG databases only:
+    an external database is backed up by whoever runs it."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(
+                    "!(has(self.storage) && has(self.claimName))",
+                    f"set at most one of {_BACKUP_TARGETS}: the dumps go to one volume",
+                ),
+            ]
+        }
+    )
+
+    schedule: str = _schedule_field("0 3 * * *", "spec.backup.schedule", "the backup job")
+    suspend: bool = Field(default=False, description="Pause scheduled backups; a running one is not stopped.")
+    keep: int = Field(
+        default=7,
+        ge=1,
+        le=365,
+        description=(
+            "Dumps to retain: after a good dump the oldest beyond this many are deleted (a failed run "
+            "deletes nothing, so the last good dumps survive a bad night)."
+        ),
+    )
+    storage: BackupStorage | None = Field(
+        default=None,
+        description=(
+            "The volume the operator creates for the dumps (`<brain>-backups`). The default when "
+            "claimName is not set either."
+        ),
+    )
+    claim_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=253,
+        pattern=DNS_SUBDOMAIN_PATTERN,
+        description=(
+            "An existing PersistentVolumeClaim in the Brain's namespace to write the dumps to instead "
+            "(e.g. one backed by off-cluster storage). The operator neither creates nor deletes it."
+        ),
+    )
+    max_age_hours: int = Field(
+        default=26,
+        ge=1,
+        le=8760,
+        description=(
+            "A Brain whose last good backup is older than this many hours has missed one: alert "
+            "BrainBackupMissing (exported as brain_backup_max_age_seconds). The default lets a daily "
+            "schedule run late by two hours."
+        ),
+    )
+    resources: Resources | None = Field(
+        default=None,
+        description="Backup job pod resources. Defaults: requests 100m CPU / 256Mi, limits 1 CPU / 1Gi.",
+    )
+
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, v: str) -> str:
+        return _check_cron(v, "spec.backup.schedule")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Backup:
+        if self.storage is not None and self.claim_name is not None:
+            raise ValueError(f"set at most one of {_BACKUP_TARGETS}: the dumps go to one volume")
+        return self
+
+    @property
+    def volume(self) -> BackupStorage:
+        """The operator-made volume's settings (the defaults when neither target is set)."""
+        return self.storage or BackupStorage()
+
+
 class Tunnel(_Model):
     """Expose the gateway through a Cloudflare Tunnel (a cloudflared sidecar); no inbound port needed."""
 
@@ -683,6 +786,12 @@ class NetworkPolicies(_Model):
     )
 
 
+_EXTERNAL_BACKUP_MESSAGE = (
+    "spec.backup is for managed and CloudNativePG databases: an external database (spec.database.external) "
+    "is backed up by whoever runs it (your provider's backups or PITR); remove spec.backup"
+)
+
+
 class BrainSpec(_Model):
     """Desired state of a team brain."""
 
@@ -699,6 +808,10 @@ class BrainSpec(_Model):
                     "self.gateway.models.exists(m, m.name == self.digest.model)",
                     "spec.digest.model must name one of spec.gateway.models",
                 ),
+                cel(
+                    "!has(self.backup) || !has(self.database.external)",
+                    _EXTERNAL_BACKUP_MESSAGE,
+                ),
             ]
         }
     )
@@ -713,6 +826,7 @@ class BrainSpec(_Model):
     distill: Distill = Field(default_factory=Distill, description=Distill.__doc__)
     digest: Digest = Field(default_factory=Digest, description=Digest.__doc__)
     tunnel: Tunnel | None = Field(default=None, description=Tunnel.__doc__)
+    backup: Backup | None = Field(default=None, description=Backup.__doc__)
     monitoring: Monitoring = Field(default_factory=Monitoring, description=Monitoring.__doc__)
     network_policies: NetworkPolicies = Field(
         default_factory=NetworkPolicies, description=NetworkPolicies.__doc__
@@ -726,6 +840,8 @@ class BrainSpec(_Model):
         for path, job in (("spec.distill.model", self.distill), ("spec.digest.model", self.digest)):
             if job.model is not None and job.model not in names:
                 raise ValueError(f"{path} must name one of spec.gateway.models")
+        if self.backup is not None and self.database.external is not None:
+            raise ValueError(_EXTERNAL_BACKUP_MESSAGE)
         return self
 
 
@@ -780,6 +896,16 @@ class IndexStatus(_Model):
     last_ingest: str | None = Field(default=None, description="Last successful ingest (RFC 3339).")
     last_distill: str | None = Field(default=None, description="Last successful distill (RFC 3339).")
     last_digest: str | None = Field(default=None, description="Last successful digest (RFC 3339).")
+    last_backup: str | None = Field(
+        default=None, description="When the last good backup (spec.backup) finished (RFC 3339)."
+    )
+    last_backup_result: Literal["ok", "failed"] | None = Field(
+        default=None,
+        description="Result of the newest backup run: `failed` (e.g. a full volume) fires BrainBackupFailed.",
+    )
+    last_backup_bytes: int | None = Field(
+        default=None, ge=0, description="Size of the last good backup's dump file in bytes."
+    )
     embedding_model: str | None = Field(default=None, description="Model the stored vectors come from.")
     embedding_dim: int | None = Field(default=None, ge=0, description="Dimension of the stored vectors.")
     live_model: str | None = Field(

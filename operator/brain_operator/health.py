@@ -43,6 +43,11 @@ def parse_health(doc: dict[str, Any]) -> Health:
             "lastIngest": raw.get("lastIngest"),
             "lastDistill": raw.get("lastDistill"),
             "lastDigest": raw.get("lastDigest"),
+            "lastBackup": raw.get("lastBackup"),
+            "lastBackupResult": raw.get("lastBackupResult")
+            if raw.get("lastBackupResult") in ("ok", "failed")
+            else None,
+            "lastBackupBytes": raw.get("lastBackupBytes"),
             "embeddingModel": raw.get("embeddingModel"),
             "embeddingDim": raw.get("embeddingDim"),
             "liveModel": raw.get("liveModel"),

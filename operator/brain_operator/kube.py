@@ -59,6 +59,7 @@ CHILD_KINDS: tuple[KindInfo, ...] = (
     KindInfo("v1", "Secret", "secrets"),
     KindInfo("v1", "ConfigMap", "configmaps"),
     KindInfo("v1", "Service", "services"),
+    KindInfo("v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
     KindInfo("postgresql.cnpg.io/v1", "Cluster", "clusters"),
     KindInfo("apps/v1", "StatefulSet", "statefulsets"),
     KindInfo("apps/v1", "Deployment", "deployments"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from datetime import datetime
 from typing import Any
 
 from aiohttp import web
@@ -47,11 +48,54 @@ REINDEX_TOTAL = Gauge(
     "brain_index_reindex_total", "Entries a running model migration must embed (0: none runs).", ["brain"]
 )
 
+# spec.backup (render/backup.py): the alerts BrainBackupFailed and BrainBackupMissing read these.
+BACKUP_LAST_SUCCESS = Gauge(
+    "brain_backup_last_success_timestamp_seconds",
+    "Unix time of the last good backup (a Brain never backed up counts from its creation).",
+    ["brain"],
+)
+BACKUP_LAST_FAILED = Gauge(
+    "brain_backup_last_run_failed", "1 when the newest backup run failed, else 0.", ["brain"]
+)
+BACKUP_MAX_AGE = Gauge(
+    "brain_backup_max_age_seconds",
+    "spec.backup.maxAgeHours in seconds: an older last backup is missed.",
+    ["brain"],
+)
+_BACKUP_GAUGES = (BACKUP_LAST_SUCCESS, BACKUP_LAST_FAILED, BACKUP_MAX_AGE)
+
+
+def _epoch(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def set_backup(namespace: str, name: str, max_age_hours: int | None, index: Any, created: str | None) -> None:
+    """The backup series of a Brain with spec.backup (`max_age_hours`); none without it."""
+    label = brain_label(namespace, name)
+    if max_age_hours is None:
+        for gauge in _BACKUP_GAUGES:
+            with contextlib.suppress(KeyError):
+                gauge.remove(label)
+        return
+    BACKUP_MAX_AGE.labels(brain=label).set(max_age_hours * 3600)
+    if index is None:
+        return  # the gateway was not read: keep what was last known
+    last = _epoch(index.last_backup) or _epoch(created)
+    if last is not None:
+        BACKUP_LAST_SUCCESS.labels(brain=label).set(last)
+    BACKUP_LAST_FAILED.labels(brain=label).set(1 if index.last_backup_result == "failed" else 0)
+
 
 def forget_brain(namespace: str, name: str) -> None:
     """Drop every series of a Brain: it was deleted, or peering paused this replica."""
     label = brain_label(namespace, name)
-    for gauge in (INDEX_STALE, INDEX_EMBEDDED_RATIO, INDEX_PENDING, BRAIN_READY, REINDEX_DONE, REINDEX_TOTAL):
+    for gauge in (INDEX_STALE, INDEX_EMBEDDED_RATIO, INDEX_PENDING, BRAIN_READY, REINDEX_DONE, REINDEX_TOTAL,
+                  *_BACKUP_GAUGES):  # fmt: skip
         with contextlib.suppress(KeyError):
             gauge.remove(label)
     for labels in list(INDEX_ENTRIES._metrics):  # prometheus-client exposes no public iterator

@@ -1,8 +1,9 @@
 """Least-privilege RBAC for the operator, rule by rule, and a plain install manifest.
 
 The Helm chart reuses :func:`rules`. Each rule says why the operator needs it; nothing uses ``*``.
-Read-only on Pods (readiness comes from workloads; logs give ingest summaries); no access to
-PersistentVolumeClaims (the StatefulSet controller creates them).
+Read-only on Pods (readiness comes from workloads; logs give ingest summaries). The database's
+PersistentVolumeClaims are the StatefulSet controller's; the operator writes only spec.backup's
+`<brain>-backups` claim.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ RULES: list[tuple[list[str], list[str], list[str], str]] = [
         "gateway config, source specs, dashboards",
     ),
     ([""], ["services"], WRITE, "database, embedder and gateway Services"),
+    ([""], ["persistentvolumeclaims"], WRITE, "spec.backup's <brain>-backups volume"),
     ([""], ["pods"], READ, "find an ingest Job's pod"),
     ([""], ["pods/log"], ["get"], "read an ingest Job's JSON summary line"),
     ([""], ["events"], ["create", "patch"], "report transitions and errors as Kubernetes Events"),

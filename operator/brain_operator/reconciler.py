@@ -31,7 +31,7 @@ from brain_operator.config import OperatorConfig
 from brain_operator.diff import first_difference
 from brain_operator.health import Health
 from brain_operator.kube import BRAIN_KINDS, CHILD_KINDS, KINDS, POD, SECRET, Kube, KubeError
-from brain_operator.metrics import BRAIN_READY, forget_brain, set_index
+from brain_operator.metrics import BRAIN_READY, forget_brain, set_backup, set_index
 from brain_operator.reindexing import reindex_check, set_reindex_metrics
 from brain_operator.render import names
 from brain_operator.render.common import (
@@ -600,6 +600,14 @@ class Reconciler:
                 health.index,
             )
             set_reindex_metrics(f"{ns}/{name}", health.index)
+        backup = brain.spec.backup
+        set_backup(
+            ns,
+            name,
+            backup.max_age_hours if backup is not None else None,
+            health.index if health is not None else None,
+            (raw.get("metadata") or {}).get("creationTimestamp"),
+        )
         BRAIN_READY.labels(brain=f"{ns}/{name}").set(1 if ready.ok else 0)
         result.phase, result.ready = status["phase"], ready.ok
         if status_differs(current, status):

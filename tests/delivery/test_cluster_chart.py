@@ -78,7 +78,7 @@ def test_install_upgrade_uninstall(kube_cluster: Any, kube_namespace: str) -> No
         ("watch", "secrets"),
         ("delete", "pods"),
         ("create", "clusterroles"),
-        ("get", "persistentvolumeclaims"),
+        ("create", "pods"),
     ):
         assert _can(kube_cluster, sa, verb, res, ns) == "no", (verb, res)
     assert _can(kube_cluster, sa, "list", "namespaces", None) == "yes"  # kopf resolves namespaces

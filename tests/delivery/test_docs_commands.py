@@ -590,6 +590,7 @@ RUN: dict[str, Case] = {
 }
 
 KUBELET = "pods on the local control plane are kwok's: no containers and no kubelet to serve {}"
+BACKUP_DRILL = "e2e/pods/backup_pods.py does it on the real node"
 #: docs command → why it cannot run here. Keep it small and honest.
 CANNOT_RUN: dict[str, str] = {
     "make test": "the whole suite (lint, mypy, every test, this file included); CI runs it",
@@ -619,6 +620,36 @@ CANNOT_RUN: dict[str, str] = {
     "kubectl -n $NS port-forward svc/$B-gateway 4000:4000 &": KUBELET.format("a port-forward"),
     "kubectl -n restored rollout restart deploy/team-gateway": (
         "follows the pg_restore above (an exec into Postgres); e2e/pods/test_ha.py does both on the real node"
+    ),
+    # docs/operations.md "Database backups" and the backup runbooks (issue #29)
+    "kubectl -n team create job --from=cronjob/team-backup team-backup-now": KUBELET.format(
+        f"the backup Job's pg_dump ({BACKUP_DRILL})"
+    ),
+    "kubectl -n $NS create job --from=cronjob/$B-backup $B-backup-now": KUBELET.format(
+        f"the backup Job's pg_dump ({BACKUP_DRILL})"
+    ),
+    "kubectl -n team run backup-reader --image=pgvector/pgvector:pg17 --restart=Never --overrides='"
+    '{"spec":{"securityContext":{"runAsUser":999,"runAsNonRoot":true},"containers":[{"name":"backup-reader",'
+    '"image":"pgvector/pgvector:pg17","command":["sleep","3600"],"volumeMounts":[{"name":"b","mountPath":'
+    '"/backups"}]}],"volumes":[{"name":"b","persistentVolumeClaim":{"claimName":"team-backups"}}]}}\'': KUBELET.format(
+        f"a pod reading the backups volume ({BACKUP_DRILL})"
+    ),
+    "kubectl -n team exec backup-reader -- ls /backups": KUBELET.format(f"an exec ({BACKUP_DRILL})"),
+    "kubectl cp team/backup-reader:/backups/team-20260101T030000Z.dump team.dump": KUBELET.format(
+        f"kubectl cp ({BACKUP_DRILL})"
+    ),
+    "kubectl -n team port-forward svc/restored-db 15432:5432 &": KUBELET.format(
+        f"a port-forward ({BACKUP_DRILL})"
+    ),
+    'brainctl restore --from team.dump --into "postgresql://brain:$PW@127.0.0.1:15432/brain"': (
+        "follows the port-forward above; tests/test_restore.py runs brainctl restore on a real Postgres, "
+        f"{BACKUP_DRILL}"
+    ),
+    "kubectl -n $NS get cronjob,jobs,pvc -l app.kubernetes.io/instance=$B,app.kubernetes.io/component=backup": (
+        f"the runbooks' Brain has no spec.backup, so this lists nothing; {BACKUP_DRILL}"
+    ),
+    "kubectl -n $NS logs -l app.kubernetes.io/instance=$B,app.kubernetes.io/component=backup --tail=20": (
+        KUBELET.format("logs")
     ),
     ".venv/bin/pytest -q tests/gateway/test_review.py tests/gateway/test_review_browser.py": (
         "test files of their own (a real gateway and a headless browser); the suite runs them"

@@ -54,7 +54,7 @@ from tests.gateway_fixtures import Gateway
 from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc, wait_until
 from tests.operator.helpers import sample
 
-from .conftest import brain_dashboard_exprs, dashboard_exprs, fetched_tool, queried_metrics, rule_exprs
+from .conftest import RULES, brain_dashboard_exprs, dashboard_exprs, fetched_tool, queried_metrics, rule_exprs
 
 __all__ = [
     "cluster",
@@ -89,12 +89,15 @@ def prometheus_bin() -> str:
 class Prometheus:
     """``prometheus`` in a subprocess with its own config, data folder and port."""
 
-    def __init__(self, binary: str, tmp: Path, targets: dict[str, tuple[str, str]]) -> None:
+    def __init__(
+        self, binary: str, tmp: Path, targets: dict[str, tuple[str, str]], rule_files: tuple[Path, ...] = ()
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp / "prometheus.log"
         config = {
             "global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(f) for f in rule_files],
             "scrape_configs": [
                 {
                     "job_name": job,
@@ -198,6 +201,30 @@ async def drive_gateway(gw: Gateway, ns: str) -> None:
     await gw.settle(ns, events=3)
 
 
+def fail_a_backup(dsn: str, tmp: Path) -> None:
+    """spec.backup's job script (render/backup.py), run for real against the gateway's database with
+    its dumps' volume unusable (a file where the directory should be, as a full volume would fail
+    it): it records a `failed` run, which the gateway's health reports and the operator exports as
+    brain_backup_last_run_failed."""
+    from brain.local.devdb import pg_tool
+    from brain_operator.render.backup import BACKUP_SCRIPT
+
+    blocked = tmp / "backups-not-a-directory"
+    blocked.write_text("x")
+    env = {
+        "PATH": f"{Path(pg_tool('psql')).parent}:/usr/bin:/bin",
+        "HOME": str(tmp),
+        "BRAIN_DATABASE_URL": dsn,
+        "BACKUP_DIR": str(blocked),
+        "BACKUP_KEEP": "7",
+        "BACKUP_NAME": "team",
+    }
+    proc = subprocess.run(
+        ["/bin/sh", "-c", BACKUP_SCRIPT], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1 and "backup failed: pg_dump failed" in proc.stderr, proc.stderr
+
+
 def master_key_secret(key: str) -> dict[str, Any]:
     """The Brain's master key, set in advance to this gateway's; labelled, so the operator adopts it
     (an unlabelled Secret at a generated name is not taken over: docs/security.md)."""
@@ -260,12 +287,15 @@ async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
             "team-embedder": (gw.embedder_server.url.removeprefix("http://"), kc.ns),
             "brain-operator": (f"127.0.0.1:{operator.port}", "brain-system"),
         },
+        rule_files=(RULES,),
     )
     try:
         await prom.wait_ready()
 
         # The Brain: children written, status and brain_ready set, index gauges from the gateway.
         brain = sample("brain.yaml")
+        brain["spec"]["backup"] = {}  # the brain_backup_* gauges; the last run failed (below)
+        await asyncio.to_thread(fail_a_backup, gw.dsn, tmp_path)
         # The operator reads the per-namespace counts with the Brain's master key: this gateway's.
         await asyncio.to_thread(kc.apply, master_key_secret(gw.keys["master"]))
         await asyncio.to_thread(kc.provide_volume, "data-team-db-0")
@@ -336,6 +366,18 @@ async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
                 await prom.api("query", query=expr)
             except AssertionError as e:
                 raise AssertionError(f"rule {where} does not evaluate: {e}") from None
+
+        # The failed backup, seen by the rules loaded from the chart's file: BrainBackupFailed is
+        # pending (its `for: 5m` is longer than this test), for this Brain and no other.
+        async def backup_alert_not_pending() -> list[str]:
+            alerts = (await prom.api("alerts"))["alerts"]
+            mine = [a for a in alerts if a["labels"]["alertname"] == "BrainBackupFailed"]
+            ok = [
+                a for a in mine if a["labels"].get("brain") == label and a["state"] in ("pending", "firing")
+            ]
+            return [] if ok else [json.dumps(alerts)[:2000]]
+
+        await until("BrainBackupFailed pending for Brain team", backup_alert_not_pending, timeout=60)
         print(
             json.dumps(
                 {n: sorted({s["job"] for s in await prom.api("series", **{"match[]": n})}) for n in wanted},

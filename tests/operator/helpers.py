@@ -91,7 +91,7 @@ def pod_templates(manifests: list[dict[str, Any]]) -> list[tuple[str, dict[str, 
 
 
 def everything_on() -> Brain:
-    """A Brain using every optional feature: tunnel, monitoring, keys, PDB-sized replicas."""
+    """A Brain using every optional feature: tunnel, monitoring, keys, PDB-sized replicas, backups."""
     doc = sample("brain.yaml")
     doc["spec"]["gateway"]["models"].append(
         {"name": "gpt-4o", "model": "openai/gpt-4o", "apiKeySecretRef": {"name": "llm", "key": "openai"}}
@@ -102,4 +102,5 @@ def everything_on() -> Brain:
         "hostname": "brain.example.com",
     }
     doc["spec"]["monitoring"] = {"serviceMonitor": {"enabled": True}, "grafanaDashboards": {"enabled": True}}
+    doc["spec"]["backup"] = {}
     return brain(doc)

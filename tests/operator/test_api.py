@@ -62,6 +62,10 @@ BRAIN_INVALID: list[tuple[str, Any, str]] = [
     ("spec.gateway.models", [], "models"),
     ("spec.embedding.dim", 3, "dim"),
     ("spec.gateway.resources", {"limits": {"cpu": "lots"}}, "cpu"),
+    ("spec.backup", {"schedule": "nightly"}, "spec.backup.schedule"),
+    ("spec.backup", {"keep": 366}, "keep"),
+    ("spec.backup", {"maxAgeHours": 0}, "maxAgeHours"),
+    ("spec.backup", {"storage": {}, "claimName": "mine"}, "at most one of spec.backup.storage"),
 ]
 
 
@@ -108,3 +112,20 @@ def test_invalid_memory_source() -> None:
         MemorySource.model_validate(deep_set(sample("memorysource-git.yaml"), "spec.git.url", "ftp://x"))
     ok = MemorySource.model_validate(sample("memorysource-git.yaml"))
     assert ok.spec.source_type == "git" and ok.spec.git is not None and ok.spec.git.format == "markdown"
+
+
+def test_backup_defaults_and_the_external_database_refusal() -> None:
+    """spec.backup absent: no backups. `{}`: nightly at 03:00, seven dumps, an operator-made 10Gi
+    volume, missed after 26 h. An external database is refused naming spec.backup (its provider
+    backs it up)."""
+    assert Brain.model_validate(sample("brain.yaml")).spec.backup is None
+    b = Brain.model_validate(deep_set(sample("brain.yaml"), "spec.backup", {})).spec.backup
+    assert b is not None
+    assert (b.schedule, b.keep, b.max_age_hours, b.claim_name) == ("0 3 * * *", 7, 26, None)
+    assert b.volume.size == "10Gi" and b.volume.storage_class_name is None
+    external = deep_set(
+        sample("brain.yaml"), "spec.database", {"external": {"secretRef": {"name": "d", "key": "k"}}}
+    )
+    with pytest.raises(ValidationError) as err:
+        Brain.model_validate(deep_set(external, "spec.backup", {}))
+    assert "spec.backup is for managed and CloudNativePG databases" in str(err.value)

@@ -18,7 +18,7 @@ import pytest
 from brain.core.contract import DB_ROLES
 
 from .conftest import Kubectl, Operator, wait_until
-from .helpers import sample
+from .helpers import deep_set, sample
 
 pytestmark = pytest.mark.cluster
 
@@ -29,7 +29,7 @@ EXPECTED = {
     ("Secret", "team-db-credentials"),
     *(
         ("Secret", f"team-db-role-{r}")
-        for r in ("owner", "gateway", "ingest", "distill", "digest", "reindex")
+        for r in ("owner", "gateway", "ingest", "distill", "digest", "reindex", "backup")
     ),
     ("Secret", "team-master-key"),
     ("StatefulSet", "team-db"),
@@ -46,7 +46,7 @@ EXPECTED = {
     ("PodDisruptionBudget", "team-gateway"),
     *(
         ("NetworkPolicy", f"team-{c}")
-        for c in ("gateway", "embedder", "database", "ingest", "distill", "digest", "reindex")
+        for c in ("gateway", "embedder", "database", "ingest", "distill", "digest", "reindex", "backup")
     ),
 }
 
@@ -163,6 +163,39 @@ def test_spec_changes_touch_only_what_they_affect(kc: Kubectl, operator: Operato
 
 
 @pytest.mark.operator_args("--resync-seconds", "2")  # the same resyncs counted, in less time
+def test_spec_backup_makes_its_volume_and_cronjob_and_removing_it_prunes_them(
+    kc: Kubectl, operator: Operator
+) -> None:
+    """On the real API server: the PersistentVolumeClaim and the CronJob pass its validation and
+    server-side apply, are the Brain's children, and go when spec.backup goes (the StatefulSet's
+    own claim, not the Brain's child, stays)."""
+    apply_samples(kc)
+    wait_until("the distill CronJob", lambda: kc.get("cronjob", "team-distill"), timeout=60)
+    kc.apply(deep_set(sample("brain.yaml"), "spec.backup", {"keep": 3, "storage": {"size": "2Gi"}}))
+    cron = wait_until("the backup CronJob", lambda: kc.get("cronjob", "team-backup"), timeout=60)
+    pvc = wait_until("the backups volume", lambda: kc.get("pvc", "team-backups"), timeout=60)
+    uid = kc.get("brain", "team")["metadata"]["uid"]
+    for obj in (cron, pvc):
+        (ref,) = obj["metadata"]["ownerReferences"]
+        assert ref["uid"] == uid and ref["kind"] == "Brain"
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "2Gi"
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["volumes"][-1]["persistentVolumeClaim"]["claimName"] == "team-backups"
+    assert {"name": "BACKUP_KEEP", "value": "3"} in pod["containers"][0]["env"]
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    kc.apply(sample("brain.yaml"))
+    wait_until("the backup CronJob pruned", lambda: kc.get("cronjob", "team-backup") is None, timeout=60)
+    wait_until(
+        "the backups volume pruned",
+        lambda: (
+            (kc.get("pvc", "team-backups") or {}).get("metadata", {}).get("deletionTimestamp")
+            or kc.get("pvc", "team-backups") is None
+        ),
+        timeout=60,
+    )
+    assert kc.get("pvc", "data-team-db-0") is not None
+
+
 def test_a_steady_state_makes_no_writes(kc: Kubectl, operator: Operator) -> None:
     apply_samples(kc)
     wait_ready(kc)

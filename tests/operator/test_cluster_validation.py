@@ -133,6 +133,22 @@ INVALID: list[tuple[str, dict[str, Any], list[str]]] = [
         ["spec.git.format"],
     ),
     ("source without brainRef", _drop(sample("memorysource-git.yaml"), "spec.brainRef"), ["spec.brainRef"]),
+    ("backup with a bad cron", _brain("spec.backup", {"schedule": "nightly"}), ["spec.backup.schedule"]),
+    ("backup keeping no dump", _brain("spec.backup", {"keep": 0}), ["spec.backup.keep"]),
+    (
+        "backup to two volumes",
+        _brain("spec.backup", {"storage": {"size": "1Gi"}, "claimName": "mine"}),
+        ["spec.backup", "at most one of spec.backup.storage or spec.backup.claimName"],
+    ),
+    (
+        "backup of an external database",
+        deep_set(
+            _brain("spec.database", {"external": {"secretRef": {"name": "d", "key": "dsn"}}}),
+            "spec.backup",
+            {},
+        ),
+        ["spec.backup is for managed and CloudNativePG databases"],
+    ),
     (
         "brain name longer than its children allow",
         _brain("metadata.name", "b" * (MAX_BRAIN_NAME + 1)),
@@ -183,6 +199,14 @@ def test_valid_samples_are_accepted_with_defaults(kc: Kubectl) -> None:
     assert kc.get("brain", "b" * MAX_BRAIN_NAME)["metadata"]["name"] == "b" * MAX_BRAIN_NAME
     got = kc.get("brain", "minimal")
     assert got["spec"]["database"] == {"managed": {"storage": "10Gi"}}
+    assert "backup" not in got["spec"]  # absent: no backups
+    kc.apply(deep_set(minimal, "spec.backup", {}))
+    assert kc.get("brain", "minimal")["spec"]["backup"] == {
+        "schedule": "0 3 * * *",
+        "suspend": False,
+        "keep": 7,
+        "maxAgeHours": 26,
+    }
     assert got["spec"]["embedding"]["dim"] == 384
 
 

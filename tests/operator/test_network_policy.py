@@ -104,9 +104,18 @@ def test_the_reindex_migration_reaches_the_embedder() -> None:
     assert admits(pol, ns=TEAM_NS, pod={**BRAIN, "app.kubernetes.io/component": "reindex"}, port=8080)
 
 
+def test_the_backup_job_reaches_the_database_not_the_embedder() -> None:
+    """spec.backup's pg_dump pod holds the backup login's DSN: the database admits it; it never
+    embeds, so the embedder does not; like every job pod it accepts nothing."""
+    pod = {**BRAIN, "app.kubernetes.io/component": "backup"}
+    assert admits(_database_policy(), ns=TEAM_NS, pod=pod, port=5432)
+    assert not admits(_embedder_policy(), ns=TEAM_NS, pod=pod, port=8080)
+    assert "ingress" not in by_key(render())[("NetworkPolicy", "team-backup")]["spec"]
+
+
 def test_only_the_pods_holding_the_dsn_reach_the_database() -> None:
     pol = _database_policy()
-    for component in ("gateway", "ingest", "distill", "digest", "reindex"):
+    for component in ("gateway", "ingest", "distill", "digest", "reindex", "backup"):
         assert admits(pol, ns=TEAM_NS, pod={**BRAIN, "app.kubernetes.io/component": component}, port=5432)
     # The Brain's other pods hold no DSN; nor does anything else in the namespace or elsewhere.
     for component in ("embedder", "database"):

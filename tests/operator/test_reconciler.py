@@ -251,6 +251,40 @@ def test_index_health_flows_into_status_and_metrics() -> None:
     assert _conditions(kube.obj("Brain", "team"))["IndexHealthy"]["reason"] == "HealthUnreachable"
 
 
+def test_backup_results_flow_into_status_and_the_backup_metrics() -> None:
+    """spec.backup: the volume and CronJob are applied (and pruned when it goes); the gateway's last
+    backup reaches status.index and the three series the alerts read; without spec.backup, none."""
+    from brain_operator.metrics import BACKUP_LAST_FAILED, BACKUP_LAST_SUCCESS, BACKUP_MAX_AGE
+
+    doc = deep_set(sample("brain.yaml"), "spec.backup", {"maxAgeHours": 30})
+    doc["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    kube, rec = _setup()
+    kube.put({**doc, "metadata": {**doc["metadata"], "namespace": NS}})
+    label = f"{NS}/team"
+    rec.health[(NS, "team")] = parse_health({"status": "ok", "database": "ok", "embedder": "ok", "index": {}})
+    rec.reconcile(NS, "team")
+    assert kube.obj("CronJob", "team-backup") and kube.obj("PersistentVolumeClaim", "team-backups")
+    assert BACKUP_MAX_AGE.labels(brain=label)._value.get() == 30 * 3600
+    assert BACKUP_LAST_SUCCESS.labels(brain=label)._value.get() == 1767225600  # never: from creation
+    assert BACKUP_LAST_FAILED.labels(brain=label)._value.get() == 0
+    index = {"lastBackup": "2026-03-01T03:00:05+00:00", "lastBackupResult": "failed", "lastBackupBytes": 4096}
+    rec.health[(NS, "team")] = parse_health(
+        {"status": "ok", "database": "ok", "embedder": "ok", "index": index}
+    )
+    rec.reconcile(NS, "team")
+    status = kube.obj("Brain", "team")["status"]["index"]
+    assert (status["lastBackup"], status["lastBackupResult"], status["lastBackupBytes"]) == tuple(
+        index.values()
+    )
+    assert BACKUP_LAST_SUCCESS.labels(brain=label)._value.get() == 1772334005
+    assert BACKUP_LAST_FAILED.labels(brain=label)._value.get() == 1
+    del kube.obj("Brain", "team")["spec"]["backup"]
+    rec.reconcile(NS, "team")
+    assert ("CronJob", NS, "team-backup") not in kube.objects
+    assert ("PersistentVolumeClaim", NS, "team-backups") not in kube.objects
+    assert label not in {labels[0] for labels in BACKUP_MAX_AGE._metrics}
+
+
 def test_invalid_spec_in_the_cluster_fails_with_the_field_named() -> None:
     kube, rec = _setup()
     kube.obj("Brain", "team")["spec"]["distill"] = {"schedule": "whenever"}

@@ -155,11 +155,11 @@ def test_network_policies_fence_database_and_embedder() -> None:
     db = out[("NetworkPolicy", "team-database")]["spec"]["ingress"][0]["from"][0]["podSelector"]
     assert db["matchLabels"] == {"app.kubernetes.io/instance": "team", "brain.dev/brain": "team"}
     assert db["matchExpressions"] == [
-        {"key": "app.kubernetes.io/component", "operator": "In", "values": clients}
+        {"key": "app.kubernetes.io/component", "operator": "In", "values": sorted([*clients, "backup"])}
     ]
     emb = out[("NetworkPolicy", "team-embedder")]["spec"]["ingress"][0]["from"][0]["podSelector"]
-    assert emb["matchExpressions"][0]["values"] == clients
-    for job in ("ingest", "distill", "digest", "reindex"):  # job pods accept nothing
+    assert emb["matchExpressions"][0]["values"] == clients  # pg_dump never embeds
+    for job in ("ingest", "distill", "digest", "reindex", "backup"):  # job pods accept nothing
         assert "ingress" not in out[("NetworkPolicy", f"team-{job}")]["spec"]
     off = deep_set(sample("brain.yaml"), "spec.networkPolicies", {"enabled": False})
     assert not [k for k in by_key(render(brain(off))) if k[0] == "NetworkPolicy"]

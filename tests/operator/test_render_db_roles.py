@@ -22,8 +22,9 @@ SUPERUSER_SECRET = "team-db-credentials"
 
 
 def _all() -> list[dict[str, Any]]:
-    out = render(sources=(source(),))
-    inp = RenderInput(brain=brain(), memory_sources=(source(),), secrets=SECRETS)
+    with_backup = brain(deep_set(sample("brain.yaml"), "spec.backup", {}))
+    out = render(with_backup, sources=(source(),))
+    inp = RenderInput(brain=with_backup, memory_sources=(source(),), secrets=SECRETS)
     return [*out, render_ingest_job(inp, source()), render_reindex_job(inp)]
 
 
@@ -60,7 +61,9 @@ def test_each_job_connects_as_the_login_of_its_job() -> None:
             component = tpl["metadata"]["labels"]["app.kubernetes.io/component"]
             assert url == (names.db_role("team", component), "dsn"), ref
             seen.add(component)
-    assert seen == set(DB_WORKLOAD_ROLES)  # gateway, ingest (CronJob and Job), distill, digest, reindex
+    assert seen == set(
+        DB_WORKLOAD_ROLES
+    )  # gateway, ingest (CronJob and Job), distill, digest, reindex, backup
 
 
 def test_only_the_migration_step_gets_the_superuser() -> None:

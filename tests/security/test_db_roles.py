@@ -198,7 +198,8 @@ async def test_security_md_lists_the_rights_each_login_is_granted() -> None:
     text = (ROOT / "docs" / "security.md").read_text()
     for job in roles.JOBS:
         (row,) = [line for line in text.splitlines() if line.startswith(f"| `brain_{job}` |")]
-        listed = row.split("DELETE` on ", 1)[1].split(";")[0].split(" |")[0]
+        privileges = roles.PRIVILEGES.get(job, "SELECT, INSERT, UPDATE, DELETE")
+        listed = row.split(f"{privileges}` on ", 1)[1].split(";")[0].split(" |")[0].split(" (")[0]
         assert [t.strip(" `") for t in listed.split(",")] == list(roles.WRITES[job]), job
 
 
@@ -284,3 +285,57 @@ async def test_an_existing_brain_upgrades_to_the_logins(pg: EmbeddedPostgres, ds
         await reindex.execute("ALTER TABLE memories DROP COLUMN reindex_probe")
     finally:
         await reindex.close()
+
+
+async def test_the_backup_login_dumps_everything_and_writes_nothing_but_its_run(
+    pg: EmbeddedPostgres, dsn: str, embedder, tmp_path: Path
+) -> None:
+    """spec.backup's CronJob connects as `<prefix>_backup`: the real `pg_dump -Fc` of every table
+    (sequences and schema included) succeeds as that non-superuser, the dump lists the memories'
+    data, and the login may add and finish a `job_runs` row but not change a memory or delete a run."""
+    from brain.local.devdb import pg_tool
+
+    prefix, passwords = await _bootstrap(dsn, embedder.dim)
+    store = await Store.open(_login_dsn(pg, dsn, prefix, "gateway", passwords["gateway"]), dim=embedder.dim)
+    try:
+        actor = Actor(name="ci", role="agent", origin="agent")
+        await MemoryService(store, embedder).note(
+            MemoryIn(body="Backups land in the team-backups volume."), actor
+        )
+    finally:
+        await store.close()
+    login = _login_dsn(pg, dsn, prefix, "backup", passwords["backup"])
+    dump = tmp_path / "brain.dump"
+    proc = await asyncio.to_thread(
+        subprocess.run,
+        [pg_tool("pg_dump"), "-Fc", "-d", login, "-f", str(dump)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    listing = await asyncio.to_thread(
+        subprocess.run,
+        [pg_tool("pg_restore"), "--list", str(dump)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for wanted in (
+        "TABLE DATA public memories",
+        "TABLE DATA public keys",
+        "SEQUENCE SET public job_runs_id_seq",
+    ):
+        assert wanted in listing.stdout, wanted
+    c = await asyncpg.connect(login)
+    try:
+        run = await c.fetchval("INSERT INTO job_runs (job) VALUES ('backup') RETURNING id")
+        await c.execute("UPDATE job_runs SET status = 'ok', finished_at = now() WHERE id = $1", run)
+        for sql in ("UPDATE memories SET body = 'x'", "DELETE FROM memories", "INSERT INTO keys (id) VALUES ('x')",
+                    "DELETE FROM job_runs", "UPDATE brain_meta SET value = 'x'", "CREATE TEMP TABLE t (x int)"):  # fmt: skip
+            with pytest.raises(asyncpg.PostgresError, match=r"denied|must be"):
+                await c.execute(sql)
+        assert not await c.fetchval(
+            "SELECT rolsuper OR rolcreaterole OR rolcreatedb OR rolreplication FROM pg_roles WHERE rolname = current_user"
+        )
+    finally:
+        await c.close()

@@ -13,7 +13,7 @@ import asyncio
 import os
 import sys
 
-from brain.cli import index, keys, local, loops, memory, proposals
+from brain.cli import index, keys, local, loops, memory, proposals, restore
 from brain.cli.common import COMMANDS, DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import BrainError
 
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     proposals.add_parsers(sub)
     local.add_ingest(sub)
     loops.add_parsers(sub)
+    restore.add_parsers(sub)
     return p
 
 

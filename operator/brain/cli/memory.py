@@ -80,8 +80,9 @@ async def cmd_retire(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("restore")
 async def cmd_restore(args: argparse.Namespace) -> int:
+    """`brainctl restore ID --reason ...` (an entry); `restore --from` is a dump (brain.cli.restore),
+    which registers the one `restore` command and its parser."""
     async with open_service(args) as svc:
         m = await svc.restore(args.id, args.reason, owner(args))
     print_json({"id": m.id, "status": m.status})
@@ -134,7 +135,6 @@ def add_parsers(sub: Any) -> None:
     for name, helptext in (
         ("forget", "soft-delete an entry, with a reason"),
         ("retire", "retire an entry that is no longer true, with a reason"),
-        ("restore", "serve a forgotten or retired entry again, with a reason"),
         ("purge", "replace every version's text of a forgotten entry with a tombstone, with a reason"),
     ):
         f = sub.add_parser(name, help=helptext)

@@ -45,7 +45,8 @@ class Env:
 #: The Postgres logins of a Brain's database (issue #26, brain.store.roles): the schema owner, which
 #: only the migration step uses, and one login per workload, each with its own generated password.
 DB_OWNER_ROLE = "owner"
-DB_WORKLOAD_ROLES = ("gateway", "ingest", "distill", "digest", "reindex")
+#: `backup` (spec.backup's pg_dump CronJob) reads everything and records its run in `job_runs`.
+DB_WORKLOAD_ROLES = ("gateway", "ingest", "distill", "digest", "reindex", "backup")
 DB_ROLES = (DB_OWNER_ROLE, *DB_WORKLOAD_ROLES)
 #: `<prefix>_<role>` is each login's name; the prefix is the managed database's superuser name.
 DB_ROLE_PREFIX = "brain"

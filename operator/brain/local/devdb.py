@@ -34,6 +34,19 @@ def _bin_dir() -> Path:
     return Path(spec.origin).parent / "pginstall" / "bin"
 
 
+def pg_tool(name: str) -> str:
+    """A Postgres client program (`pg_dump`, `pg_restore`, `psql`): the embedded wheel's when it is
+    installed (`make install`), else the one on PATH. Raises naming the program if neither exists."""
+    with contextlib.suppress(RuntimeError):
+        path = _bin_dir() / name
+        if path.is_file():
+            return str(path)
+    found = shutil.which(name)
+    if found is None:
+        raise RuntimeError(f"{name} not found: install the Postgres client tools or run `make install`")
+    return found
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -50,6 +50,15 @@ class Events(StoreBase):
             runs = await conn.fetch(
                 "SELECT job, max(finished_at) AS at FROM job_runs WHERE status = 'ok' GROUP BY job"
             )
+            # spec.backup's runs (render/backup.py): the newest run's result, the last good one's time and size
+            newest_backup = await conn.fetchval(
+                "SELECT status FROM job_runs WHERE job = 'backup' AND status IN ('ok', 'failed')"
+                " ORDER BY finished_at DESC NULLS LAST, id DESC LIMIT 1"
+            )
+            good_backup = await conn.fetchrow(
+                "SELECT finished_at, summary->>'bytes' AS bytes FROM job_runs WHERE job = 'backup'"
+                " AND status = 'ok' ORDER BY finished_at DESC NULLS LAST, id DESC LIMIT 1"
+            )
             live_model = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_model'")
             reindexing = await reindex_running(conn)
         by_kind: dict[str, int] = {}
@@ -71,6 +80,9 @@ class Events(StoreBase):
             "lastIngest": last.get("ingest"),
             "lastDistill": last.get("distill"),
             "lastDigest": last.get("digest"),
+            "lastBackup": good_backup["finished_at"].isoformat() if good_backup else None,
+            "lastBackupResult": newest_backup,
+            "lastBackupBytes": int(good_backup["bytes"]) if good_backup and good_backup["bytes"] else None,
             "embeddingModel": self.embedding_model,
             "embeddingDim": self.dim,
             "liveModel": live_model,

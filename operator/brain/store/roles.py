@@ -1,4 +1,5 @@
-"""One Postgres role per job (issue #26): the schema owner, the gateway, ingest, distill, digest, reindex.
+"""One Postgres role per job (issue #26): the schema owner, the gateway, ingest, distill, digest, reindex,
+backup.
 
 Why: a single superuser login let any workload run `COPY ... TO PROGRAM`, create extensions or read
 `pg_authid`. `bootstrap` runs once per migration step with the bootstrap superuser (or a CREATEROLE
@@ -42,7 +43,11 @@ WRITES: dict[str, tuple[str, ...]] = {
     "distill": (*_WRITES_MEMORIES, "events", "proposals", "job_runs"),
     "digest": (*_WRITES_MEMORIES, "events", "job_runs"),
     "reindex": (*_WRITES_MEMORIES, "reindex_runs", "job_runs"),
+    # pg_dump reads every table and sequence (granted to all below); the run is one job_runs row
+    "backup": ("job_runs",),
 }
+#: What a workload may do to the tables it writes; the backup login only adds and finishes its run.
+PRIVILEGES: dict[str, str] = {"backup": "SELECT, INSERT, UPDATE"}
 
 
 def role_name(prefix: str, job: str) -> str:
@@ -84,7 +89,7 @@ async def grant(conn: asyncpg.Connection, prefix: str) -> None:
         await conn.execute(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role}")
         for table in WRITES[job]:
             if table in tables:
-                await conn.execute(f"GRANT {_DML} ON {_ident(table)} TO {role}")
+                await conn.execute(f"GRANT {PRIVILEGES.get(job, _DML)} ON {_ident(table)} TO {role}")
 
 
 async def bootstrap(conn: asyncpg.Connection, *, prefix: str, passwords: dict[str, str], dim: int) -> int:
@@ -207,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--passwords-dir", type=Path,
-                     help="a file per login (owner, gateway, ingest, distill, digest, reindex) with its password")  # fmt: skip
+                     help="a file per login (owner, gateway, ingest, distill, digest, reindex, backup) with its password")  # fmt: skip
     how.add_argument("--as-owner", action="store_true",
                      help="connected as the database's owner; the workload logins are made by someone else "
                      "(CloudNativePG's managed roles): wait for them, migrate, grant")  # fmt: skip

@@ -72,6 +72,11 @@ def reindex_job(brain: str, model_hash: str) -> str:
     return child_name(child_name(brain, "reindex", max_len=54), model_hash[:8])
 
 
+def backups_claim(brain: str) -> str:
+    """The volume spec.backup's dumps go to, unless spec.backup.claimName names another."""
+    return child_name(brain, "backups")
+
+
 def source_config(brain: str, source: str) -> str:
     return child_name(brain, "source", source)
 
@@ -99,6 +104,8 @@ _FIXED: tuple[Callable[[str], str], ...] = (
     dashboard,
     lambda brain: cronjob(brain, "distill"),
     lambda brain: cronjob(brain, "digest"),
+    lambda brain: cronjob(brain, "backup"),
+    backups_claim,
 )
 
 

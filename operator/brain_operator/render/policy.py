@@ -3,10 +3,10 @@
 Network model: only the gateway accepts traffic from outside the Brain, and only on its API port
 (the cloudflared sidecar's metrics and debug port in the same pod admits only the metrics scrapers
 below); the database only
-from the pods that hold its DSN (the gateway, the ingest/distill/digest jobs and the reindex
-migration); the embedder only from those and from Prometheus (its /metrics shares the embedder's
-port, so without that rule `EmbedderDown` fired wherever policies are enforced); job pods accept
-nothing. Egress stays open (providers, git remotes).
+from the pods that hold its DSN (the gateway, the ingest/distill/digest jobs, the reindex
+migration and spec.backup's pg_dump job); the embedder only from those (the backup job aside) and
+from Prometheus (its /metrics shares the embedder's port, so without that rule `EmbedderDown`
+fired wherever policies are enforced); job pods accept nothing. Egress stays open (providers, git remotes).
 
 Which scrapers get in: pods labelled ``app.kubernetes.io/name: prometheus`` in the namespace
 ``spec.networkPolicies.prometheusNamespace`` names (``monitoring`` by default), matched by its
@@ -101,8 +101,10 @@ NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 #: Components whose pods get gateway.data_plane_env (the DSN and the embedder's URL): the only
 #: clients of the database and of the embedder.
 DATA_PLANE_CLIENTS = ["gateway", "ingest", "distill", "digest", "reindex"]
+#: The database's clients: those, and spec.backup's pg_dump job (which never calls the embedder).
+DATABASE_CLIENTS = [*DATA_PLANE_CLIENTS, "backup"]
 #: Job components: they accept nothing.
-JOBS = ["ingest", "distill", "digest", "reindex"]
+JOBS = ["ingest", "distill", "digest", "reindex", "backup"]
 
 
 def metrics_scrapers(prometheus_namespace: str) -> list[dict[str, Any]]:
@@ -153,7 +155,7 @@ def render_network_policies(inp: RenderInput) -> list[Manifest]:
                 "database",
                 [
                     {
-                        "from": [_from_components(inp, DATA_PLANE_CLIENTS)],
+                        "from": [_from_components(inp, DATABASE_CLIENTS)],
                         "ports": [{"port": POSTGRES_PORT, "protocol": "TCP"}],
                     }
                 ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from brain_operator.render.backup import render_backup
 from brain_operator.render.common import Manifest, RenderInput
 from brain_operator.render.database import render_database
 from brain_operator.render.embedder import render_embedder
@@ -23,6 +24,7 @@ def render_brain(inp: RenderInput) -> list[Manifest]:
     out += render_embedder(inp)
     out += render_gateway(inp)
     out += render_scheduled_jobs(inp)
+    out += render_backup(inp)
     for source in sorted(inp.memory_sources, key=lambda s: s.metadata.name):
         out += render_ingest(inp, source)
     out += render_pdbs(inp)
