@@ -10,9 +10,14 @@ exposure. A database failure while receipts are written does not break a chat.
 from __future__ import annotations
 
 import asyncio
+import json
+import statistics
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any
+
+import httpx
 
 from brain.gateway.retractions import Exposure, Notice, conversation_id, with_notices
 from brain.gateway.settings import ExposureSettings
@@ -209,3 +214,42 @@ def test_receipts_past_the_queue_are_dropped_not_waited_for() -> None:
     ex.receipt(["a", "b"], "agent", "h1", "chat")
     ex.receipt(["c", "d"], "agent", "h1", "chat")
     assert [r[0] for r in ex._receipts] == ["a", "b", "c"]
+
+
+async def test_a_responses_conversation_continued_by_previous_response_id_is_told(
+    gw: Gateway, ns: str
+) -> None:
+    """Codex's shape: the next request resends nothing but names the answer it follows."""
+    r = await gw.rest("POST", "/memories", key="owner", json={"body": FACT, "namespace": ns, "kind": "fact"})
+    mid = r.json()["id"]
+    h = {**gw.headers("agent"), "x-brain-namespaces": ns}
+    async with httpx.AsyncClient(timeout=60) as c:
+        first = await c.post(f"{gw.url}/v1/responses", json={"model": "echo", "input": ASKS[0]}, headers=h)
+        assert first.status_code == 200, first.text
+        assert mid in first.headers.get("x-brain-memory-ids", "")
+        r = await gw.rest("POST", f"/memories/{mid}/retire", key="owner", json={"reason": REASON})
+        assert r.status_code == 200, r.text
+        body = {
+            "model": "echo",
+            "input": "and the dead-letter queue?",
+            "previous_response_id": first.json()["id"],
+        }
+        nxt = await c.post(f"{gw.url}/v1/responses", json=body, headers=h)
+        assert nxt.status_code == 200, nxt.text
+    sent = json.dumps(gw.upstream_bodies("/v1/responses")[-1])
+    assert f"memory {mid}, {SENTENCE}" in sent
+
+
+def test_the_request_path_costs_microseconds_with_many_retractions_pending() -> None:
+    """Exposure recording adds ≤ 1 ms p50 (#31): on the request path it is dictionary work only."""
+    ex = Exposure(ExposureSettings(queue_size=10**7))
+    ex.pending = {("agent", f"c{i}"): [_notice(f"c{i}")] for i in range(100_000)}
+    hashes = [f"h{i}" for i in range(200)]  # a long conversation, told nothing
+    times = []
+    for _ in range(2000):
+        t0 = time.perf_counter()
+        conv = ex.conversation("agent", hashes, range(0, 200, 2), 199, None)
+        ex.due("agent", hashes, conv)
+        ex.receipt(["m1", "m2", "m3", "m4", "m5"], "agent", conv, "chat")
+        times.append(time.perf_counter() - t0)
+    assert statistics.median(times) < 0.001, statistics.median(times)
