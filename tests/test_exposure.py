@@ -24,6 +24,7 @@ from brain.store import Store
 from brain.store import exposure as rows
 
 BRAINCTL = str(Path(sys.executable).parent / "brainctl")
+GH_TOKEN = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
 IMPORT = Actor(name="source:docs", role="agent", origin="import")
 
 
@@ -107,7 +108,15 @@ async def test_a_replica_tells_each_conversation_once_and_only_of_an_owners_retr
     await other.refresh(store)
     assert set(other.pending) == {("codex-ci", "c2")}
 
+    leaky = await _memory(service, owner, "repo:a", "the CI token is in the vault")
+    await rows.record(store, [(leaky, "codex-ci", "c3", "chat", now)])
+    await service.retire(leaky, f"wrong, and it named {GH_TOKEN}", owner)  # a retire reason is not gated
+    await other.refresh(store)
+    [told] = other.pending[("codex-ci", "c3")]
+    assert GH_TOKEN not in told.render() and "«REDACTED:github_token»" in told.render()
+
     await service.restore(wrong, "it was right after all", owner)
+    await service.restore(leaky, "kept after all", owner)
     await other.refresh(store)
     assert other.pending == {} and other.retracted == {}
     assert now  # the receipts' clock is the gateway's

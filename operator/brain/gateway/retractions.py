@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from brain.core.redact import SecretGate
 from brain.gateway import metrics as gm
 from brain.gateway.settings import ExposureSettings
 from brain.retrieval.render import PREAMBLE, render_retraction
@@ -56,6 +57,7 @@ TOLD = 50_000
 #: At most this many untold conversations are held; the rest wait for the next reload.
 PENDING_LIMIT = 100_000
 PRUNE_EVERY_S = 3600.0
+_REDACT = SecretGate("redact")
 
 
 @dataclass(frozen=True)
@@ -262,7 +264,8 @@ class Exposure:
                         action=str(ret["action"]),
                         by=str(ret["by"] or ""),
                         at=ret["at"],
-                        reason=str(ret["reason"] or ""),
+                        # a retire's reason never passed the gate, and the notice goes to the provider
+                        reason=_REDACT.check("reason", str(ret["reason"] or "")),
                     )
                     if n.told not in self._told:
                         pending.setdefault((n.key_name, n.conversation), []).append(n)
