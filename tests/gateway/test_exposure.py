@@ -253,3 +253,34 @@ def test_the_request_path_costs_microseconds_with_many_retractions_pending() -> 
         ex.receipt(["m1", "m2", "m3", "m4", "m5"], "agent", conv, "chat")
         times.append(time.perf_counter() - t0)
     assert statistics.median(times) < 0.001, statistics.median(times)
+
+
+async def test_a_tool_loop_resend_carries_no_notice_and_the_next_question_does(gw: Gateway, ns: str) -> None:
+    """The notice goes where a fresh block goes: a resend's question keeps its cached bytes."""
+    r = await gw.rest("POST", "/memories", key="owner", json={"body": FACT, "namespace": ns, "kind": "fact"})
+    mid = r.json()["id"]
+    conv = Conv(gw, "agent", ns)
+    _, first = await conv.ask(ASKS[0])
+    conv.messages.pop()  # the model answered with a tool call instead
+    r = await gw.rest("POST", f"/memories/{mid}/retire", key="owner", json={"reason": REASON})
+    assert r.status_code == 200, r.text
+    call = {"id": "call_1", "type": "function", "function": {"name": "grep", "arguments": '{"q": "retry"}'}}
+    conv.messages += [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "worker.py: RETRY_S = 45"},
+    ]
+    tool = {"type": "function", "function": {"name": "grep", "parameters": {"type": "object"}}}
+    body = {"model": "echo", "messages": conv.messages, "tools": [tool]}
+    async with httpx.AsyncClient(timeout=60) as c:
+        resp = await c.post(
+            f"{gw.url}/v1/chat/completions",
+            json=body,
+            headers={**gw.headers("agent"), "x-brain-namespaces": ns},
+        )
+    assert resp.status_code == 200, resp.text
+    loop = gw.upstream_bodies()[-1]
+    assert SENTENCE not in _all_text(loop)
+    assert _newest_user(loop) == _newest_user(first)  # the question's block, byte for byte
+    conv.messages.append({"role": "assistant", "content": "Noted."})
+    _, nxt = await conv.ask("so is 45 seconds right?")
+    assert f"memory {mid}, {SENTENCE}" in _newest_user(nxt) and _all_text(nxt).count(SENTENCE) == 1
