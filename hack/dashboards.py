@@ -221,6 +221,18 @@ def overview() -> dict[str, Any]:
             stack=True,
             w=24,
         ),
+        _panel(
+            "Exposure of retracted memories",
+            [
+                (f"sum(rate(brain_retraction_notices_total{{{GW}}}[{RI}]))", "notices delivered"),
+                (f"sum(brain_retraction_notices_pending{{{GW}}})", "conversations not told yet"),
+                (f"sum(rate(brain_exposure_receipts_recorded_total{{{GW}}}[{RI}]))", "receipts recorded"),
+            ],
+            w=24,
+            description="When an owner retires, forgets or purges a memory, every conversation that was given "
+            "it is told on its next request (docs/gateway.md, 'Exposure receipts and retractions'). Pending: "
+            "conversations given a retracted memory that have not come back since (per replica, summed).",
+        ),
         _row("Capture"),
         _panel(
             "Captures stored by kind",

@@ -365,6 +365,22 @@ class Capture(_Model):
     )
 
 
+class Exposure(_Model):
+    """Exposure receipts: which conversations were given which memory (ids, key names, times; no text)."""
+
+    retention_days: int = Field(
+        default=30,
+        ge=1,
+        le=3650,
+        description=(
+            "Days a receipt (memory id, version, key name, conversation hash, time) is kept after the "
+            "conversation was last given the memory. Owners read them (`brainctl memory exposure ID`, "
+            "`GET /brain/v1/memories/{id}/exposure`, the review page); a conversation given a memory "
+            "that an owner retires, forgets or purges within this window is told so on its next request."
+        ),
+    )
+
+
 class Gateway(_Model):
     """The LiteLLM gateway agents talk to.
 
@@ -387,6 +403,7 @@ class Gateway(_Model):
     auth: GatewayAuth = Field(default_factory=GatewayAuth, description=GatewayAuth.__doc__)
     retrieval: Retrieval = Field(default_factory=Retrieval, description=Retrieval.__doc__)
     capture: Capture = Field(default_factory=Capture, description=Capture.__doc__)
+    exposure: Exposure = Field(default_factory=Exposure, description=Exposure.__doc__)
     service_type: Literal["ClusterIP", "NodePort", "LoadBalancer"] = Field(
         default="ClusterIP", description="Type of the gateway Service."
     )

@@ -293,6 +293,7 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
         now = [r.get_attribute("data-id") for r in all_css(d, "#m-rows tr")]
         css(d, f'#m-rows tr[data-id="{shown["memory_id"]}"]').click()
         wait_for(d, "#mem-history li.current-version")
+        wait_for(d, "#mem-exposure-summary", "1 conversation of 1 key")  # the chat above was given it
         d.save_screenshot(str(shots / "review-memory.png"))
         meta, history = css(d, "#mem-meta").text, [li.text for li in all_css(d, "#mem-history li")]
         # as_of: the same search, as the brain stood before the approval

@@ -13,7 +13,7 @@ import asyncio
 import os
 import sys
 
-from brain.cli import index, keys, local, loops, memory, proposals, restore
+from brain.cli import exposure, index, keys, local, loops, memory, proposals, restore
 from brain.cli.common import COMMANDS, DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import BrainError
 
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     # The order --help lists the commands in (unchanged since they lived in one module).
     index.add_eval(sub)
     memory.add_parsers(sub)
+    exposure.add_parsers(sub)
     index.add_reindex(sub)
     local.add_up(sub)
     keys.add_parsers(sub)

@@ -27,6 +27,7 @@ from brain.gateway import metrics as gm
 from brain.gateway.auth import actor_of
 from brain.gateway.inject import api_of, query_of, response_texts
 from brain.gateway.placement import Placed, answered, chain, conversation, newest_person_turn, put_back
+from brain.gateway.retractions import with_notices
 from brain.gateway.routing import pick_override, routing_decision
 from brain.gateway.runtime import DB_ERRORS, CallContext, Runtime, get_runtime
 from brain.gateway.usage import input_tokens
@@ -58,6 +59,14 @@ def _episode(headers: dict[str, str], data: dict[str, Any]) -> str | None:
             return value.strip()[:200]
     call_id = data.get("litellm_call_id")
     return f"call:{call_id}" if isinstance(call_id, str) and call_id else None
+
+
+def _response_id(response: Any, api: str) -> str | None:
+    """A Responses API answer's id (what a continuing request names as `previous_response_id`)."""
+    if api != "responses" or response is None:
+        return None
+    rid = response.get("id") if isinstance(response, dict) else getattr(response, "id", None)
+    return rid if isinstance(rid, str) and rid else None
 
 
 def _write_namespace(actor: Actor, requested: list[str]) -> str:
@@ -133,6 +142,7 @@ class BrainHooks(CustomLogger):
         hashes = chain(items, seed)
         earlier = rt.ledger.found(ctx.actor.name, ctx.api, hashes)
         target = newest_person_turn(items)
+        ctx.conversation = rt.exposure.conversation(ctx.actor.name, hashes, earlier, target, seed or None)
         if target is not None and not answered(items, target):
             earlier.pop(target, None)  # asked anew: fresh memory, not last time's (placement.answered)
         blocks = {i: p.block for i, p in earlier.items() if p.block}
@@ -144,15 +154,19 @@ class BrainHooks(CustomLogger):
             memory = "injected" if earlier[target].block else "none"
         if target is not None and target not in earlier and ctx.query:
             memory, injection = await self._retrieve(rt, ctx, scope)
-            if injection is not None:
+            # retractions of memories this conversation was given go with this turn's block (retractions.py)
+            ctx.notices = rt.exposure.due(ctx.actor.name, hashes, ctx.conversation)
+            text = with_notices(injection.text if injection is not None else "", ctx.notices)
+            if injection is not None or ctx.notices:
                 # "none" is remembered too: the next request of a tool loop must not add memory to a
                 # turn the provider has already cached without it
-                rt.ledger.record(
-                    ctx.actor.name, ctx.api, hashes[target], Placed(injection.text, tuple(injection.ids))
-                )
-                if injection.text:
-                    blocks[target] = injection.text
+                given = tuple(injection.ids) if injection is not None else ()
+                rt.ledger.record(ctx.actor.name, ctx.api, hashes[target], Placed(text, given))
+                if text:
+                    blocks[target] = text
+                if injection is not None and injection.text:
                     ids = [*injection.ids, *ids]
+                    rt.exposure.receipt(injection.ids, ctx.actor.name, ctx.conversation, ctx.api)
         put_back(data, ctx.api, blocks)
         ctx.injected = list(dict.fromkeys(ids))
         ctx.injected_text = "\n\n".join(blocks.values())  # all this request holds: capture never re-learns it
@@ -235,6 +249,8 @@ class BrainHooks(CustomLogger):
             ctx = rt.recall(kwargs.get("litellm_call_id"))
             if ctx is None:
                 return
+            rt.exposure.delivered(ctx.notices)
+            rt.exposure.link(ctx.actor.name, _response_id(response_obj, ctx.api), ctx.conversation)
             answer, reasoning = response_texts(response_obj)
             rt.capture_exchange(ctx, answer, reasoning, str(kwargs.get("model") or ""))
         except Exception:
@@ -246,7 +262,9 @@ class BrainHooks(CustomLogger):
     ) -> None:
         rt = get_runtime()
         if rt is not None:
-            rt.recall(kwargs.get("litellm_call_id"))
+            ctx = rt.recall(kwargs.get("litellm_call_id"))
+            if ctx is not None:
+                rt.exposure.undelivered(ctx.notices)  # told next time
 
 
 proxy_handler_instance = BrainHooks()

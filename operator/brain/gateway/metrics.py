@@ -50,6 +50,25 @@ upstream_input_tokens = Counter(
     ["model", "cache"],
 )
 queue_depth = Gauge("brain_capture_queue_depth", "Jobs waiting in the capture queue.")
+exposure_recorded = Counter(
+    "brain_exposure_receipts_recorded_total",
+    "Exposure receipts written (a memory given to a conversation; brain.gateway.retractions).",
+)
+exposure_dropped = Counter(
+    "brain_exposure_receipts_dropped_total",
+    "Exposure receipts dropped instead of slowing or failing a request, by reason (queue_full, "
+    "db_error, no_database).",
+    ["reason"],
+)
+retraction_notices = Counter(
+    "brain_retraction_notices_total",
+    "Notices put into a conversation that a memory it was given earlier was retracted (once per "
+    "conversation and memory, counted when the request succeeded).",
+)
+retractions_pending = Gauge(
+    "brain_retraction_notices_pending",
+    "Conversations given a since-retracted memory that have not been told yet (this replica's view).",
+)
 capture_errors = Counter("brain_capture_errors_total", "Capture jobs that failed (the database, usually).")
 router_decisions = Counter(
     "brain_router_decisions_total",

@@ -244,6 +244,20 @@ async def post_restore(actor: OwnerDep, memory_id: str, body: ReasonBody) -> dic
     return await tools.restore(actor, memory_id, body.reason)
 
 
+@owner_router.get(
+    "/memories/{memory_id}/exposure",
+    summary="the conversations given this memory (any version), with key and time; ids only (owner)",
+)
+async def get_exposure(actor: OwnerDep, memory_id: str, limit: int = 500) -> dict[str, Any]:
+    from brain.services.exposure import exposure
+
+    tools.check_inputs(id=memory_id)
+    rt = get_runtime()
+    if rt is None or rt.store is None:
+        raise tools.Unavailable("the brain database is not reachable right now; try again shortly")
+    return await exposure(rt.store, memory_id, actor, limit=max(1, min(limit, 5000)))
+
+
 @owner_router.post("/memories/{memory_id}/promote", summary="move an entry to the curated tier (owner)")
 async def post_promote(
     actor: OwnerDep, memory_id: str, body: Annotated[PromoteBody | None, Body()] = None

@@ -37,6 +37,7 @@ from brain.gateway.capture import (
 )
 from brain.gateway.placement import Ledger
 from brain.gateway.readiness import DatabaseWatch, health
+from brain.gateway.retractions import Exposure, Notice
 from brain.gateway.settings import GatewaySettings
 from brain.retrieval.catalog import Catalog
 from brain.retrieval.compose import ComposeConfig, Injection, InjectionCache, compose
@@ -78,6 +79,8 @@ class CallContext:
     degraded: list[str] = field(default_factory=list)  # what retrieval ran without (x-brain-memory-degraded)
     route: dict[str, str] = field(default_factory=dict)
     episode: str | None = None  # what this exchange's captures are recorded under, with its siblings
+    conversation: str | None = None  # its id in the exposure receipts (brain.gateway.retractions)
+    notices: list[Notice] = field(default_factory=list)  # retractions told in this request
     created: float = field(default_factory=time.monotonic)
 
 
@@ -96,6 +99,7 @@ class Runtime:
         self.calls: OrderedDict[str, CallContext] = OrderedDict()
         self.injections = InjectionCache(settings.retrieval.cache_ttl_s)
         self.ledger = Ledger()  # what earlier turns were given, put back byte for byte (placement.py)
+        self.exposure = Exposure(settings.exposure)  # receipts and retraction notices (retractions.py)
         self._tasks: list[asyncio.Task[None]] = []
         self._redact = SecretGate("redact")
         self.db_watch = DatabaseWatch()
@@ -134,6 +138,8 @@ class Runtime:
         self.ready = False
         self.db_watch.stop()
         await self.capture.stop()
+        with contextlib.suppress(Exception):  # the receipts still queued
+            await asyncio.wait_for(self.exposure.flush(self.store), 2)
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -193,6 +199,7 @@ class Runtime:
                 delay = min(delay * 2, 30.0)
         self._build_service(self.store)
         self.keys.keys = KeyStore(self.store)
+        self._tasks.append(asyncio.create_task(self.exposure.run(self.store)))
         while True:
             for what, coro in (
                 ("catalog", self.catalog.refresh(self.store)),
@@ -246,6 +253,11 @@ class Runtime:
             task = asyncio.create_task(self.catalog.refresh(self.store))
             self._tasks.append(task)
             self._tasks = [t for t in self._tasks if not t.done() or t is task]
+
+    async def retracted(self) -> None:
+        """A retire, forget, purge or restore through this replica: the retraction map now, not at the
+        next poll (brain.gateway.retractions). Never fails the write that called it."""
+        await self.exposure.refresh_now(self.store)
 
     # ------------------------------------------------------------------ calls
 

@@ -39,6 +39,15 @@ class CaptureSettings(BaseModel):
     workers: int = Field(default=2, ge=1, le=32)
 
 
+class ExposureSettings(BaseModel):
+    """Exposure receipts and retraction notices (brain.gateway.retractions)."""
+
+    retention_days: int = Field(default=30, ge=1, le=3650)  # spec.gateway.exposure.retentionDays
+    flush_s: float = Field(default=1.0, gt=0)  # receipts are written in batches this often
+    poll_s: float = Field(default=1.0, gt=0)  # how often a replica checks for new retractions
+    queue_size: int = Field(default=10_000, ge=1)  # receipts waiting for a write; past it they drop
+
+
 class Override(BaseModel):
     phrase: str
     model: str
@@ -55,6 +64,7 @@ class GatewaySettings(BaseModel):
     capture: CaptureSettings = Field(default_factory=CaptureSettings)
     embedding: EmbeddingSection = Field(default_factory=EmbeddingSection)
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
+    exposure: ExposureSettings = Field(default_factory=ExposureSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     heartbeat_s: float = Field(default=20.0, gt=0)
     database_url: str | None = None

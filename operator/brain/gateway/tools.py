@@ -223,6 +223,7 @@ async def forget(
     await service().get(memory_id, actor)  # invisible entries are "not found", never "forbidden"
     m = await service().forget(memory_id, reason, actor, expected_hash or None)
     _rt().invalidate(catalog=m.kind in ("persona", "skill"))
+    await _rt().retracted()  # live conversations given it are told from their next request
     return {"id": m.id, "status": m.status}
 
 
@@ -231,6 +232,7 @@ async def restore(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
     check_inputs(id=memory_id, reason=reason)
     m = await service().restore(memory_id, reason, actor)
     _rt().invalidate(catalog=m.kind in ("persona", "skill"))
+    await _rt().retracted()  # live conversations given it are told from their next request
     return {"id": m.id, "status": m.status}
 
 
@@ -239,6 +241,7 @@ async def purge(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
     check_inputs(id=memory_id, reason=reason)
     detail = await service().purge(memory_id, reason, actor)
     _rt().invalidate(catalog=detail.memory.kind in ("persona", "skill"))
+    await _rt().retracted()  # live conversations given it are told from their next request
     return {"id": detail.memory.id, "status": detail.memory.status, "purged": len(detail.history)}
 
 
@@ -246,6 +249,7 @@ async def retire(actor: Actor, memory_id: str, reason: str) -> dict[str, Any]:
     check_inputs(id=memory_id, reason=reason)
     m = await service().retire(memory_id, reason, actor)
     _rt().invalidate()
+    await _rt().retracted()  # live conversations given it are told from their next request
     return {"id": m.id, "status": m.status}
 
 

@@ -9,7 +9,9 @@ in redact mode before they become signals.
 Signals: outcome mix of captured experiences, retrieval hit rate (captures that had memory
 injected vs. no-hit queries), top no-hit queries, proposal acceptance rate and time to decision,
 proposals still waiting for an owner (the oldest first, by title and age: nothing waits unseen),
-stale memories (never retrieved in N days), growth by kind.
+stale memories (never retrieved in N days), growth by kind, and the memories an owner retracted
+(retired, forgot or purged) in the week with how many conversations had been given each (the exposure
+receipts, brain.gateway.retractions).
 
 One digest per namespace, stored in that namespace (one lineage per namespace and ISO week: a rerun
 supersedes), from that namespace's rows only: a question any key left unanswered reaches the digest of
@@ -46,9 +48,10 @@ from brain.core.redact import SecretGate
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
 from brain.services.digests import set_metrics
 from brain.store import digests as digest_rows
+from brain.store import exposure as exposure_rows
 from brain.store.store import Store, content_hash
 
-SignalType = Literal["outcome", "retrieval", "no_hit", "proposal", "pending", "stale", "created"]
+SignalType = Literal["outcome", "retrieval", "no_hit", "proposal", "pending", "stale", "created", "retracted"]
 # origin `import`: the identity only the digest job has (services.memory.may_write_kind); the door
 # stores kind digest in the episodic tier whoever writes it (services.memory.tier_for)
 DIGEST_ACTOR = Actor(name="digest", role="agent", origin="import")
@@ -81,6 +84,8 @@ class DigestStats:
     waiting: list[tuple[str, float]] = field(default_factory=list)  # (title, days waiting), oldest first
     stale_by_kind: dict[str, int] = field(default_factory=dict)
     growth_by_kind: dict[str, int] = field(default_factory=dict)
+    # (memory id, what the owner did, the reason), conversations given it: the week's retractions
+    retracted: list[tuple[str, int]] = field(default_factory=list)
 
     @property
     def hit_rate(self) -> float | None:
@@ -111,6 +116,7 @@ class DigestStats:
             "waitingProposals": [{"title": t, "days": d} for t, d in self.waiting],
             "staleByKind": self.stale_by_kind,
             "growthByKind": self.growth_by_kind,
+            "retracted": [{"memory": m, "conversations": n} for m, n in self.retracted],
         }
 
 
@@ -127,6 +133,7 @@ def aggregate(signals: Iterable[Signal], start: datetime, end: datetime, top: in
     stale: Counter[str] = Counter()
     growth: Counter[str] = Counter()
     waiting: list[tuple[str, float]] = []
+    retracted: list[tuple[str, int]] = []
     for s in signals:
         if s.ev == "stale":
             stale[s.label] += 1
@@ -151,6 +158,8 @@ def aggregate(signals: Iterable[Signal], start: datetime, end: datetime, top: in
             hours.append(s.value)
         elif s.ev == "created":
             growth[s.label] += 1
+        elif s.ev == "retracted":
+            retracted.append((s.label, int(s.value)))
     st.outcomes = dict(outcomes.most_common())
     st.top_no_hit = no_hit.most_common(top)
     st.median_hours_to_decision = round(statistics.median(hours), 1) if hours else None
@@ -158,6 +167,7 @@ def aggregate(signals: Iterable[Signal], start: datetime, end: datetime, top: in
     st.growth_by_kind = dict(growth.most_common())
     st.pending = len(waiting)
     st.waiting = sorted(waiting, key=lambda w: (-w[1], w[0]))[:top]
+    st.retracted = sorted(retracted, key=lambda r: (-r[1], r[0]))
     return st
 
 
@@ -204,6 +214,10 @@ def render(st: DigestStats, stale_days: int) -> str:
     lines += [f"- {k}: {v}" for k, v in st.stale_by_kind.items()] or ["- none"]
     lines += ["", "## Growth by kind (new this week)"]
     lines += [f"- {k}: +{v}" for k, v in st.growth_by_kind.items()] or ["- no new entries"]
+    lines += ["", "## Retracted by an owner this week (and how many conversations had been given each)"]
+    lines += [
+        f"- {quote_line(label)}: {n} conversation{'' if n == 1 else 's'}" for label, n in st.retracted
+    ] or ["- none"]
     return "\n".join(lines) + "\n"
 
 
@@ -269,6 +283,10 @@ async def project_signals(
         out.append(Signal("pending", r["created_at"], title, round(hrs, 2)))
     for r in await digest_rows.stale(store, stale_days, namespace):
         out.append(Signal("stale", end, r["kind"]))
+    for r in await exposure_rows.retracted_between(store, start, end, namespace):
+        reason = _listable(gate.check("reason", str(r["reason"] or "")))
+        label = f"{r['memory_id']} {exposure_rows.ACTIONS.get(r['type'], r['type'])}: {reason}"
+        out.append(Signal("retracted", r["at"], label, float(r["conversations"])))
     return out
 
 
@@ -316,7 +334,9 @@ async def run_digest(
     # counts only: the written text (questions, titles) stays in its own namespace's digest
     counts = {**overall.as_dict(), "topNoHitQueries": [], "waitingProposals": []}
     ids: list[str] = []
-    for namespace in await digest_rows.namespaces(store, start, end):
+    spaces = {*await digest_rows.namespaces(store, start, end)}
+    spaces |= {*await exposure_rows.retraction_namespaces(store, start, end)}
+    for namespace in sorted(spaces):
         signals = await project_signals(store, start, end, stale_days, namespace)
         stats = aggregate(signals, start, end)
         md = render(stats, stale_days)

@@ -38,7 +38,7 @@ _DML = "SELECT, INSERT, UPDATE, DELETE"
 _WRITES_MEMORIES = ("memories", "edges", "lexeme_stats", "brain_meta")
 #: What each workload may change; every role reads every brain table (SELECT is granted on all).
 WRITES: dict[str, tuple[str, ...]] = {
-    "gateway": (*_WRITES_MEMORIES, "events", "proposals", "keys"),
+    "gateway": (*_WRITES_MEMORIES, "events", "proposals", "keys", "memory_exposures"),
     "ingest": (*_WRITES_MEMORIES, "events", "job_runs"),
     "distill": (*_WRITES_MEMORIES, "events", "proposals", "job_runs"),
     "digest": (*_WRITES_MEMORIES, "events", "job_runs"),

@@ -166,6 +166,7 @@ def render_litellm_config(
             ).model_dump(),
             "embedding": EmbeddingSection(model=spec.embedding.model, dim=spec.embedding.dim).model_dump(),
             "routing": {"overrides": overrides},
+            "exposure": {"retention_days": spec.gateway.exposure.retention_days},
         },
     }
     # The CRD refuses `os.environ/` in every field that lands here; a spec stored before that rule,

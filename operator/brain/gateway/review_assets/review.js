@@ -317,6 +317,37 @@ async function openMemory(id) {
       )
     );
   }
+  await loadExposure(id);
+}
+
+async function loadExposure(id) {
+  // Which conversations were given this memory (ids, key names, times: the receipts hold no text).
+  const rows = $("mem-exposure-rows");
+  clear(rows);
+  try {
+    const x = await api("GET", `/memories/${encodeURIComponent(id)}/exposure`);
+    const told = x.retracted ? `; ${x.noticed} told it was retracted (${x.retracted.status})` : "";
+    $("mem-exposure-summary").textContent =
+      `${x.count} conversation${x.count === 1 ? "" : "s"} of ${x.keys.length} key${x.keys.length === 1 ? "" : "s"}${told}` +
+      (x.truncated ? " (newest receipts only)" : "");
+    for (const c of x.conversations) {
+      rows.append(
+        el(
+          "tr",
+          {},
+          el("td", { class: "meta" }, c.conversation.slice(0, 16)),
+          el("td", {}, c.key),
+          el("td", {}, c.api),
+          el("td", {}, c.versions.map((v) => `v${v.version}`).join(", ")),
+          el("td", {}, c.injections),
+          el("td", {}, when(c.last_at)),
+          el("td", {}, c.noticed_at ? when(c.noticed_at) : x.retracted ? "not yet" : "")
+        )
+      );
+    }
+  } catch (e) {
+    $("mem-exposure-summary").textContent = e.message;
+  }
 }
 
 // ------------------------------------------------------------------------------------- digest
