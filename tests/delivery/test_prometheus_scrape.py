@@ -372,9 +372,7 @@ async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
         async def backup_alert_not_pending() -> list[str]:
             alerts = (await prom.api("alerts"))["alerts"]
             mine = [a for a in alerts if a["labels"]["alertname"] == "BrainBackupFailed"]
-            ok = [
-                a for a in mine if a["labels"].get("brain") == label and a["state"] == "firing"
-            ]
+            ok = [a for a in mine if a["labels"].get("brain") == label and a["state"] == "firing"]
             return [] if ok else [json.dumps(alerts)[:2000]]
 
         await until("BrainBackupFailed firing for Brain team", backup_alert_not_pending, timeout=150)
