@@ -168,18 +168,33 @@ def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> No
     )  # fmt: skip
     windows: dict[str, tuple[float, float, str]] = {}
     for what, tag, args in steps:
-        if args[0] == "upgrade":  # Helm never upgrades CRDs; docs/operations.md has the upgrader apply them
-            u.k(
-                "apply",
-                "--server-side",
-                "--force-conflicts",
-                "-f",
-                str(ROOT / "charts" / "brain-operator" / "crds"),
-            )
+        # Helm never touches CRDs (docs/operations.md, "Rolling back"): the upgrader applies HEAD's
+        # before the upgrade, and the previous release's before the rollback. Left at HEAD's, the
+        # API server defaults HEAD's new fields into every Brain it serves (standoutRatio: 0.55), and
+        # the previous operator, which refuses fields it does not know, reconciles nothing: the
+        # first run of this test timed out there. With the previous CRDs back the API server
+        # prunes those fields from what it serves.
+        crds = ROOT / "charts" / "brain-operator" / "crds" if args[0] == "upgrade" else u.chart / "crds"
+        u.k("apply", "--server-side", "--force-conflicts", "-f", str(crds))
         t0 = time.monotonic()
         proc = u.node.helm(*args, "--wait", "--timeout", "10m", timeout=660)
         assert proc.returncode == 0, (what, proc.stderr)
-        wait_for(f"{what}: every pod on {tag}", partial(_runs, u, tag), timeout=600, every=2)
+        try:
+            wait_for(f"{what}: every pod on {tag}", partial(_runs, u, tag), timeout=600, every=2)
+        except AssertionError:
+            print(u.k("get", "pods", "-A", "-o", "wide", check=False))
+            print(
+                u.k(
+                    "logs",
+                    "-n",
+                    OPERATOR_NS,
+                    "-l",
+                    "app.kubernetes.io/name=brain-operator",
+                    "--tail=40",
+                    check=False,
+                )
+            )
+            raise
         rolled_s = time.monotonic() - t0
         windows[what] = (t0, time.monotonic(), "previous" if args[0] == "upgrade" else "head")
         if args[0] == "upgrade":
