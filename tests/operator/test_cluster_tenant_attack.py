@@ -15,7 +15,6 @@ with ``kubectl --as`` on the real kube-apiserver) tries what the first round of 
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,47 +24,17 @@ import pytest
 
 from .conftest import Kubectl, Operator, wait_until
 from .helpers import sample
+from .tenancy import Tenant, grant
 
 pytestmark = pytest.mark.cluster
 
 
-class Tenant:
-    """kubectl impersonating one user (`--as`), in one namespace."""
-
-    def __init__(self, kc: Kubectl, user: str) -> None:
-        self.kc, self.user = kc, user
-
-    def create(self, doc: dict[str, Any]) -> Any:
-        return self.kc("create", f"--as={self.user}", "-f", "-", check=False, input=json.dumps(doc))
-
-
 @pytest.fixture
 def tenant(kc: Kubectl) -> Tenant:
-    user = f"tenant-{uuid.uuid4().hex[:6]}"
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": "brain-tenant"},
-        "rules": [{"apiGroups": ["brain.dev"], "resources": ["brains", "memorysources"],
-                   "verbs": ["create", "update"]}],
-    }  # fmt: skip
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": "brain-tenant"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "brain-tenant"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    kc.apply(role)
-    kc.apply(binding)
-
-    def can(verb: str, resource: str) -> bool:
-        return kc("auth", "can-i", verb, resource, "--as", user, check=False).stdout.strip() == "yes"
-
-    wait_until("the tenant's Role in force", lambda: can("create", "brains.brain.dev"))
+    tenant = grant(kc, f"tenant-{uuid.uuid4().hex[:6]}")
     for verb, resource in [("create", "services"), ("patch", "configmaps"), ("delete", "cronjobs")]:
-        assert not can(verb, resource), f"the tenant may {verb} {resource}"
-    return Tenant(kc, user)
+        assert not tenant.can(verb, resource), f"the tenant may {verb} {resource}"
+    return tenant
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ not the CRD: tests/operator/test_git_source_policy.py), are accepted."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +14,7 @@ import pytest
 
 from .conftest import Kubectl
 from .helpers import deep_set, sample
+from .tenancy import Tenant, grant
 
 pytestmark = pytest.mark.cluster
 
@@ -36,45 +36,9 @@ ACCEPTED = [
 ]
 
 
-class Tenant:
-    """kubectl impersonating one user (`--as`), in one namespace."""
-
-    def __init__(self, kc: Kubectl, user: str) -> None:
-        self.kc, self.user = kc, user
-
-    def create(self, doc: dict[str, Any]) -> Any:
-        return self.kc("create", f"--as={self.user}", "-f", "-", check=False, input=json.dumps(doc))
-
-    def can(self, verb: str, resource: str) -> bool:
-        proc = self.kc("auth", "can-i", verb, resource, f"--as={self.user}", check=False)
-        return proc.stdout.strip() == "yes"
-
-
 @pytest.fixture
 def tenant(kc: Kubectl) -> Iterator[Tenant]:
-    user = f"tenant-{uuid.uuid4().hex[:6]}"
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": "brain-tenant"},
-        "rules": [
-            {
-                "apiGroups": ["brain.dev"],
-                "resources": ["brains", "memorysources"],
-                "verbs": ["create", "update", "get"],
-            }
-        ],
-    }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": "brain-tenant"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "brain-tenant"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    kc.apply(role)
-    kc.apply(binding)
-    yield Tenant(kc, user)
+    yield grant(kc, f"tenant-{uuid.uuid4().hex[:6]}", verbs=("create", "update", "get"))
 
 
 def _source(name: str, field: str, value: str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ import pytest
 
 from .conftest import Kubectl, Operator, wait_until
 from .helpers import sample
+from .tenancy import grant
 
 pytestmark = pytest.mark.cluster
 
@@ -81,32 +82,11 @@ def listener() -> Iterator[Listener]:
 @pytest.fixture
 def tenant(kc: Kubectl) -> str:
     """A user whose only rights are create and update on Brains and MemorySources in kc's namespace."""
-    user = f"tenant-{kc.ns}"
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": {"name": "brain-writer"},
-        "rules": [{"apiGroups": ["brain.dev"], "resources": ["brains", "memorysources"],
-                   "verbs": ["create", "update"]}],
-    }  # fmt: skip
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": {"name": "brain-writer"},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "brain-writer"},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    kc.apply(role)
-    kc.apply(binding)
-
-    def can(verb: str, resource: str) -> bool:
-        return kc("auth", "can-i", verb, resource, "--as", user, check=False).stdout.strip() == "yes"
-
-    wait_until("the tenant's Role in force", lambda: can("create", "brains.brain.dev"))
-    assert can("update", "memorysources.brain.dev")
-    assert not any(can(v, "secrets") for v in ("get", "list", "create", "update"))  # no Secret rights
-    assert not can("create", "pods")
-    return user
+    tenant = grant(kc, f"tenant-{kc.ns}", role="brain-writer")
+    assert tenant.can("update", "memorysources.brain.dev")
+    assert not any(tenant.can(v, "secrets") for v in ("get", "list", "create", "update"))  # no Secret rights
+    assert not tenant.can("create", "pods")
+    return tenant.user
 
 
 @pytest.fixture
