@@ -65,6 +65,13 @@ fail() {
   exit 1
 }
 rm -f "$dir/$name"-[0-9]*Z.dump.partial  # what an earlier killed run left
+# A pod's first packets can precede its NetworkPolicy admission (kube-router adds a new pod's address
+# to the database's allowed set on its next sync: refused, seen on the real node), and a database
+# may be restarting: wait up to a minute for it to answer before dumping.
+tries=0
+until pg_isready -q -d "$BRAIN_DATABASE_URL"; do
+  tries=$((tries + 1)); [ "$tries" -ge 30 ] && break; sleep 2
+done
 pg_dump -Fc -d "$BRAIN_DATABASE_URL" -f "$partial" || fail "pg_dump failed (the volume may be full; see this pod's log)"
 pg_restore --list "$partial" >/dev/null || fail "the dump does not read back (pg_restore --list)"
 mv "$partial" "$file" || fail "could not rename the dump into place"
