@@ -35,7 +35,7 @@ from tests.gateway_fixtures import metric
 
 from e2e.story import wait_for
 
-from .story_pods import Gateway, brain_manifest, service_url
+from .story_pods import REG, TAG, Gateway, brain_manifest, service_url
 
 NS = "team"
 OPERATOR_NS = "brain-system"
@@ -106,7 +106,7 @@ def _reader_pod(node: Any) -> None:
             "containers": [
                 {
                     "name": READER,
-                    "image": "pgvector/pgvector:pg17",
+                    "image": f"{REG}/postgres:17-pgvector-{TAG}",  # the database image the node has
                     "command": ["sleep", "3600"],
                     "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
                     "volumeMounts": [{"name": "backups", "mountPath": "/backups", "readOnly": True}],
