@@ -219,7 +219,9 @@ def test_user_story_on_real_pods(stack: Stack) -> None:
     assert (top["author"], top["tier"]) == (f"source:{SOURCE}", "curated")
 
     # ---- 4. captured sessions, distill's Job proposes, the owner approves, the next chat is served it --
-    up.script(*({"match": "CI integration suite", "content": a} for a in CI_ANSWERS))
+    # Each answer takes 8 s upstream, so both sessions have been given their memory before either
+    # is captured (a CI run under load once started the second after the first's capture landed).
+    up.script(*({"match": "CI integration suite", "content": a, "delay_s": 8} for a in CI_ANSWERS))
     # Two sessions that learn the same fix independently, so at once: capture never keeps what a
     # request was given (#32), and one asked after the other's capture landed is given it and restates it.
     with ThreadPoolExecutor(2) as pool:
@@ -787,15 +789,25 @@ def wait_for_or_none(fn: Any, timeout: float, every: float = 0.5) -> Any:
 
 
 def _entries(gw: Gateway) -> dict[str, tuple[str, str]]:
-    """Every active entry the owner sees, id -> (content hash, body), each read back one by one."""
-    ids = [e["id"] for e in gw.rest("GET", "/memories", "owner", params={"limit": 500}).json()["entries"]]
-    out = {}
-    for memory_id in ids:
-        r = gw.rest("GET", f"/memories/{memory_id}", "owner")
-        assert r.status_code == 200, r.text
-        memory = r.json()["memory"]
-        out[memory_id] = (memory["content_hash"], memory["body"])
-    return out
+    """Every active entry the owner sees, id -> (content hash, body), each read back one by one; a
+    read answered 503 (a replica whose pool has not reconnected yet after the database came back)
+    starts the reading again, for up to two minutes. Any other answer fails."""
+
+    def read() -> dict[str, tuple[str, str]] | None:
+        listed = gw.rest("GET", "/memories", "owner", params={"limit": 500})
+        if listed.status_code == 503:
+            return None
+        assert listed.status_code == 200, listed.text
+        out = {}
+        for entry in listed.json()["entries"]:
+            r = gw.rest("GET", f"/memories/{entry['id']}", "owner")
+            if r.status_code == 503:
+                return None
+            assert r.status_code == 200, r.text
+            out[entry["id"]] = (r.json()["memory"]["content_hash"], r.json()["memory"]["body"])
+        return out or None
+
+    return wait_for("every entry read back", read, timeout=120, every=2)
 
 
 @pytest.mark.e2e

@@ -120,7 +120,9 @@ def test_install_puts_exactly_the_lock_into_a_new_venv(tmp_path: Path) -> None:
     assert listing[1] == "True", "the dependencies were installed without their .pyc files"
     installed = {str(canonicalize_name(n)): v for n, v in (row.split(" ", 1) for row in listing[2:])}
     pins = applicable_pins("operator")
-    assert installed.pop("brain-operator") == PYPROJECT["project"]["version"]
+    from brain import __version__  # pyproject's dynamic version (one source, #29)
+
+    assert installed.pop("brain-operator") == __version__
     for tool in ("pip", "setuptools"):  # the venv's own, unless the lock pins them
         if tool not in pins:
             installed.pop(tool, None)

@@ -145,12 +145,12 @@ def test_a_memorysource_cannot_keep_its_brain_unfenced(
     source["spec"]["resources"] = {"requests": {"memory": "4Gi", "cpu": "2"}}
     assert tenant.create(source).returncode == 0
     assert tenant.create(_brain("team")).returncode == 0
-    policies = wait_until(
-        "the Brain's NetworkPolicies",
-        lambda: kc.get("networkpolicies", selector="brain.dev/brain=team")["items"],
-        timeout=60,
-    )
-    assert "team-database" in {p["metadata"]["name"] for p in policies}
+
+    def fenced() -> bool:  # the database's policy among them (they are applied one by one)
+        items = kc.get("networkpolicies", selector="brain.dev/brain=team")["items"]
+        return "team-database" in {p["metadata"]["name"] for p in items}
+
+    wait_until("the Brain's database NetworkPolicy", fenced, timeout=60)
     cron = wait_until(
         "the ingest CronJob", lambda: kc.get("cronjob", "team-ingest-team-memories"), timeout=60
     )

@@ -592,7 +592,9 @@ class MemoryService:
             except ValueError as e:
                 raise InvalidInput(str(e), field="as_of") from None
         scope = self.scope_for(actor, namespaces, as_of=as_of, **({"kinds": tuple(kinds)} if kinds else {}))
-        result = await self.retriever.retrieve(query, scope, limit=limit)
+        # A search asks for up to `limit` results: selectivity (one memory when it clearly answers) is
+        # for what is injected into a prompt (retrieval.compose), not for a list the caller reads.
+        result = await self.retriever.retrieve(query, scope, limit=limit, select=False)
         await self.store.touch([h.id for h in result.hits])
         return result.hits + result.expanded
 
