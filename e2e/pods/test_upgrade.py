@@ -32,6 +32,7 @@ from functools import partial
 from pathlib import Path
 
 import pytest
+from tests.migration_compat import previous_release
 
 from e2e.story import wait_for
 
@@ -60,16 +61,6 @@ pytestmark = [
         reason="opt-in: make e2e-upgrade (BRAIN_E2E_UPGRADE=1; rebuilds the previous release's images)",
     ),
 ]
-
-
-def previous_release() -> tuple[str, str]:
-    rows = [
-        line.split()
-        for line in (ROOT / "hack" / "releases.txt").read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
-    tag, commit, *_ = max(rows, key=lambda r: tuple(int(p) for p in r[0][1:].split(".")))
-    return tag, commit
 
 
 @dataclass
