@@ -6,6 +6,7 @@ each candidate's tsvector at the live mean length, with the query's IDF in the s
 
 from __future__ import annotations
 
+import random
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -16,7 +17,7 @@ from pgvector.asyncpg import register_vector
 from brain.core.models import Actor, MemoryIn
 from brain.local.devdb import EmbeddedPostgres
 from brain.services.memory import MemoryService
-from brain.store import Scope, Store
+from brain.store import Scope, Store, lexical
 from brain.store import lexical_weights as weights
 from brain.store.base import LexicalStats
 from brain.store.lexical import Lexical, bm25
@@ -262,3 +263,61 @@ async def test_a_larger_brain_rewrites_in_the_background(
     assert stats.reference == pytest.approx(stats.avg_len)
     assert await _stale_rows(store) == 0
     assert await store.pool.fetchval("SELECT count(*) FROM brain_meta WHERE key = 'bm25_rewrite_after'") == 0
+
+
+# A corpus where most query words are common and a few are rare: the shape MaxScore prunes.
+_VOCAB = [f"w{i}" for i in range(60)]
+
+
+def _corpus(count: int, seed: int) -> list[tuple[str, str]]:
+
+    rng = random.Random(seed)
+    weights = [1 / (i + 1) for i in range(len(_VOCAB))]  # Zipf: w0 is in most memories, w59 in few
+    return [("shared", " ".join(rng.choices(_VOCAB, weights, k=rng.randint(3, 14)))) for _ in range(count)]
+
+
+async def test_the_bound_keeps_the_exhaustive_ranking(store: Store, owner: Actor) -> None:
+    """Where the leg stops by its bound (`exact`), its top n is the exhaustive BM25's to the last id;
+    only a query whose remaining words are common (a cost limit) may differ, and says so."""
+    await _write(store, _corpus(400, 33), owner)
+    await weights.settle(store)
+    await store.corpus_stats(max_age=0)
+
+    rng = random.Random(7)
+    checked = inexact = pruned = 0
+    for _ in range(60):
+        words = rng.sample(_VOCAB, rng.randint(2, 6))
+        q = " ".join(words)
+        for n in (1, 3, 10):
+            got = await bm25(store, q, Scope.of([]), n)
+            full = await reference.exhaustive(store, q, Scope.of([]), n)
+            assert got.query_idf == pytest.approx(full.query_idf)
+            if not got.exact:
+                inexact += 1
+                continue
+            checked += 1
+            pruned += got.scanned < got.terms
+            assert [d for d, _ in got.hits] == [d for d, _ in full.hits], (q, n)
+            assert [s for _, s in got.hits] == pytest.approx([s for _, s in full.hits], rel=1e-9)
+            old = await reference.bm25(store, q, Scope.of([]), n)  # the tsvector formula, exhaustive
+            assert [s for _, s in got.hits] == pytest.approx([s for _, s in old.hits], rel=1e-5), (q, n)
+    # the corpus exercises both: rankings the bound cut short, and some left to a cost limit
+    assert checked >= 120 and pruned >= 20 and inexact, (checked, pruned, inexact)
+
+
+def test_a_pass_scans_until_the_unscanned_bound_falls_to_the_threshold() -> None:
+    terms = [lexical.Term(f"t{i}", i, df, lexical.idf(df, 10_000)) for i, df in enumerate((3, 40, 200, 400))]
+    assert lexical.next_pass(terms, 0, None, 10_000) == 1  # the rarest alone first
+    assert lexical.next_pass(terms, 1, None, 10_000) == 4  # no threshold yet: every allowed term
+    bound_after = [lexical.WEIGHT_BOUND * sum(t.idf for t in terms[k:]) for k in range(4)]
+    # a threshold above what t1..t3 could add stops at once; one between scans just enough
+    assert lexical.next_pass(terms, 1, bound_after[1] + 0.01, 10_000) == 1
+    assert lexical.next_pass(terms, 1, bound_after[2], 10_000) == 2
+    # a term in more than 5 % of the brain is never scanned after the rarest
+    common = [*terms[:2], lexical.Term("c", 9, 600, lexical.idf(600, 10_000))]
+    assert lexical.next_pass(common, 2, None, 10_000) == 2
+
+
+def test_the_query_vector_sums_lexemes_that_share_a_dimension() -> None:
+    a, b = lexical.Term("a", 5, 1, 2.0), lexical.Term("b", 5, 1, 0.5)
+    assert lexical.query_vector([lexical.Term("z", 9, 1, 1.0), a, b]) == "{5:2.5,9:1.0}/999999937"

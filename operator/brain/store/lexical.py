@@ -1,83 +1,154 @@
-"""The lexical leg: BM25 as one inner product per candidate, and the query's IDF sum, in one statement.
+"""The lexical leg: BM25 as one inner product per candidate, candidates cut by an upper bound (MaxScore).
 
 Each memory stores its BM25 document-side weights as a `sparsevec` (migration 0004, k1 1.2, b 0.3,
 at a reference length kept near the live mean by brain/store/lexical_weights.py), one dimension per
 lexeme (a hash of it). The query side is a sparsevec of its terms' IDF (from `lexeme_stats`) at the
-same dimensions, so a candidate's BM25 is `-(bm25 <#> query)`, computed by pgvector in C, where the
-statement before it unnested every candidate's tsvector and joined it to the query's lexemes (~9 of
-~12 ms at 100k). The candidate step is unchanged: the GIN index answers the query's selective
-lexemes and the scope together. tests/lexical_reference.py keeps the unnesting statement as the
-reference, and tests/test_lexical.py checks the ranking agrees with it.
+same dimensions, so a candidate's BM25 is `-(bm25 <#> query)`, computed by pgvector in C.
 
-The floor needs the query's own IDF sum (what a memory matching every term once would score) next
-to the BM25 scores; it rides along as a column of the same statement.
+Which memories are scored is MaxScore's rule (Turtle & Flood, 1995), applied a pass at a time: a
+document-side weight is below k1 + 1 = 2.2 whatever the term frequency, so a memory matching none of
+the terms scanned so far scores below 2.2 × the IDF of the terms not yet scanned. Terms are scanned
+rarest first; once the n-th best score found is at or above that bound, no unscanned memory can
+enter the top n and the leg stops. So the work follows the rare terms' postings, not the scope's
+size: until #33 the leg took the first 3,000 memories the GIN index matched by every selective term,
+in no order, which grew with the scope and cut the ranking at an arbitrary place.
 
-Measured and not shipped (docs/performance.md, "Lexical leg"): a postings table (3.6× slower at
-100k, 2.8 KB a memory), candidates per scope namespace through a (namespace, tsv) GIN index
-(slower at 100k and 1M), and a sparsevec HNSW index as the candidate step (approximate: misses
-exact BM25 hits).
+Two bounds keep a query of common words cheap, and are the only places the ranking can differ from
+exhaustive BM25 (`tests/lexical_reference.exhaustive`, checked in `hack/benchscale.py`): a term in
+more than 5 % of the brain (and at least 50 memories) is never scanned unless it is the query's
+rarest, and a pass stops adding terms past SCAN_BUDGET postings.
+
+The floor needs the query's own IDF sum (what a memory matching every term once would score) beside
+the scores; it is computed from the same lexeme statistics.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from brain.store import Scope, Store
 
-# Bounds the candidates when every query word is common (then lexical carries little signal anyway).
-CANDIDATE_CAP = 3000
 # brain_lexeme_dim's range (migration 0004): the largest prime below pgvector's 10^9 dimensions.
 DIMENSIONS = 999_999_937
+# A document-side BM25 weight, tf·(k1+1)/(tf + k1·(…)), stays below k1 + 1 (migration 0004).
+WEIGHT_BOUND = 2.2
+# The most postings (summed document frequencies) the leg scans for one query after its rarest term.
+SCAN_BUDGET = 20_000
+
+TERMS_SQL = """SELECT l.lexeme, brain_lexeme_dim(l.lexeme) AS dim, coalesce(s.df, 0) AS df
+                 FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
+                 LEFT JOIN lexeme_stats s ON s.lexeme = l.lexeme"""
+
+PASS_SQL = """SELECT m.id, -(coalesce(m.bm25, brain_bm25_doc(m.tsv, $3::float8)) <#> $2::text::sparsevec) AS score
+                FROM memories m
+               WHERE m.tsv @@ (SELECT string_agg(quote_literal(x), ' | ')::tsquery FROM unnest($1::text[]) x)
+                 AND {where}
+               ORDER BY score DESC, m.id LIMIT $4"""
 
 
 @dataclass
 class Lexical:
-    """BM25 hits, best first, and the score a memory matching every query term once would get."""
+    """BM25 hits, best first, and the score a memory matching every query term once would get.
+
+    `exact` is False when a cost limit (a common term, the scan budget) stopped the scan before the
+    bound did: then a memory holding only unscanned terms could have ranked. `scanned` of `terms`
+    query terms had their postings read (the rest were cut by the bound or a limit)."""
 
     hits: list[tuple[str, float]]
     query_idf: float
+    exact: bool = True
+    scanned: int = 0
+    terms: int = 0
+
+
+@dataclass(frozen=True)
+class Term:
+    lexeme: str
+    dim: int
+    df: int
+    idf: float
+
+
+def idf(df: int, docs: int) -> float:
+    """BM25's IDF; a term no memory holds (df 0) counts at the highest, so the floor sees it."""
+    return math.log(1 + (docs - df + 0.5) / (df + 0.5))
+
+
+def plan_terms(rows: list[tuple[str, int, int]], docs: int) -> tuple[list[Term], float]:
+    """The query's terms that some memory holds, rarest first, and the query's IDF sum."""
+    terms = [Term(lex, dim, df, idf(df, docs)) for lex, dim, df in rows]
+    present = sorted((t for t in terms if t.df > 0), key=lambda t: (t.df, t.lexeme))
+    return present, sum(t.idf for t in terms)
+
+
+def query_vector(terms: list[Term]) -> str:
+    """The query's IDF as sparsevec text; lexemes sharing a dimension are summed, as documents' are."""
+    dims: dict[int, float] = {}
+    for t in terms:
+        dims[t.dim] = dims.get(t.dim, 0.0) + t.idf
+    return "{" + ",".join(f"{d}:{v!r}" for d, v in sorted(dims.items())) + f"}}/{DIMENSIONS}"
+
+
+def next_pass(terms: list[Term], scanned: int, theta: float | None, docs: int) -> int:
+    """How far into `terms` (rarest first) the scan must reach after this pass; `scanned` are done.
+
+    `theta` is the n-th best score found so far (None: fewer than n found, so any memory could still
+    enter). Returns `scanned` when the unscanned terms' bound is at or below `theta` (no memory
+    matching only those can enter the top n) or when the next term is common or over the budget.
+    """
+    if scanned == 0:
+        return 1  # the rarest term first, however common: its postings are the shortest
+    common = max(0.05 * docs, 50)
+    budget = SCAN_BUDGET - sum(t.df for t in terms[1:scanned])
+    end = scanned
+    while end < len(terms):
+        if theta is not None and WEIGHT_BOUND * sum(t.idf for t in terms[end:]) <= theta:
+            break
+        if terms[end].df > common or terms[end].df > budget:
+            break  # and so is every later term: they are sorted by document frequency
+        budget -= terms[end].df
+        end += 1
+    return end
 
 
 async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
-    """BM25 over the full-text index's candidates, plus the query's IDF sum, in one round trip.
+    """BM25 top `n` over the scope, and the query's IDF sum: one statement for the terms, then
+    one per pass of rarer-first terms until the bound says no other memory can enter the top `n`.
 
-    `query_idf` counts a term no memory holds at the highest IDF, so "write a haiku" against an
-    engineering brain covers almost nothing (docs/memory-core.md, relevance floor). A row without
-    stored weights (written before migration 0004, until the backfill reaches it) has them computed
-    here from its tsvector at the same reference length, so it ranks the same.
+    A row without stored weights (written before migration 0004, until the backfill reaches it) has
+    them computed here from its tsvector at the same reference length, so it ranks the same.
     """
     stats = await store.corpus_stats()
+    docs = max(stats.docs, 1)
+    rows = await store.pool.fetch(TERMS_SQL, query)
+    terms, query_idf = plan_terms([(r["lexeme"], r["dim"], r["df"]) for r in rows], docs)
+    if not terms or n <= 0:
+        return Lexical([], query_idf)
     where, args = scope.where(5)
-    rows = await store.pool.fetch(
-        f"""WITH terms AS (
-                SELECT l.lexeme, coalesce(s.df, 0) AS df
-                  FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
-                  LEFT JOIN lexeme_stats s ON s.lexeme = l.lexeme),
-            q AS (SELECT lexeme, df, ln(1 + ($2::float8 - df + 0.5) / (df + 0.5)) AS idf,
-                         row_number() OVER (ORDER BY df, lexeme) AS rarity
-                    FROM terms WHERE df > 0),
-            sel AS (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS tsq FROM q
-                     WHERE df <= greatest(0.05 * $2::float8, 50) OR rarity = 1),
-            qv AS (SELECT format('{{%s}}/{DIMENSIONS}', string_agg(dim || ':' || idf, ','))::sparsevec AS v
-                     FROM (SELECT brain_lexeme_dim(lexeme) AS dim, sum(idf) AS idf FROM q GROUP BY 1) d),
-            cand AS (SELECT m.id, coalesce(m.bm25, brain_bm25_doc(m.tsv, $3::float8)) <#> qv.v AS neg
-                       FROM memories m, sel, qv WHERE m.tsv @@ sel.tsq AND {where}
-                      LIMIT {CANDIDATE_CAP}),
-            scored AS (SELECT id, -neg AS score FROM cand ORDER BY neg, id LIMIT $4)
-            SELECT id, score FROM scored
-            UNION ALL
-            SELECT NULL, (SELECT coalesce(sum(ln(1 + ($2::float8 - df + 0.5) / (df + 0.5))), 0) FROM terms)
-            ORDER BY 1 NULLS LAST""",
-        query,
-        max(stats.docs, 1),
-        stats.reference or stats.avg_len,
-        n,
-        *args,
-    )
-    hits = sorted(
-        ((r["id"], float(r["score"])) for r in rows if r["id"] is not None), key=lambda t: (-t[1], t[0])
-    )
-    qidf = next((float(r["score"]) for r in rows if r["id"] is None), 0.0)
-    return Lexical(hits, qidf)
+    sql = PASS_SQL.format(where=where)
+    qv = query_vector(terms)
+    ref = stats.reference or stats.avg_len
+    best: dict[str, float] = {}
+    scanned = 0
+    theta: float | None = None
+    while True:
+        end = next_pass(terms, scanned, theta, docs)
+        if end == scanned:
+            break
+        found = await store.pool.fetch(sql, [t.lexeme for t in terms[scanned:end]], qv, ref, n, *args)
+        for r in found:
+            best[r["id"]] = float(r["score"])
+        scanned = end
+        ranked = _top(best, n)
+        best = dict(ranked)
+        theta = ranked[-1][1] if len(ranked) >= n else None
+    rest = WEIGHT_BOUND * sum(t.idf for t in terms[scanned:])
+    exact = scanned == len(terms) or (theta is not None and rest <= theta)
+    return Lexical(_top(best, n), query_idf, exact, scanned, len(terms))
+
+
+def _top(scores: dict[str, float], n: int) -> list[tuple[str, float]]:
+    return sorted(scores.items(), key=lambda t: (-t[1], t[0]))[:n]
