@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.migration_compat import previous_release
@@ -105,14 +106,18 @@ def upgrade(real_node: RealNode) -> Iterator[Upgrade]:
         real_node.kubectl("delete", "namespace", NS, "--wait=false", check=False)
 
 
-def _runs(u: Upgrade, tag: str) -> bool:
-    """Every pod of the operator, the gateways and the embedder runs `tag`'s image and is Ready, and
-    none of another tag is left (a finished roll)."""
-    for component, ns, selector in (
-        ("operator", OPERATOR_NS, "app.kubernetes.io/name=brain-operator"),
-        ("gateway", NS, "app.kubernetes.io/component=gateway"),
-        ("embedder", NS, "app.kubernetes.io/component=embedder"),
-    ):
+COMPONENTS = {
+    "operator": (OPERATOR_NS, "app.kubernetes.io/name=brain-operator"),
+    "gateway": (NS, "app.kubernetes.io/component=gateway"),
+    "embedder": (NS, "app.kubernetes.io/component=embedder"),
+}
+
+
+def _runs(u: Upgrade, tag: str, components: tuple[str, ...] = tuple(COMPONENTS)) -> bool:
+    """Every pod of these components runs `tag`'s image and is Ready, and none of another tag is
+    left (a finished roll)."""
+    for component in components:
+        ns, selector = COMPONENTS[component]
         pods = u.node.json("get", "pods", "-n", ns, "-l", selector)["items"]
         if not pods or not pods_ready(u.node, ns, selector)[0]:
             return False
@@ -175,8 +180,21 @@ def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> No
         crds = ROOT / "charts" / "brain-operator" / "crds" if args[0] == "upgrade" else u.chart / "crds"
         u.k("apply", "--server-side", "--force-conflicts", "-f", str(crds))
         t0 = time.monotonic()
-        proc = u.node.helm(*args, "--wait", "--timeout", "10m", timeout=660)
+        refusing = args[0] == "rollback" and not _reads_newer_schemas(u)
+        # Helm's --wait would wait for gateways that never start (below); the checks that follow wait.
+        proc = u.node.helm(*args, *([] if refusing else ["--wait"]), "--timeout", "10m", timeout=660)
         assert proc.returncode == 0, (what, proc.stderr)
+        if refusing:
+            figures.append(_refuses_newer_schema(u, tag))
+            windows[what] = (t0, time.monotonic(), "head")
+            time.sleep(5)
+            acked, lost = _read_back(gw, stream.snapshot())
+            assert not lost, (what, lost[:5])
+            keys = gw.chat("Which port does the staging database use?", key="agent")
+            assert keys.status_code == 200 and "6543" in keys.text, (what, keys.status_code, keys.text[:300])
+            assert u.children() == children, (what, sorted(set(u.children()) ^ set(children)))
+            figures.append(f"{what}: {acked} acknowledged writes read back; keys work")
+            continue
         try:
             wait_for(f"{what}: every pod on {tag}", partial(_runs, u, tag), timeout=600, every=2)
         except AssertionError:
@@ -241,6 +259,60 @@ def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> No
     ]
     assert chats and len(broken) == len(excused), (figures, [(o.status, o.started) for o in broken[:5]])
     assert acked and not lost, lost[:5]
+
+
+def _reads_newer_schemas(u: Upgrade) -> bool:
+    """Whether the previous release's gateways start on a newer schema (expand/contract, 0.2.0 on:
+    brain_meta.oldest_reader). v0.1.0's do not: its migrate refuses any schema newer than it knows."""
+    return "oldest_reader" in (u.chart.parents[1] / "operator" / "brain" / "store" / "migrate.py").read_text()
+
+
+def _refuses_newer_schema(u: Upgrade, tag: str) -> str:
+    """A rollback to a release from before expand/contract, onto HEAD's newer schema: the operator
+    and the embedder roll back; the previous gateways' migrate init container refuses the schema,
+    naming both versions, and never writes (nothing of the schema changes), so those pods never turn
+    Ready and the Deployment keeps HEAD's gateways serving (maxUnavailable 0). No chat fails; the
+    rollback is finished by restoring the pre-upgrade backup or by rolling forward
+    (docs/operations.md, "Rolling back")."""
+    selector = "app.kubernetes.io/component=gateway"
+
+    def refused() -> str | None:
+        for p in u.node.json("get", "pods", "-n", NS, "-l", selector)["items"]:
+            if _image(p) != f"{REG}/gateway:{tag}":
+                continue
+            for st in (p.get("status") or {}).get("initContainerStatuses") or []:
+                last = (st.get("lastState") or {}).get("terminated") or (st.get("state") or {}).get(
+                    "terminated"
+                )
+                if st["name"] == "migrate" and last and last.get("exitCode"):
+                    log = u.k(
+                        "logs", "-n", NS, p["metadata"]["name"], "-c", "migrate", "--previous", check=False
+                    )
+                    log = log or u.k("logs", "-n", NS, p["metadata"]["name"], "-c", "migrate", check=False)
+                    if "knows only up to" in log:
+                        return next(ln for ln in log.splitlines() if "knows only up to" in ln)
+        return None
+
+    message = wait_for(f"the {tag} gateways refuse the newer schema", refused, timeout=600, every=3)
+    wait_for(
+        f"the operator and the embedder on {tag}",
+        partial(_runs, u, tag, ("operator", "embedder")),
+        timeout=600,
+        every=2,
+    )
+    serving = [
+        p
+        for p in u.node.json("get", "pods", "-n", NS, "-l", selector)["items"]
+        if _image(p) == f"{REG}/gateway:{TAG}"
+        and not p["metadata"].get("deletionTimestamp")
+        and all(c.get("ready") for c in (p.get("status") or {}).get("containerStatuses") or [{}])
+    ]
+    assert serving, "no HEAD gateway left serving while the previous ones refuse"
+    return f"rollback to {tag}: its gateways refuse HEAD's schema ({message.strip()}); {len(serving)} HEAD gateways serve on"
+
+
+def _image(pod: dict[str, Any]) -> str:
+    return str(next(c["image"] for c in pod["spec"]["containers"] if c["name"] == "gateway"))
 
 
 def _ready(u: Upgrade) -> bool:

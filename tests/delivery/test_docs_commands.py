@@ -385,6 +385,12 @@ def check_dry_run_crds(r: Result, box: ClusterBox) -> None:
         r.matches(rf"customresourcedefinition\.apiextensions\.k8s\.io/{re.escape(crd)} .*\(server dry run\)")
 
 
+def check_preflight(r: Result, box: ClusterBox) -> None:
+    """Every object the suites have stored was admitted by HEAD's CRDs, so all are valid under them."""
+    if not re.search(r"preflight: (\d+) of \1 stored brain\.dev objects valid", r.err):
+        r.fail("expected every stored object valid")
+
+
 def check_install_yaml(r: Result, box: ClusterBox) -> None:
     for obj in ("clusterrole.rbac.authorization.k8s.io/brain-operator", "deployment.apps/brain-operator"):
         r.matches(rf"^{re.escape(obj)} .*\(server dry run\)")
@@ -532,6 +538,18 @@ RUN: dict[str, Case] = {
         "cluster", check_watch, after=("kubectl apply -n team -f samples/brain.yaml",), rc=124
     ),
     "kubectl apply --server-side -f charts/brain-operator/crds/": Case("cluster", check_dry_run_crds),
+    "kubectl apply --server-side --force-conflicts --dry-run=server -f charts/brain-operator/crds/": Case(
+        "cluster", check_dry_run_crds
+    ),
+    "python -m brain_operator.preflight charts/brain-operator/crds/": Case("cluster", check_preflight),
+    "helm upgrade brain-operator charts/brain-operator -n brain-system --reuse-values --dry-run=server": Case(
+        "cluster",
+        lines(r"^STATUS: pending-upgrade"),
+        after=(
+            "helm install brain-operator charts/brain-operator --namespace brain-system --create-namespace "
+            "--set 'watch.namespaces={team}'",
+        ),
+    ),
     # docs/gateway.md
     "brainctl keys create claude-mac --role agent": Case("stack", check_key_created("agent", None, False)),
     "brainctl keys create ci --role read --namespace repo:web --expires-days 30": Case(
@@ -990,7 +1008,8 @@ class ClusterBox(Box):
         n = self.names(cmd.path)
         text = cmd.text
         text = re.sub(r"(-n|--namespace|namespace) team\b", rf"\1 {n['team']}", text)
-        text = text.replace("helm install brain-operator ", f"helm install {n['release']} ")
+        for verb in ("install", "upgrade"):
+            text = text.replace(f"helm {verb} brain-operator ", f"helm {verb} {n['release']} ")
         text = text.replace("watch.namespaces={team}", f"watch.namespaces={{{n['team']}}}")
         text = text.replace("brain-system", n["system"])
         if cmd.key in self.DRY_RUN:
