@@ -276,6 +276,8 @@ class Retriever:
                 continue
             scored[name] = outcome
         if not scored and outcomes and isinstance(outcomes[0], BaseException):
+            if unknown_task is not None:
+                unknown_task.cancel()
             raise outcomes[0]
         proof = evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens))
         floors = result.floors = self._floors(scope)
