@@ -294,7 +294,9 @@ class RetrievalFloor(_Model):
         description=(
             "Inject anything only when some memory reaches one leg's floor on its own (for identifiers: "
             "all of them verbatim); weaker legs that agree then still add up. false: any memory whose "
-            "legs add up opens it, which answers more unrelated questions than either leg alone."
+            "legs add up opens it, which answers more unrelated questions than either leg alone. "
+            "It also stays shut for a question naming a hyphenated name no memory holds, of a kind "
+            "the brain holds (its last part), whose first part no memory uses alone."
         ),
     )
 

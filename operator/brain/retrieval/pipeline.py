@@ -35,7 +35,7 @@ from brain.retrieval.fusion import (
     selective,
     zscore_fusion,
 )
-from brain.retrieval.query import identifier_tokens
+from brain.retrieval.query import compound_names, identifier_tokens
 from brain.retrieval.timeframe import TimeFrame
 from brain.retrieval.timeframe import parse as parse_time
 from brain.store.lexical import bm25
@@ -134,6 +134,7 @@ class RetrievalResult:
     # each candidate's absolute evidence per leg (fusion.evidence) and the floors it was held to
     evidence: dict[str, dict[str, float]] = field(default_factory=dict)
     floors: dict[str, float] = field(default_factory=dict)
+    unknown_names: list[str] = field(default_factory=list)  # what closed the gate (Store.unknown_names)
 
     @property
     def all_hits(self) -> list[Hit]:
@@ -256,6 +257,12 @@ class Retriever:
                 self._timed(result, "trigram", self.store.trigram_leg(tokens, scope, n))
             )
         pinned_task = asyncio.create_task(self.store.standing(scope)) if include_pinned else None
+        compounds = compound_names(query) if cfg.floor.gate else []
+        unknown_task = (
+            asyncio.create_task(self._timed(result, "names", self.store.unknown_names(compounds)))
+            if compounds
+            else None
+        )
         vec = result.query_vector = await vec_task
         if vec is not None:
             legs["vector"] = self._timed(result, "vector", self.store.vector_leg(vec, scope, n))
@@ -269,6 +276,8 @@ class Retriever:
                 continue
             scored[name] = outcome
         if not scored and outcomes and isinstance(outcomes[0], BaseException):
+            if unknown_task is not None:
+                unknown_task.cancel()
             raise outcomes[0]
         proof = evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens))
         floors = result.floors = self._floors(scope)
@@ -276,6 +285,18 @@ class Retriever:
         passing = above_floor(proof, floors)
         if cfg.floor.gate and not gate_open(proof, floors):
             passing = set()  # nothing bears on it: no memory has an answer's evidence (fusion.gate_open)
+        if unknown_task is not None:
+            try:
+                unknown = await unknown_task
+            except Exception:  # a failed check admits what the legs found, as a failed leg does
+                unknown = []
+                result.degraded.append("names_failed")
+            if unknown:
+                # It asks about a thing the brain does not hold, of a kind it does ("who owns
+                # korfay-worker?" beside nidlum-worker's note): nothing is about it, however close
+                # its word pieces embed (Store.unknown_names).
+                passing = set()
+                result.unknown_names = unknown
 
         t0 = time.perf_counter()
         # Each leg's z-scores, for episode context to fuse its groups per leg (rrf: none, best entry).

@@ -28,6 +28,21 @@ def identifier_tokens(query: str, limit: int = 8) -> list[str]:
     return list(seen)[:limit]
 
 
+_COMPOUND = re.compile(r"(?<![\w.-])([a-z0-9]+(?:-[a-z0-9]+)+)(?![\w-])", re.I)
+
+
+def compound_names(query: str, limit: int = 4) -> list[str]:
+    """Hyphenated words of a question, lowercased ("korfay-worker", "one-way", "pre-production"):
+    what `Store.unknown_names` checks against the brain. Flags (`--dry-run`) and host names are
+    `identifier_tokens`'; a word needs a letter."""
+    seen: dict[str, None] = {}
+    for m in _COMPOUND.finditer(query):
+        tok = m.group(1).lower()
+        if any(c.isalpha() for c in tok) and all(tok.split("-")):
+            seen.setdefault(tok, None)
+    return list(seen)[:limit]
+
+
 _CODE_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.S)
 
 

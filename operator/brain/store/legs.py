@@ -66,6 +66,35 @@ class RetrievalLegs(StoreBase):
             st.docs, st.avg_len, st.reference, st.refreshed = docs, mean, ref, time.monotonic()
         return st
 
+    async def unknown_names(self, names: Sequence[str]) -> list[str]:
+        """Those of a question's hyphenated names (`query.compound_names`) that name an unknown
+        member of a kind the brain knows: no memory holds the name, some memory holds another name
+        of its kind (its last part: `nidlum-worker` for `korfay-worker`), and no memory uses its
+        first part as a word of its own ("korfay"; "faydra", held only inside `faydra-relay`, is not
+        used alone). "one-way", "mid-august" (August is a word of its own in a brain that has
+        "mid-july") and "infrastructure-as-code" (no `*-code` name) are not.
+
+        Over the whole brain, not the question's scope: a team's naming is the brain's, and a name
+        held in another namespace is not unknown (so the answer can only be emptier for what other
+        namespaces hold, never show any of it). Three lookups a name on the trigram index; names
+        are letters, digits and hyphens only, so they are literal in the patterns."""
+        names = [n for n in names if re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", n)]
+        if not names:
+            return []
+        live = "m.status <> 'forgotten'"
+        rows = await self.pool.fetch(
+            f"""SELECT p.name FROM unnest($1::text[], $2::text[], $3::text[]) AS p(name, head, kind)
+                 WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE {live} AND m.body ILIKE '%' || p.name || '%')
+                   AND EXISTS (SELECT 1 FROM memories m WHERE {live}
+                               AND m.body ~* ('[[:alnum:]]-' || p.kind || '($|[^[:alnum:]-])'))
+                   AND NOT EXISTS (SELECT 1 FROM memories m WHERE {live}
+                               AND m.body ~* ('(^|[^[:alnum:]-])' || p.head || '($|[^[:alnum:]-])'))""",
+            names,
+            [n.split("-")[0] for n in names],
+            [n.rsplit("-", 1)[1] for n in names],
+        )
+        return [r["name"] for r in rows]
+
     async def trigram_leg(self, tokens: Sequence[str], scope: Scope, n: int) -> list[tuple[str, float]]:
         """Exact identifier lookups (ports, flags, host names, env vars, error codes) via the trigram index."""
         if not tokens:
