@@ -100,7 +100,8 @@ def read_crds(kubectl: Kubectl, path: Path) -> list[dict[str, Any]]:
     proc = kubectl("create", "--dry-run=client", "-f", str(path), "-o", "json")
     if proc.returncode != 0:
         raise RuntimeError(f"reading {path}: {proc.stderr.strip()}")
-    docs, text, at = [], proc.stdout, 0
+    docs: list[dict[str, Any]] = []
+    text, at = proc.stdout, 0
     decoder = json.JSONDecoder()
     while text[at:].strip():  # one JSON document per object, one after another
         at += len(text[at:]) - len(text[at:].lstrip())
