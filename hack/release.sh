@@ -40,12 +40,15 @@ if [ "${1:-}" = --rebuild ]; then
   commit=$(commit_of "$tag")
   [ -n "$commit" ] || die "$tag is not in $RELEASES (known: $(awk '!/^#/ {print $1}' "$RELEASES" | xargs))"
   dir=$CACHE/releases-v1/$tag
-  if [ ! -d "$dir/.git" ] && [ ! -f "$dir/.git" ]; then
+  # The cache outlives the checkout that made it: a worktree of another (or a deleted) clone has a
+  # .git file naming an admin folder that is not here, so anything but this commit, readable by
+  # git, is made again from this clone.
+  if [ "$(git -C "$dir" rev-parse HEAD 2>/dev/null)" != "$commit" ]; then
     rm -rf "$dir"
+    git worktree prune
     mkdir -p "$(dirname "$dir")"
     git worktree add --detach "$dir" "$commit" >&2
   fi
-  [ "$(git -C "$dir" rev-parse HEAD)" = "$commit" ] || die "$dir is not at $commit; remove it and rerun"
   version=${tag#v}
   package_chart "$dir/charts/brain-operator" "$dir/dist"
   if [ "${IMAGES:-1}" = 1 ]; then

@@ -14,7 +14,8 @@ streams and a memory writer running through the gateway Service:
 After each step every pod runs the step's images and is Ready, every acknowledged write is read
 back, the keys still work, and the Brain's children are the same set, plus after the upgrade what
 HEAD renders that the previous release did not (HEAD_ADDS): the operator's hand-over made no
-duplicates, and the rollback neither deletes HEAD's additions nor copies anything. At the end: 0 failed chats (a chat answered without memory during a roll counts as
+duplicates, and the rollback copies nothing (the previous operator may prune what only HEAD
+renders). At the end: 0 failed chats (a chat answered without memory during a roll counts as
 answered, and is counted).
 
 Opt-in (`make e2e-upgrade`, BRAIN_E2E_UPGRADE=1): rebuilding the previous release's images adds a
@@ -84,6 +85,14 @@ class Upgrade:
 # What HEAD renders for the test's Brain that v0.1.0 did not: #29's backup job's NetworkPolicy and
 # its database role's Secret (render/policy.py JOBS, render/names.py db_role).
 HEAD_ADDS = {"networkpolicy.networking.k8s.io/team-backup", "secret/team-db-role-backup"}
+
+
+def _same_children_but_head_adds(what: str, now: list[str], before: list[str]) -> None:
+    """After a step, the children that were there before it, no second copy of any, and nothing new.
+    The previous operator may remove what only HEAD renders: 0.1.0 prunes the NetworkPolicies it does
+    not render (the backup Job's, on the second run of this test) and leaves the Secrets alone."""
+    assert set(now) <= set(before) and set(before) - set(now) <= HEAD_ADDS, (
+        what, sorted(set(now) ^ set(before)))  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +201,7 @@ def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> No
             assert not lost, (what, lost[:5])
             keys = gw.chat("Which port does the staging database use?", key="agent")
             assert keys.status_code == 200 and "6543" in keys.text, (what, keys.status_code, keys.text[:300])
-            assert u.children() == children, (what, sorted(set(u.children()) ^ set(children)))
+            _same_children_but_head_adds(what, u.children(), children)
             figures.append(f"{what}: {acked} acknowledged writes read back; keys work")
             continue
         try:
@@ -228,9 +237,7 @@ def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> No
             assert set(now) - set(children) <= HEAD_ADDS and set(children) <= set(now), (
                 what, sorted(set(now) ^ set(children)))  # fmt: skip
             children = now
-        # The previous operator leaves HEAD's additions alone (owned by the Brain, deleted with it)
-        # and makes no second copy of anything.
-        assert now == children, (what, sorted(set(now) ^ set(children)))
+        _same_children_but_head_adds(what, now, children)
         figures.append(
             f"{what}: rolled in {rolled_s:.0f} s; {acked} acknowledged writes read back; keys work"
         )
