@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Time the builds a fresh machine's first `make test` runs, from empty caches: hack/kube-build.sh
-# (control plane), hack/node-build.sh (real node) and hack/cloudflared-build.sh (tunnel sidecar),
+# (control plane), hack/node-build.sh (real node), hack/cloudflared-build.sh (tunnel sidecar) and
+# hack/otelcol-build.sh (the OpenTelemetry Collector of the trace tests),
 # each with BRAIN_CACHE, GOCACHE and GOMODCACHE under DEST, so nothing of this machine's warm
 # caches helps (the Go module proxy is asked for every module). Prints one tab-separated line per
 # step (step, wall s, user s, sys s, max RSS MB, load average before) and a total; the figures
@@ -24,7 +25,7 @@ DEST=$(cd "$DEST" && pwd)
 export BRAIN_CACHE=$DEST/cache GOCACHE=$DEST/gocache GOMODCACHE=$DEST/gomod
 total=0
 printf 'step\twall_s\tuser_s\tsys_s\tmax_rss_mb\tload_before\n'
-for step in kube-build node-build cloudflared-build; do
+for step in kube-build node-build cloudflared-build otelcol-build; do
   load=$(cut -d' ' -f1-3 /proc/loadavg)
   log "$step (load average $load)"
   /usr/bin/time -f '%e %U %S %M' -o "$DEST/$step.time" bash "$ROOT/hack/$step.sh" >"$DEST/$step.out" 2>"$DEST/$step.log" \

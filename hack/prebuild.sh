@@ -12,21 +12,22 @@
 #                                        # (`make test` runs its lint, typecheck and unit this way)
 #
 # Steps, in the order the suite first needs them: kube-build (the control plane: pytest's
-# collection asks for it), then, as root only (the real-node tests skip elsewhere), images
-# (hack/images.sh: cloudflared's binary, the bases, the six images), node-build and
-# kube-router-build (the node's NetworkPolicy enforcer, hack/kube-router-build.sh: ~3 min cold).
+# collection asks for it), otelcol-build (the OpenTelemetry Collector the trace tests run,
+# hack/otelcol-build.sh: ~2.5 min cold; for non-root runs too), then, as root only (the real-node
+# tests skip elsewhere), images (hack/images.sh: cloudflared's binary, the bases, the six images),
+# node-build and kube-router-build (the node's NetworkPolicy enforcer, hack/kube-router-build.sh: ~3 min cold).
 # BRAIN_PREBUILD_STEPS overrides the list (space-separated, of those names); BRAIN_PREBUILD_NICE
 # the niceness (19: only idle CPU).
 #
 # Every step is the same script the tests call, and each holds its own lock (flock in
-# hack/{kube,node,kube-router,cloudflared}-build.sh and hack/images.sh), so a test that needs a
-# build before the background has it waits for that build instead of starting a second one.
+# hack/{kube,otelcol,node,kube-router,cloudflared}-build.sh and hack/images.sh), so a test that
+# needs a build before the background has it waits for that build instead of starting a second one.
 # A step cut off by `stop` leaves no finished cache folder, so the next run builds it again.
 # State and log: .prebuild/ in the checkout (ignored by git).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STATE=${BRAIN_PREBUILD_STATE:-$ROOT/.prebuild}
-STEPS_ALL=(kube-build images node-build kube-router-build)
+STEPS_ALL=(kube-build otelcol-build images node-build kube-router-build)
 NICE=${BRAIN_PREBUILD_NICE:-19}
 [[ $NICE =~ ^[0-9]+$ ]] && ((NICE <= 19)) || { echo "prebuild: ERROR: BRAIN_PREBUILD_NICE=$NICE: expected 0 to 19" >&2; exit 2; }
 log() { echo "prebuild: $*" >&2; }
@@ -50,7 +51,7 @@ steps() {
   elif ((EUID == 0)); then
     echo "${STEPS_ALL[*]}"
   else
-    echo kube-build
+    echo kube-build otelcol-build
   fi
 }
 

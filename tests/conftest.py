@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.parallel_workers",
     "tests.kube_fixtures",
     "tests.gateway_fixtures",
+    "tests.otel_fixtures",
     "tests.skip_budget",
 ]
 

@@ -75,7 +75,7 @@ def test_bad_input_is_refused_with_what_would_be_accepted(tmp_path: Path) -> Non
     bad_step = prebuild("start", BRAIN_PREBUILD_STEPS="kube-build docker", **env)
     assert bad_step.returncode != 0
     assert (
-        "BRAIN_PREBUILD_STEPS: unknown step 'docker' (accepted: kube-build images node-build kube-router-build)"
+        "BRAIN_PREBUILD_STEPS: unknown step 'docker' (accepted: kube-build otelcol-build images node-build kube-router-build)"
         in bad_step.stderr
     )
     assert not (tmp_path / "state").exists(), "a refused start left state behind"
