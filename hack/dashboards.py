@@ -154,6 +154,20 @@ def overview() -> dict[str, Any]:
             "turns stay cached; a growing write share means prefixes are moving (docs/gateway.md).",
         ),
         _panel(
+            "Prompt-cache share of upstream input tokens",
+            [
+                (
+                    f'sum(rate(brain_upstream_input_tokens_total{{{GW}, cache="read"}}[{RI}])) '
+                    f"/ sum(rate(brain_upstream_input_tokens_total{{{GW}}}[{RI}]))",
+                    "read from the provider's cache",
+                )
+            ],
+            unit="percentunit",
+            description="The share of billed input tokens the providers served from their prompt cache. "
+            "Memory is injected into the newest person turn and put back byte for byte on later turns, "
+            "so this share should hold as conversations grow (docs/gateway.md, cache-stable injection).",
+        ),
+        _panel(
             "Router decisions by tier",
             [(f"sum by (tier) (rate(brain_router_decisions_total{{{GW}}}[{RI}]))", "{{tier}}")],
             unit="reqps",
@@ -306,6 +320,26 @@ def overview() -> dict[str, Any]:
             unit="percentunit",
         ),
         _panel("Brains ready", [(f"brain_ready{{{OPB}}}", "{{brain}}")], kind="stat"),
+        _row("Traces"),
+        _panel(
+            "Spans sent and dropped",
+            [
+                (f"sum(rate(brain_trace_spans_exported_total{{{GW}}}[{RI}]))", "gateway: sent"),
+                (
+                    f"sum by (reason) (rate(brain_trace_spans_dropped_total{{{GW}}}[{RI}]))",
+                    "gateway: dropped ({{reason}})",
+                ),
+                (f"sum(rate(brain_trace_spans_exported_total{{{EMB}}}[{RI}]))", "embedder: sent"),
+                (
+                    f"sum by (reason) (rate(brain_trace_spans_dropped_total{{{EMB}}}[{RI}]))",
+                    "embedder: dropped ({{reason}})",
+                ),
+            ],
+            w=24,
+            description="Spans go to spec.observability.traces.endpoint (docs/tracing.md); the traces of "
+            "requests and job runs are read in the trace backend. Dropped: the collector was down, slow or "
+            "refusing (export_failed) or slower than the spans came (queue_full); requests never wait for it.",
+        ),
         _row("Embedder"),
         _panel(
             "Embedder requests by code",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -252,6 +253,55 @@ def router_policy() -> RoutingPolicySpec:
     )
 
 
+async def start_gateway(
+    tmp: Path, dsn: str, upstream_url: str, embedder_url: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """`python -m brain.gateway` on a free port with the test Brain's rendered config, once its
+    database is connected: (process, URL, log)."""
+    config = render_litellm_config(brain_spec(upstream_url), [router_policy()])
+    config_path = tmp / "litellm.yaml"
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
+    port = free_port()
+    full = {
+        **os.environ,
+        "BRAIN_DATABASE_URL": dsn,
+        "BRAIN_EMBEDDER_URL": embedder_url,
+        "BRAIN_MASTER_KEY": MASTER,
+        model_api_key_env(ANTHROPIC_MODEL): "sk-ant-fake",  # the echo checks no key
+        "BRAIN_EMBEDDING_DIM": "384",
+        "BRAIN_SSE_HEARTBEAT_S": str(HEARTBEAT_S),
+        "BRAIN_BACKLOG_REFRESH_S": "0.5",  # the pending-proposal gauges follow a test within a second
+        **(env or {}),
+    }
+    log = tmp / "gateway.log"
+    proc = spawn(gateway_command(config_path, "127.0.0.1", port), full, log)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        await wait_http(
+            url + "/brain/v1/health", proc=proc, timeout=300, check=lambda d: d["database"] == "ok"
+        )
+    except Exception:
+        print(log.read_text()[-4000:])
+        await asyncio.to_thread(stop, proc)
+        raise
+    return proc, url, log
+
+
+async def make_keys(store: Store) -> dict[str, str]:
+    """The test keys by name (owner, agent, reader, confined to repo:alpha, expired), and the master."""
+    ks = KeyStore(store)
+    keys = {"master": MASTER}
+    for name, role, ns, exp in (
+        ("owner", "owner", None, None),
+        ("agent", "agent", None, None),
+        ("reader", "read", None, None),
+        ("confined", "agent", ["repo:alpha"], None),
+        ("stale", "agent", None, datetime.now(UTC) - timedelta(minutes=1)),
+    ):
+        keys[name], _ = await ks.create(name, role, namespaces=ns, expires_at=exp)
+    return keys
+
+
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def gateway(
     tmp_path_factory: pytest.TempPathFactory, embedder: LocalEmbedder
@@ -265,41 +315,9 @@ async def gateway(
     store = None
     try:
         dsn = await pg.create_database("gateway")
-        config = render_litellm_config(brain_spec(fake_srv.url), [router_policy()])
-        config_path = tmp / "litellm.yaml"
-        config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-        port = free_port()
-        env = {
-            **os.environ,
-            "BRAIN_DATABASE_URL": dsn,
-            "BRAIN_EMBEDDER_URL": emb_srv.url,
-            "BRAIN_MASTER_KEY": MASTER,
-            model_api_key_env(ANTHROPIC_MODEL): "sk-ant-fake",  # the echo checks no key
-            "BRAIN_EMBEDDING_DIM": "384",
-            "BRAIN_SSE_HEARTBEAT_S": str(HEARTBEAT_S),
-            "BRAIN_BACKLOG_REFRESH_S": "0.5",  # the pending-proposal gauges follow a test within a second
-        }
-        log = tmp / "gateway.log"
-        proc = spawn(gateway_command(config_path, "127.0.0.1", port), env, log)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            await wait_http(
-                url + "/brain/v1/health", proc=proc, timeout=300, check=lambda d: d["database"] == "ok"
-            )
-        except Exception:
-            print(log.read_text()[-4000:])
-            raise
+        proc, url, log = await start_gateway(tmp, dsn, fake_srv.url, emb_srv.url)
         store = await Store.open(dsn, dim=384)
-        ks = KeyStore(store)
-        keys = {"master": MASTER}
-        for name, role, ns, exp in (
-            ("owner", "owner", None, None),
-            ("agent", "agent", None, None),
-            ("reader", "read", None, None),
-            ("confined", "agent", ["repo:alpha"], None),
-            ("stale", "agent", None, datetime.now(UTC) - timedelta(minutes=1)),
-        ):
-            keys[name], _ = await ks.create(name, role, namespaces=ns, expires_at=exp)
+        keys = await make_keys(store)
         yield Gateway(
             url=url,
             dsn=dsn,

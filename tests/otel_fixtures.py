@@ -396,6 +396,21 @@ class Collector:
                 )
             time.sleep(0.05)
 
+    def wait_until(self, holds: Callable[[list[Span]], bool], timeout: float = 10.0) -> list[Span]:
+        """Every span received, once ``holds(spans)`` is true of them all together (a whole trace
+        arrived, say); AssertionError after ``timeout`` seconds, naming what did arrive."""
+        deadline = time.monotonic() + timeout
+        while True:
+            spans = self.spans()
+            if holds(spans):
+                return spans
+            if time.monotonic() > deadline:
+                seen = sorted({(s["service"] or "", s["name"]) for s in spans})
+                raise AssertionError(
+                    f"not there after {timeout} s; spans seen: {seen}\ncollector log:\n{self.log_tail()}"
+                )
+            time.sleep(0.05)
+
     def listening(self) -> list[tuple[str, int]]:
         """The (address, port) pairs the collector process listens on (TCP, from /proc)."""
         if self._proc is None:

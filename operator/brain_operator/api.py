@@ -783,6 +783,36 @@ class Monitoring(_Model):
     )
 
 
+class Traces(_Model):
+    """OpenTelemetry traces of every memory step: each hook step, embedding and job run (docs/tracing.md)."""
+
+    endpoint: str | None = Field(
+        default=None,
+        max_length=2048,
+        pattern=r"^https?://[^\s/]+(/\S*)?$",
+        description=(
+            "The OTLP/HTTP collector, e.g. `http://otel-collector.monitoring:4318` (`/v1/traces` is "
+            "added unless the URL ends with it). Every pod of the Brain sends its spans there. Unset: "
+            "the operator's `--traces-endpoint` (the chart's `observability.traces.endpoint`), else no "
+            "traces at all, and no cost."
+        ),
+    )
+    content: bool = Field(
+        default=False,
+        description=(
+            "Put query text and injected memory text into spans. A data-exposure choice: whoever reads "
+            "the collector then reads the team's memory. Off, spans carry counts, ids, model names and "
+            "outcomes only."
+        ),
+    )
+
+
+class Observability(_Model):
+    """Where the Brain's pods send their traces."""
+
+    traces: Traces = Field(default_factory=Traces, description=Traces.__doc__)
+
+
 class NetworkPolicies(_Model):
     """NetworkPolicies that keep everything but the gateway private to the Brain."""
 
@@ -847,6 +877,7 @@ class BrainSpec(_Model):
     tunnel: Tunnel | None = Field(default=None, description=Tunnel.__doc__)
     backup: Backup | None = Field(default=None, description=Backup.__doc__)
     monitoring: Monitoring = Field(default_factory=Monitoring, description=Monitoring.__doc__)
+    observability: Observability = Field(default_factory=Observability, description=Observability.__doc__)
     network_policies: NetworkPolicies = Field(
         default_factory=NetworkPolicies, description=NetworkPolicies.__doc__
     )

@@ -51,6 +51,8 @@ class OperatorConfig:
     images: Images = field(default_factory=images_from_env)
     #: tests only: http:// and file:// git sources are imported (brain.core.gitrefs says why not otherwise)
     allow_insecure_git_urls: bool = False
+    #: the collector for Brains whose spec.observability.traces.endpoint is unset (the chart's value)
+    traces_endpoint: str | None = None
 
     def health_url(self, name: str, namespace: str, annotations: dict[str, str] | None) -> str:
         """Where to read a Brain's health: the operator's template; the annotation only when the

@@ -149,6 +149,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "pod's disk); without it they get Ready=False, reason InsecureGitURL, and no Job "
         "[BRAIN_OPERATOR_ALLOW_INSECURE_GIT_URLS=1]",
     )
+    p.add_argument(
+        "--traces-endpoint",
+        default=env("BRAIN_OPERATOR_TRACES_ENDPOINT") or None,
+        help="the OTLP/HTTP collector every Brain's pods send traces to when its "
+        "spec.observability.traces.endpoint is unset, e.g. http://otel-collector.monitoring:4318; "
+        "unset: such Brains send none [BRAIN_OPERATOR_TRACES_ENDPOINT]",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = p.parse_args(argv)
     if args.namespaces is None and not args.all_namespaces:
@@ -169,6 +176,7 @@ def config_from_args(args: argparse.Namespace) -> OperatorConfig:
         peering_lifetime_seconds=args.peering_lifetime_seconds,
         standalone=args.standalone,
         allow_insecure_git_urls=args.allow_insecure_git_urls,
+        traces_endpoint=args.traces_endpoint,
         priority=args.priority if args.priority is not None else secrets.randbelow(2**31 - 2) + 1,
     )
 

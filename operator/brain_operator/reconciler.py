@@ -302,6 +302,7 @@ class Reconciler:
             images=self.cfg.images,
             capabilities=caps,
             allow_insecure_git_urls=self.cfg.allow_insecure_git_urls,
+            traces_endpoint=self.cfg.traces_endpoint,
         )
         owner = owner_reference(API_VERSION, "Brain", name, str(raw["metadata"]["uid"]))
         missing_api: str | None = None

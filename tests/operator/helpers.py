@@ -91,7 +91,7 @@ def pod_templates(manifests: list[dict[str, Any]]) -> list[tuple[str, dict[str, 
 
 
 def everything_on() -> Brain:
-    """A Brain using every optional feature: tunnel, monitoring, keys, PDB-sized replicas, backups."""
+    """A Brain using every optional feature: tunnel, monitoring, keys, PDB-sized replicas, backups, traces."""
     doc = sample("brain.yaml")
     doc["spec"]["gateway"]["models"].append(
         {"name": "gpt-4o", "model": "openai/gpt-4o", "apiKeySecretRef": {"name": "llm", "key": "openai"}}
@@ -103,4 +103,7 @@ def everything_on() -> Brain:
     }
     doc["spec"]["monitoring"] = {"serviceMonitor": {"enabled": True}, "grafanaDashboards": {"enabled": True}}
     doc["spec"]["backup"] = {}
+    doc["spec"]["observability"] = {
+        "traces": {"endpoint": "http://otel-collector.monitoring:4318", "content": True}
+    }
     return brain(doc)

@@ -40,6 +40,13 @@ class Env:
     GIT_ALLOW_INSECURE_URLS = "BRAIN_GIT_ALLOW_INSECURE_URLS"
     # one API key per spec.gateway.models[] entry, BRAIN_MODEL_<NAME>_API_KEY (render.litellm_config)
     MODEL_PREFIX = "BRAIN_MODEL"
+    # traces (spec.observability.traces; brain.core.tracing): the OpenTelemetry SDK's own names, so
+    # a collector's usual wiring works; the gateway, the embedder and every job read them
+    TRACES_ENDPOINT = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"
+    SERVICE_NAME = "OTEL_SERVICE_NAME"
+    RESOURCE_ATTRIBUTES = "OTEL_RESOURCE_ATTRIBUTES"  # read by the SDK itself
+    TRACES_CONTENT = "BRAIN_TRACES_CONTENT"
 
 
 #: The Postgres logins of a Brain's database (issue #26, brain.store.roles): the schema owner, which

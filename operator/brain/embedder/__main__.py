@@ -8,6 +8,7 @@ import os
 import uvicorn
 
 from brain.core.contract import Env
+from brain.core.tracing import TraceSettings
 from brain.embedder.model import DEFAULT_MODEL, THREADS_ENV, LocalEmbedder, threads_from_env
 from brain.embedder.server import Limits, create_app
 
@@ -67,6 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     app = create_app(
         lambda: LocalEmbedder(a.model, model_path=a.model_path, cache_dir=a.cache_dir, threads=a.threads),
         Limits(max_inputs=a.max_inputs, max_chars=a.max_chars, max_batch=a.max_batch),
+        TraceSettings.from_env(os.environ, "brain-embedder"),
     )
     uvicorn.run(app, host=a.host, port=a.port, log_level="warning")
 

@@ -8,6 +8,8 @@ import time
 import httpx
 import numpy as np
 
+from brain.core import tracing
+
 
 class EmbedderUnavailable(Exception):
     """The embedder failed, timed out, or the breaker is open; callers fall back to lexical retrieval."""
@@ -66,10 +68,20 @@ class EmbeddingClient:
         return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
     async def _post(self, texts: list[str]) -> np.ndarray:
+        attrs: tracing.Attrs = {
+            tracing.OPERATION: "embeddings",
+            tracing.MODEL: self.model,
+            "brain.embed.texts": len(texts),
+        }
+        with tracing.span(f"embeddings {self.model}", attrs, kind=tracing.CLIENT):
+            return await self._request(texts)
+
+    async def _request(self, texts: list[str]) -> np.ndarray:
         try:
             r = await self._http.post(
                 f"{self.base_url}/v1/embeddings",
                 json={"input": texts, "model": self.model, "encoding_format": "base64"},
+                headers=tracing.inject({}),  # the embedder's span joins this trace (traceparent)
             )
         except httpx.TimeoutException as e:
             self._fail()

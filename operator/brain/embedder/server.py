@@ -15,6 +15,8 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from pydantic import BaseModel
 
+from brain.core import tracing
+from brain.core.tracing import TraceSettings
 from brain.embedder.model import Embedder
 
 
@@ -54,6 +56,21 @@ class _Metrics:
             registry=registry,
             buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
         )
+        self.spans_exported = Counter(
+            "brain_trace_spans_exported_total", "Spans sent to the OTLP collector.", registry=registry
+        )
+        self.spans_dropped = Counter(
+            "brain_trace_spans_dropped_total",
+            "Spans dropped instead of slowing a request, by reason (queue_full, export_failed).",
+            ["reason"],
+            registry=registry,
+        )
+
+    def trace_spans(self, reason: str, n: int) -> None:
+        if reason == "exported":
+            self.spans_exported.inc(n)
+        else:
+            self.spans_dropped.labels(reason).inc(n)
 
 
 class Batcher:
@@ -114,7 +131,9 @@ def _error(status: int, message: str, kind: str = "invalid_request_error") -> JS
     return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
 
 
-def create_app(embedder_factory: Any, limits: Limits | None = None) -> FastAPI:
+def create_app(
+    embedder_factory: Any, limits: Limits | None = None, traces: TraceSettings | None = None
+) -> FastAPI:
     """`embedder_factory` is called at startup, so the port answers /healthz while the model loads."""
     limits = limits or Limits()
     registry = CollectorRegistry()
@@ -123,11 +142,15 @@ def create_app(embedder_factory: Any, limits: Limits | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):  # type: ignore[no-untyped-def]
+        if traces is not None:
+            tracing.configure(traces, counted=metrics.trace_spans)
         state["embedder"] = await asyncio.to_thread(embedder_factory)
         state["batcher"] = Batcher(state["embedder"], limits, metrics)
         state["batcher"].start()
         yield
         await state["batcher"].stop()
+        if traces is not None:
+            await asyncio.to_thread(tracing.shutdown, 2.0)
 
     app = FastAPI(title="brain embedder", version="1", lifespan=lifespan)
 
@@ -148,6 +171,17 @@ def create_app(embedder_factory: Any, limits: Limits | None = None) -> FastAPI:
 
     @app.post("/v1/embeddings")
     async def embeddings(request: Request) -> JSONResponse:
+        model = state["embedder"].model if "embedder" in state else ""
+        attrs = {tracing.OPERATION: "embeddings", tracing.MODEL: model}
+        # the caller's trace (its traceparent) continues here: one chat, one trace
+        with tracing.span(
+            f"embeddings {model}".strip(), attrs, kind=tracing.SERVER, parent=tracing.extract(request.headers)
+        ) as span:
+            response = await embed(request)
+            tracing.set_attrs(span, {"http.response.status_code": response.status_code})
+            return response
+
+    async def embed(request: Request) -> JSONResponse:
         started = time.perf_counter()
         try:
             req = EmbeddingRequest.model_validate(await request.json())

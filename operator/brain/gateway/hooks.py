@@ -22,6 +22,7 @@ from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
+from brain.core import tracing
 from brain.core.models import SHARED, Actor
 from brain.gateway import metrics as gm
 from brain.gateway.auth import actor_of
@@ -30,7 +31,7 @@ from brain.gateway.placement import Placed, answered, chain, conversation, newes
 from brain.gateway.retractions import with_notices
 from brain.gateway.routing import pick_override, routing_decision
 from brain.gateway.runtime import DB_ERRORS, CallContext, Runtime, get_runtime
-from brain.gateway.usage import input_tokens
+from brain.gateway.usage import input_tokens, usage_attrs
 from brain.retrieval import telemetry as metrics
 from brain.retrieval.compose import Injection
 
@@ -89,18 +90,37 @@ class BrainHooks(CustomLogger):
         api = api_of(str(call_type))
         if rt is None or api is None:
             return data
+        headers = _headers(data)
+        # the request's span: the caller's trace continues (traceparent), the model call's answer ends it
+        request = tracing.start(
+            f"chat {data.get('model') or ''}".strip(),
+            {tracing.OPERATION: "chat", tracing.MODEL: str(data.get("model") or ""), "brain.api": api},
+            kind=tracing.SERVER,
+            parent=tracing.extract(headers),
+        )
+        ctx: CallContext | None = None
         try:
-            await self._pre_call(rt, api, user_api_key_dict, data)
+            with tracing.within(request):
+                ctx = await self._pre_call(rt, api, user_api_key_dict, data, headers, request)
         except Exception:  # a bug here must never fail the request
             log.exception("brain pre-call hook failed; the request goes on without memory")
             metrics.retrieval_degraded.labels("error").inc()
             gm.requests.labels(api, "degraded").inc()
         finally:
             gm.hook_seconds.labels("pre_call").observe(time.perf_counter() - t0)
+            if ctx is None or ctx.span is None:  # no post-call hook will find it: it ends here
+                tracing.end(request, {"brain.memory.outcome": ctx.memory if ctx else "degraded"})
         return data
 
-    async def _pre_call(self, rt: Runtime, api: str, user_api_key_dict: Any, data: dict[str, Any]) -> None:
-        headers = _headers(data)
+    async def _pre_call(
+        self,
+        rt: Runtime,
+        api: str,
+        user_api_key_dict: Any,
+        data: dict[str, Any],
+        headers: dict[str, str],
+        request: Any,
+    ) -> CallContext:
         query = query_of(data, api)
         actor = actor_of(user_api_key_dict) or Actor(name="anonymous", role="read", origin="agent")
         route: dict[str, str] = {}
@@ -124,12 +144,24 @@ class BrainHooks(CustomLogger):
         )
         call_id = data.get("litellm_call_id")
         if isinstance(call_id, str):
+            ctx.span = request if request.is_recording() else None
             rt.remember(call_id, ctx)
         if mode in ("off", "false", "0", "no") or not rt.settings.retrieval.enabled:
             ctx.memory = "off"
         else:
             ctx.memory = await self._place(rt, ctx, scope, data)
         gm.requests.labels(api, ctx.memory).inc()
+        tracing.set_attrs(
+            request,
+            {
+                "brain.memory.outcome": ctx.memory,
+                "brain.memory.count": len(ctx.injected),
+                "brain.namespaces.count": len(ctx.namespaces),
+                tracing.CONVERSATION: ctx.conversation,
+            },
+        )
+        tracing.text(request, "brain.query.text", query)
+        return ctx
 
     async def _place(self, rt: Runtime, ctx: CallContext, scope: Any, data: dict[str, Any]) -> str:
         """Put earlier turns' blocks back where they were; retrieve only for a question without one.
@@ -146,7 +178,7 @@ class BrainHooks(CustomLogger):
         if target is not None and not answered(items, target):
             earlier.pop(target, None)  # asked anew: fresh memory, not last time's (placement.answered)
         blocks = {i: p.block for i, p in earlier.items() if p.block}
-        gm.blocks_put_back.inc(len(blocks))
+        gm.blocks_put_back.inc(put := len(blocks))
         ids = [m for p in earlier.values() for m in p.ids]
         # the outcome for this turn's question: a resend's is what its question was given then
         memory = "skipped"
@@ -167,12 +199,32 @@ class BrainHooks(CustomLogger):
                 if injection is not None and injection.text:
                     ids = [*injection.ids, *ids]
                     rt.exposure.receipt(injection.ids, ctx.actor.name, ctx.conversation, ctx.api)
-        put_back(data, ctx.api, blocks)
+        with tracing.span("inject", {"brain.memory.blocks": len(blocks), "brain.memory.put_back": put}):
+            put_back(data, ctx.api, blocks)
         ctx.injected = list(dict.fromkeys(ids))
         ctx.injected_text = "\n\n".join(blocks.values())  # all this request holds: capture never re-learns it
         return memory
 
     async def _retrieve(self, rt: Runtime, ctx: CallContext, scope: Any) -> tuple[str, Injection | None]:
+        attrs: tracing.Attrs = {
+            tracing.OPERATION: "search_memory",
+            "brain.namespaces.count": len(scope.namespaces),
+        }
+        with tracing.span("search_memory", attrs) as span:
+            tracing.text(span, "brain.query.text", ctx.query)
+            outcome, injection = await self._search(rt, ctx, scope)
+            tracing.set_attrs(
+                span,
+                {
+                    "brain.retrieval.outcome": outcome,
+                    "brain.memory.count": len(injection.ids) if injection is not None else 0,
+                    "brain.memory.injected_tokens": injection.tokens if injection is not None else 0,
+                    "brain.retrieval.degraded": ctx.degraded or None,
+                },
+            )
+            return outcome, injection
+
+    async def _search(self, rt: Runtime, ctx: CallContext, scope: Any) -> tuple[str, Injection | None]:
         timeout = rt.settings.retrieval.timeout_ms / 1000
         injection: Injection | None = None
         try:
@@ -249,6 +301,7 @@ class BrainHooks(CustomLogger):
             ctx = rt.recall(kwargs.get("litellm_call_id"))
             if ctx is None:
                 return
+            tracing.end(ctx.span, usage_attrs(billed, response_obj))
             rt.exposure.delivered(ctx.notices)
             rt.exposure.link(ctx.actor.name, _response_id(response_obj, ctx.api), ctx.conversation)
             answer, reasoning = response_texts(response_obj)
@@ -265,6 +318,7 @@ class BrainHooks(CustomLogger):
             ctx = rt.recall(kwargs.get("litellm_call_id"))
             if ctx is not None:
                 rt.exposure.undelivered(ctx.notices)  # told next time
+                tracing.end(ctx.span, error="upstream_failed")
 
 
 proxy_handler_instance = BrainHooks()

@@ -78,6 +78,25 @@ router_decisions = Counter(
 auth_failures = Counter(
     "brain_auth_failures_total", "Refused credentials, by surface and reason.", ["surface", "reason"]
 )
+trace_spans_exported = Counter(
+    "brain_trace_spans_exported_total", "Spans this gateway sent to the OTLP collector (brain.core.tracing)."
+)
+trace_spans_dropped = Counter(
+    "brain_trace_spans_dropped_total",
+    "Spans this gateway dropped instead of slowing a request, by reason (queue_full: the collector is "
+    "slower than the spans come; export_failed: it refused, was down or did not answer in time).",
+    ["reason"],
+)
+
+
+def trace_spans(reason: str, n: int) -> None:
+    """brain.core.tracing's counter callback."""
+    if reason == "exported":
+        trace_spans_exported.inc(n)
+    else:
+        trace_spans_dropped.labels(reason).inc(n)
+
+
 heartbeats = Counter("brain_sse_heartbeats_total", "SSE heartbeat comments sent on silent streams.")
 early_stream_starts = Counter(
     "brain_sse_early_starts_total",

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from brain.core import tracing
 from brain.core.errors import BrainError
 from brain.core.models import Actor
 from brain.core.redact import SecretGate
@@ -81,6 +82,7 @@ class CallContext:
     episode: str | None = None  # what this exchange's captures are recorded under, with its siblings
     conversation: str | None = None  # its id in the exposure receipts (brain.gateway.retractions)
     notices: list[Notice] = field(default_factory=list)  # retractions told in this request
+    span: Any = None  # the request's trace span (brain.core.tracing), ended by the post-call hook
     created: float = field(default_factory=time.monotonic)
 
 
@@ -117,6 +119,7 @@ class Runtime:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
+        tracing.configure(self.settings.traces, counted=gm.trace_spans)
         self.capture.start()
         if self.embedder is None and self.settings.embedder_url:
             self._embedding_client = EmbeddingClient(
@@ -149,6 +152,7 @@ class Runtime:
                 await asyncio.wait_for(self.store.close(), 5)
         if self._embedding_client is not None:
             await self._embedding_client.aclose()
+        await asyncio.to_thread(tracing.shutdown, 2.0)
 
     async def _load_local_model(self) -> None:
         from brain.embedder.model import QUERY_THREADS, LocalEmbedder, threads_from_env
@@ -303,29 +307,40 @@ class Runtime:
         self.capture.submit(lambda: self._capture(ctx, answer, reasoning, model), "capture")
 
     async def _capture(self, ctx: CallContext, answer: str, reasoning: str, model: str | None) -> None:
+        # after the answer, in a queue worker: a child of the request's span, so one chat is one trace
+        attrs = {tracing.OPERATION: "create_memory", tracing.MODEL: model or None}
+        with tracing.span("capture", attrs, parent=tracing.context_of(ctx.span)) as span:
+            stored = await self._captured(ctx, answer, reasoning, model)
+            tracing.set_attrs(span, {"brain.memory.count": stored})
+
+    async def _captured(self, ctx: CallContext, answer: str, reasoning: str, model: str | None) -> int:
         f = self.settings.capture.filters
-        decision = analyse(
-            ctx.query,
-            answer,
-            reasoning,
-            min_code_lines=f.min_code_lines,
-            venting=f.venting,
-            noise=f.noise,
-            trusted_hosts=self.settings.capture.trusted_hosts,
-        )
-        # what the request was given is not the caller's knowledge: a restatement is not learned again
-        fresh = await self._new_to(decision.items, ctx.injected_text)
-        if decision.items and not fresh:
-            decision.filtered = "restates_injected"  # counted once below, like every refused exchange
-        else:
-            for _ in range(len(decision.items) - len(fresh)):
-                gm.captures_filtered.labels("restates_injected").inc()
+        with tracing.span("capture.gate") as gate:
+            decision = analyse(
+                ctx.query,
+                answer,
+                reasoning,
+                min_code_lines=f.min_code_lines,
+                venting=f.venting,
+                noise=f.noise,
+                trusted_hosts=self.settings.capture.trusted_hosts,
+            )
+            # what the request was given is not the caller's knowledge: a restatement is not learned again
+            fresh = await self._new_to(decision.items, ctx.injected_text)
+            if decision.items and not fresh:
+                decision.filtered = "restates_injected"  # counted once below, like every refused exchange
+            else:
+                for _ in range(len(decision.items) - len(fresh)):
+                    gm.captures_filtered.labels("restates_injected").inc()
+            tracing.set_attrs(
+                gate, {"brain.capture.items": len(fresh), "brain.capture.filtered": decision.filtered}
+            )
         to_review = [i for i in fresh if i.review]
         to_keep = [i for i in fresh if not i.review]
         service = self.service
         if service is None:
             gm.captures_filtered.labels("db_down").inc()
-            return
+            return 0
         exchange = capture_door.Exchange(
             key_name=ctx.actor.name,
             namespaces=ctx.actor.namespaces,
@@ -336,8 +351,11 @@ class Runtime:
             injected=tuple(ctx.injected),
             role=ctx.actor.role,
         )
-        outcome = await capture_door.keep(service, to_keep, exchange)
-        await capture_door.propose(service, to_review, exchange, outcome)
+        with tracing.span(
+            "capture.store", {"brain.capture.items": len(to_keep), "brain.capture.proposed": len(to_review)}
+        ):
+            outcome = await capture_door.keep(service, to_keep, exchange)
+            await capture_door.propose(service, to_review, exchange, outcome)
         for reason in outcome.filtered:
             gm.captures_filtered.labels(reason).inc()
         for row in outcome.stored:
@@ -345,6 +363,7 @@ class Runtime:
         if decision.filtered:
             gm.captures_filtered.labels(decision.filtered).inc()
         await capture_door.record(service, exchange, outcome, decision.filtered)
+        return len(outcome.stored)
 
     async def _new_to(self, items: list[Item], injected: str) -> list[Item]:
         """The items that are not a restatement of an injected passage (verbatim or by meaning)."""

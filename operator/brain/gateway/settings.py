@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, Field
 
 from brain.core.contract import CaptureFilters, EmbeddingSection, Env
+from brain.core.tracing import TraceSettings
 from brain.gateway.boundary import LimitSettings
 from brain.retrieval.pipeline import Floor
 
@@ -66,6 +67,7 @@ class GatewaySettings(BaseModel):
     routing: RoutingSettings = Field(default_factory=RoutingSettings)
     exposure: ExposureSettings = Field(default_factory=ExposureSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    traces: TraceSettings = Field(default_factory=TraceSettings)  # from the environment only
     heartbeat_s: float = Field(default=20.0, gt=0)
     database_url: str | None = None
     embedder_url: str | None = None
@@ -94,4 +96,5 @@ def load_settings(
     settings.database_url = env.get(Env.DATABASE_URL) or settings.database_url
     settings.embedder_url = env.get(Env.EMBEDDER_URL) or settings.embedder_url
     settings.master_key = env.get(Env.MASTER_KEY) or settings.master_key
+    settings.traces = TraceSettings.from_env(env, "brain-gateway")
     return settings

@@ -48,3 +48,21 @@ def input_tokens(response: Any) -> dict[str, int] | None:
         }
     # Anthropic's own shape: input_tokens is what was neither read nor written
     return {"read": read, "write": write, "none": _int(_get(usage, "input_tokens"))}
+
+
+def output_tokens(response: Any) -> int:
+    usage = _get(response, "usage")
+    return _int(_get(usage, "completion_tokens")) or _int(_get(usage, "output_tokens"))
+
+
+def usage_attrs(billed: dict[str, int] | None, response: Any) -> dict[str, int]:
+    """The request span's GenAI usage attributes: input tokens (all of them) and how many the
+    provider read from its prompt cache, and output tokens."""
+    if billed is None:
+        return {}
+    return {
+        "gen_ai.usage.input_tokens": sum(billed.values()),
+        "gen_ai.usage.cache_read.input_tokens": billed.get("read", 0),
+        "gen_ai.usage.cache_creation.input_tokens": billed.get("write", 0),
+        "gen_ai.usage.output_tokens": output_tokens(response),
+    }

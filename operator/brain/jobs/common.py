@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import collections
+import functools
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec
 
+from brain.core import tracing
 from brain.core.contract import DEFAULT_EMBEDDING_MODEL, Env
 from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
@@ -100,8 +103,45 @@ class Progress:
             self._drawn = False
 
 
+P = ParamSpec("P")
+
+
+def traced(job: str) -> Callable[[Callable[P, int]], Callable[P, int]]:
+    """Each run of a job is one trace (brain.core.tracing, when OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is
+    set): a `job <name>` span over the whole run, its summary's counts and exit code on it, flushed
+    before the process exits (bounded: a collector that is down costs the spans, not the run)."""
+
+    def wrap(main: Callable[P, int]) -> Callable[P, int]:
+        @functools.wraps(main)
+        def run(*args: P.args, **kwargs: P.kwargs) -> int:
+            fates: collections.Counter[str] = collections.Counter()
+            tracing.configure(
+                tracing.TraceSettings.from_env(os.environ, f"brain-{job}"),
+                counted=lambda reason, n: fates.update({reason: n}),
+            )
+            try:
+                with tracing.span(f"job {job}", {"brain.job.name": job}) as span:
+                    code = main(*args, **kwargs)
+                    tracing.set_attrs(span, {"brain.job.exit_code": code})
+                    return code
+            finally:
+                tracing.shutdown(5.0)
+                dropped = sum(n for reason, n in fates.items() if reason != "exported")
+                if dropped:
+                    log.warning("%d trace spans dropped (%s)", dropped, dict(fates))
+
+        return run
+
+    return wrap
+
+
 def emit(summary: dict[str, Any]) -> None:
-    """The summary is the last line on stdout; stderr is flushed first so logs cannot follow it."""
+    """The summary is the last line on stdout; stderr is flushed first so logs cannot follow it.
+    Its counts go on the run's span too (numbers only: an error's text may name a URL)."""
+    tracing.annotate(
+        {f"brain.job.{k}": v for k, v in summary.items() if isinstance(v, int | float)}
+        | {"brain.job.error": bool(summary.get("error"))}
+    )
     sys.stderr.flush()
     print(json.dumps(summary, default=str), flush=True)
 

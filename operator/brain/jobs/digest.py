@@ -45,7 +45,7 @@ from typing import Any, Literal
 from brain.core import lint
 from brain.core.models import Actor, MemoryIn
 from brain.core.redact import SecretGate
-from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
+from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run, traced
 from brain.services.digests import set_metrics
 from brain.store import digests as digest_rows
 from brain.store import exposure as exposure_rows
@@ -358,6 +358,7 @@ async def main_async(args: argparse.Namespace) -> int:
     return 0
 
 
+@traced("digest")
 def main(argv: Sequence[str] | None = None) -> int:
     setup_logging()
     p = argparse.ArgumentParser(prog="python -m brain.jobs.digest", description=__doc__.splitlines()[0])

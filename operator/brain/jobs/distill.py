@@ -34,7 +34,7 @@ from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
 from brain.ingest.grading import unit
 from brain.ingest.sync import as_vector
-from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run
+from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run, traced
 from brain.services.proposals import create as create_proposal
 from brain.services.proposals import screen_draft
 from brain.store import episodes as episode_rows
@@ -475,6 +475,7 @@ async def main_async(args: argparse.Namespace) -> int:
     return 0
 
 
+@traced("distill")
 def main(argv: list[str] | None = None) -> int:
     setup_logging()
     p = argparse.ArgumentParser(prog="python -m brain.jobs.distill", description=__doc__.splitlines()[0])

@@ -25,7 +25,7 @@ from brain.ingest.grading import GradingConfig
 from brain.ingest.retireguard import ImportStopped
 from brain.ingest.source import SourceSpec, load_source_file, parse_tree
 from brain.ingest.sync import sync
-from brain.jobs.common import Progress, emit, finish_run, job_env, setup_logging, start_run
+from brain.jobs.common import Progress, emit, finish_run, job_env, setup_logging, start_run, traced
 from brain.store.store import Store
 
 
@@ -132,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@traced("ingest")
 def main(argv: list[str] | None = None) -> int:
     setup_logging()
     args = build_parser().parse_args(argv)

@@ -29,7 +29,7 @@ import numpy as np
 from brain.core.contract import Env
 from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
-from brain.jobs.common import emit, setup_logging
+from brain.jobs.common import emit, setup_logging, traced
 from brain.store import Store, reindex
 
 WAIT_SECONDS = 900.0  # an embedder rollout (image pull, model load) takes minutes, not hours
@@ -107,6 +107,7 @@ async def run(dsn: str, model: str, dim: int | None, wait_seconds: float = WAIT_
             await close()
 
 
+@traced("reindex")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m brain.jobs.reindex", description=__doc__)
     p.add_argument("--dsn", default=os.environ.get(Env.DATABASE_URL))

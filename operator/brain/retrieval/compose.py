@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from brain.core import tracing
 from brain.core.models import Hit
 from brain.core.redact import SecretGate
 from brain.retrieval import telemetry as metrics
@@ -88,10 +89,15 @@ async def compose(
     degraded += result.degraded
     vec = result.query_vector
     t0 = time.perf_counter()
-    words = keywords(query)
-    persona = catalog.persona(words, vec, scope) if config.persona else None
-    skills = catalog.skills_for(vec, words, scope, config.skill_slots)
-    injection = assemble(result.all_hits, persona, skills, config.token_budget, degraded=degraded)
+    with tracing.span("compose") as span:
+        words = keywords(query)
+        persona = catalog.persona(words, vec, scope) if config.persona else None
+        skills = catalog.skills_for(vec, words, scope, config.skill_slots)
+        injection = assemble(result.all_hits, persona, skills, config.token_budget, degraded=degraded)
+        tracing.set_attrs(
+            span, {"brain.memory.count": len(injection.ids), "brain.memory.injected_tokens": injection.tokens}
+        )
+        tracing.text(span, "brain.memory.text", injection.text)
     metrics.retrieval_stage_seconds.labels("render").observe(time.perf_counter() - t0)
     return injection
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from brain.core import tracing
 from brain.core.models import Hit
 from brain.embedder.client import EmbedderUnavailable
 from brain.embedder.model import Embedder
@@ -52,6 +53,11 @@ Fetched = tuple[dict[str, Hit], list[tuple[str, float, Hit]]]
 # fused list holds a median of 100). 100 bounds the lookups when `candidates` is raised; it cost
 # +1.6 ms p50 over 50 at load 10 (docs/performance.md).
 CONTEXT_DEPTH = 100
+# what a stage's span says it is, beyond its name (brain.core.tracing)
+STAGE_ATTRS: dict[str, dict[str, str]] = {
+    "embed": {tracing.OPERATION: "embeddings"},
+    **{leg: {"brain.retrieval.leg": leg} for leg in ("vector", "lexical", "trigram")},
+}
 
 
 async def _none() -> None:
@@ -172,12 +178,16 @@ class Retriever:
 
     async def _timed(self, result: RetrievalResult, stage: str, aw: Awaitable[T]) -> T:
         t0 = time.perf_counter()
-        try:
-            return await aw
-        finally:
-            dt = time.perf_counter() - t0
-            result.timings[stage] = dt
-            metrics.retrieval_stage_seconds.labels(stage).observe(dt)
+        with tracing.span(f"retrieve.{stage}", STAGE_ATTRS.get(stage)) as span:
+            try:
+                out = await aw
+                if isinstance(out, list):
+                    tracing.set_attrs(span, {"brain.retrieval.candidates": len(out)})
+                return out
+            finally:
+                dt = time.perf_counter() - t0
+                result.timings[stage] = dt
+                metrics.retrieval_stage_seconds.labels(stage).observe(dt)
 
     async def _fetch(self, ids: list[str], scope: Scope) -> Fetched:
         """The memories `ids` and, when edges are expanded, their neighbours (the final top three are
@@ -299,6 +309,7 @@ class Retriever:
                 result.unknown_names = unknown
 
         t0 = time.perf_counter()
+        fuse_span = tracing.start("retrieve.fuse", {"brain.retrieval.fusion": cfg.fusion})
         # Each leg's z-scores, for episode context to fuse its groups per leg (rrf: none, best entry).
         per_leg: dict[str, tuple[dict[str, float], float]] | None = None
         weights = cfg.weights
@@ -311,6 +322,9 @@ class Retriever:
             fused = zscore_fusion(scored, weights=weights)
             per_leg = leg_zscores(scored)
         result.timings["fuse"] = time.perf_counter() - t0
+        tracing.end(
+            fuse_span, {"brain.retrieval.candidates": len(fused), "brain.retrieval.passing": len(passing)}
+        )
         # Boosts and diversity reorder only near the top, so only the head is fetched (bodies are large).
         head_size = max(limit * 3, limit + 20)
         early: asyncio.Task[Fetched] | None = None

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 from pydantic import BaseModel, ValidationError
 
-from brain.core import lint
+from brain.core import lint, tracing
 from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from brain.core.models import (
     KINDS,
@@ -99,8 +99,10 @@ def lint_fields(item: MemoryIn, origin: str) -> None:
 
 def screen(item: MemoryIn, gate: SecretGate, *, origin: str) -> MemoryIn:
     """The single screening of a writer's entry: gate, then lint. `origin` picks the lint's policy."""
-    item = gate_fields(item, gate)
-    lint_fields(item, origin)
+    with tracing.span("memory.secret_gate"):
+        item = gate_fields(item, gate)
+    with tracing.span("memory.lint", {"brain.origin": origin}):
+        lint_fields(item, origin)
     return item
 
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from brain.core.contract import Env
 from brain_operator import __version__
 from brain_operator.api import Brain, MemorySource, Resources, RoutingPolicy
 from brain_operator.diff import parse_quantity
@@ -97,6 +98,8 @@ class RenderInput:
     capabilities: Capabilities = field(default_factory=Capabilities)
     #: --allow-insecure-git-urls: http:// and file:// git sources are rendered, and their jobs told so
     allow_insecure_git_urls: bool = False
+    #: the operator's --traces-endpoint, for a Brain that names no collector of its own
+    traces_endpoint: str | None = None
 
     @property
     def name(self) -> str:
@@ -286,3 +289,30 @@ def env_name(prefix: str, name: str, suffix: str) -> str:
 
 def secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
+def traces_url(endpoint: str) -> str:
+    """The OTLP/HTTP traces URL of a collector's base URL (or of the traces URL itself)."""
+    endpoint = endpoint.rstrip("/")
+    return endpoint if endpoint.endswith("/v1/traces") else endpoint + "/v1/traces"
+
+
+def traces_env(inp: RenderInput, component: str) -> list[dict[str, Any]]:
+    """Where a pod sends its spans (brain.core.tracing reads these): nothing when no collector is
+    named, so a Brain without traces runs no exporter. The resource attributes say which Brain a
+    span came from, for a collector that serves many."""
+    traces = inp.brain.spec.observability.traces
+    endpoint = traces.endpoint or inp.traces_endpoint
+    if not endpoint:
+        return []
+    env = [
+        {"name": Env.TRACES_ENDPOINT, "value": traces_url(endpoint)},
+        {"name": Env.SERVICE_NAME, "value": f"brain-{component}"},
+        {
+            "name": Env.RESOURCE_ATTRIBUTES,
+            "value": f"brain.name={inp.name},k8s.namespace.name={inp.namespace}",
+        },
+    ]
+    if traces.content:
+        env.append({"name": Env.TRACES_CONTENT, "value": "1"})
+    return env

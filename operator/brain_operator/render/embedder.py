@@ -17,6 +17,7 @@ from brain_operator.render.common import (
     resources,
     selector_labels,
     service,
+    traces_env,
 )
 
 COMPONENT = "embedder"
@@ -46,7 +47,8 @@ def render_embedder(inp: RenderInput) -> list[Manifest]:
         "command": ["python", "-m", "brain.embedder"],
         "args": ["--host", "0.0.0.0", "--port", str(EMBEDDER_PORT), "--model", emb.model],
         "ports": [{"name": "http", "containerPort": EMBEDDER_PORT}],
-        "env": [{"name": "HOME", "value": "/tmp"}, THREADS_FROM_CPU_LIMIT],  # --model fixes the dimension
+        # --model fixes the dimension
+        "env": [{"name": "HOME", "value": "/tmp"}, THREADS_FROM_CPU_LIMIT, *traces_env(inp, "embedder")],
         "resources": resources("embedder", emb.resources),
         "securityContext": container_security_context(),
         "volumeMounts": [TMP_MOUNT],

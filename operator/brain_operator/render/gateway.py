@@ -29,6 +29,7 @@ from brain_operator.render.common import (
     selector_labels,
     service,
     stable_hash,
+    traces_env,
 )
 from brain_operator.render.embedder import embedder_url
 from brain_operator.render.litellm_config import MASTER_KEY_ENV, model_api_key_env, render_litellm_config
@@ -54,6 +55,7 @@ def data_plane_env(inp: RenderInput, role: str | None) -> list[dict[str, Any]]:
         {"name": Env.EMBEDDER_URL, "value": embedder_url(inp)},
         {"name": Env.EMBEDDING_MODEL, "value": emb.model},
         {"name": Env.EMBEDDING_DIM, "value": str(emb.dim)},
+        *traces_env(inp, role or "migrate"),
     ]
 
 
