@@ -184,6 +184,7 @@ class Collector:
         folder: str | os.PathLike[str],
         *,
         grpc: bool = True,
+        host: str = "127.0.0.1",
         flush_interval: str = "50ms",
         batch_timeout: str = "50ms",
         log_level: str = "warn",
@@ -195,6 +196,9 @@ class Collector:
         self.spans_path = self.folder / "spans.jsonl"
         self.log_path = self.folder / "otelcol.log"
         self.grpc = grpc
+        # the receivers' address: loopback, or the host's end of the real node's veth, which pods
+        # reach (e2e/pods), never a wildcard
+        self.host = host
         self.flush_interval = flush_interval
         self.batch_timeout = batch_timeout
         self.log_level = log_level
@@ -210,7 +214,7 @@ class Collector:
     @property
     def endpoint(self) -> str:
         """The OTLP/HTTP base URL, e.g. ``http://127.0.0.1:PORT`` (traces at ``/v1/traces``)."""
-        return f"http://127.0.0.1:{self.http_port}"
+        return f"http://{self.host}:{self.http_port}"
 
     @property
     def traces_url(self) -> str:
@@ -218,7 +222,7 @@ class Collector:
 
     @property
     def grpc_endpoint(self) -> str | None:
-        return f"127.0.0.1:{self.grpc_port}" if self.grpc_port else None
+        return f"{self.host}:{self.grpc_port}" if self.grpc_port else None
 
     def env(self) -> dict[str, str]:
         """The standard SDK variables that point an OTLP/HTTP exporter at this collector."""
@@ -240,9 +244,9 @@ class Collector:
     # -- config ------------------------------------------------------------------------------------
 
     def config(self) -> dict[str, Any]:
-        protocols: dict[str, Any] = {"http": {"endpoint": f"127.0.0.1:{self.http_port}"}}
+        protocols: dict[str, Any] = {"http": {"endpoint": f"{self.host}:{self.http_port}"}}
         if self.grpc_port:
-            protocols["grpc"] = {"endpoint": f"127.0.0.1:{self.grpc_port}"}
+            protocols["grpc"] = {"endpoint": f"{self.host}:{self.grpc_port}"}
         return {
             "receivers": {"otlp": {"protocols": protocols}},
             "processors": {"batch": {"timeout": self.batch_timeout}},

@@ -209,14 +209,19 @@ class Gateway:
     def headers(self, key: str) -> dict[str, str]:
         return {"authorization": f"Bearer {self.keys.get(key, key)}"}
 
-    def chat(self, text: str, key: str = "agent", timeout: float = 60, session: str = "") -> httpx.Response:
+    def chat(
+        self, text: str, key: str = "agent", timeout: float = 60, session: str = "", **headers: str
+    ) -> httpx.Response:
         """One chat; `session` opens it with its own system prompt, so a question asked again is a
         new conversation (the gateway puts an earlier block back for the same conversation resent,
         gateway/placement.py) while the question, the person's message, stays what a person types."""
         messages = [{"role": "system", "content": f"session {session}"}] if session else []
         body = {"model": "echo", "messages": [*messages, {"role": "user", "content": text}]}
         return httpx.post(
-            f"{self.url}/v1/chat/completions", json=body, headers=self.headers(key), timeout=timeout
+            f"{self.url}/v1/chat/completions",
+            json=body,
+            headers={**self.headers(key), **headers},
+            timeout=timeout,
         )
 
     def rest(self, method: str, path: str, key: str, **kw: Any) -> httpx.Response:

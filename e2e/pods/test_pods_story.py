@@ -16,6 +16,9 @@ step asserted the way a user would notice it:
 7. the Brain's NetworkPolicies hold on the node (kube-router): a pod in another namespace, whatever
    its labels, reaches neither Postgres nor the embedder nor the gateway pod's cloudflared port;
    the Brain's gateway and Prometheus in `monitoring` reach what they need.
+8. the Brain's `spec.observability.traces.endpoint` names a real OpenTelemetry Collector (on the
+   host's end of the node's veth): one chat is one trace, the gateway pod's and the embedder pod's
+   spans linked by trace context, with the GenAI attributes and no text.
 
 Then faults on the same pods (figures printed into the test output), and `helm uninstall`.
 Only the LLM provider is fake (brain.local.fakeupstream in a pod).
@@ -26,9 +29,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import os
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -39,6 +44,7 @@ import httpx
 import pytest
 import yaml
 from tests.gateway_fixtures import metric
+from tests.otel_fixtures import Collector, build_collector
 
 from e2e.story import wait_for
 from e2e.test_user_story import CI_ANSWERS, CI_QUESTION, CONVENTION, DECISION, LEARNING, NOTE, SOURCE
@@ -59,6 +65,7 @@ from .story_pods import (
 )
 
 NS = "team"
+HOST_IP = os.environ.get("BRAIN_NODE_HOST_IP", "10.243.0.1")
 OPERATOR_NS = "brain-system"
 RELEASE = "brain-operator"
 FILES = {
@@ -76,6 +83,7 @@ class Stack:
     gw: Gateway
     upstream: Upstream
     started: float
+    collector: Collector
 
     def k(self, *args: str, check: bool = True) -> str:
         return self.node.kubectl(*args, check=check)
@@ -112,9 +120,24 @@ def _install(node: RealNode) -> None:
     assert proc.returncode == 0, f"helm install failed:\n{proc.stderr}\n{node.kubectl('get', 'pods', '-A')}"
 
 
+def _with_traces(brain_yaml: str, endpoint: str) -> str:
+    brain: dict[str, Any] = yaml.safe_load(brain_yaml)
+    brain["spec"]["observability"] = {"traces": {"endpoint": endpoint}}
+    return yaml.safe_dump(brain, sort_keys=False)
+
+
 @pytest.fixture(scope="module")
-def stack(real_node: RealNode) -> Iterator[Stack]:
-    node = real_node
+def stack(real_node: RealNode, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    # the pods reach the host at its end of the node's veth (hack/node-lib.sh), where the API server is
+    collector = Collector(build_collector(), tmp_path_factory.mktemp("otel"), grpc=False, host=HOST_IP)
+    collector.start()
+    try:
+        yield from _stack(real_node, collector)
+    finally:
+        collector.stop()
+
+
+def _stack(node: RealNode, collector: Collector) -> Iterator[Stack]:
     t0 = time.monotonic()
     _install(node)
     node.kubectl("apply", "-n", NS, "-f", "-", input=helpers_manifest(NS, FILES))
@@ -122,7 +145,8 @@ def stack(real_node: RealNode) -> Iterator[Stack]:
     # gateways once more right after they started (minutes of LiteLLM boots on a small node).
     node.kubectl("apply", "-n", NS, "-f", str(SAMPLES / "routingpolicy.yaml"))
     node.kubectl("apply", "-n", NS, "-f", "-", input=tunnel.secret_manifest())
-    node.kubectl("apply", "-n", NS, "-f", "-", input=tunnel.with_tunnel(brain_manifest(NS)))
+    brain = _with_traces(tunnel.with_tunnel(brain_manifest(NS)), collector.endpoint)
+    node.kubectl("apply", "-n", NS, "-f", "-", input=brain)
     try:
         node.kubectl("wait", "brain/team", "-n", NS, "--for=condition=Ready", "--timeout=600s", timeout=620)
     except AssertionError:
@@ -138,7 +162,7 @@ def stack(real_node: RealNode) -> Iterator[Stack]:
     wait_for("the gateway Service answers from the host", lambda: _health_ok(gw), timeout=180)
     for name, role in (("agent", "agent"), ("codex-ci", "agent"), ("owner", "owner")):
         gw.make_key(name, role)
-    yield Stack(node, gw, Upstream(service_url(node, NS, "fake-llm", 4001)), t0)
+    yield Stack(node, gw, Upstream(service_url(node, NS, "fake-llm", 4001)), t0, collector)
 
 
 def _health_ok(gw: Gateway) -> bool:
@@ -276,6 +300,45 @@ def test_user_story_on_real_pods(stack: Stack) -> None:
         timeout=180,
     )
     print(f"user story on real pods: {time.monotonic() - s.started:.0f} s from helm install")
+
+
+@pytest.mark.e2e
+@pytest.mark.timeout(1800)  # run alone (-k), it also pays for the helm install and the Brain turning Ready
+def test_one_chat_is_one_trace_on_real_pods(stack: Stack) -> None:
+    """The gateway pod and the embedder pod send OTLP to the collector the Brain names; the caller's
+    traceparent continues through both."""
+    if not any(s["name"] == "chat echo" for s in stack.collector.spans()):  # run alone: the note first
+        stack.gw.mcp_tool("agent", "brain_note", {"body": NOTE, "title": "Staging DB port", "kind": "fact"})
+    trace, parent = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    question = "Which port does the staging database use?"
+    r = stack.gw.chat(question, session=f"trace {trace}", traceparent=f"00-{trace}-{parent}-01")
+    assert r.status_code == 200 and "6543" in r.text, r.text[:300]
+
+    def whole(spans: list[Any]) -> bool:
+        mine = [s for s in spans if s["trace_id"] == trace]
+        return any(s["name"] == "chat echo" for s in mine) and any(
+            s["service"] == "brain-embedder" for s in mine
+        )
+
+    spans = stack.collector.wait_until(whole, timeout=60)
+    mine = [s for s in spans if s["trace_id"] == trace]
+    [request] = [s for s in mine if s["name"] == "chat echo"]
+    assert request["service"] == "brain-gateway" and request["parent_span_id"] == parent
+    assert request["attributes"]["gen_ai.operation.name"] == "chat"
+    assert request["attributes"]["gen_ai.request.model"] == "echo"
+    assert request["attributes"]["brain.memory.outcome"] == "injected"
+    assert request["resource"]["brain.name"] == "team" and request["resource"]["k8s.namespace.name"] == NS
+    clients = {s["span_id"] for s in mine if s["service"] == "brain-gateway" and s["kind"] == "CLIENT"}
+    servers = [s for s in mine if s["service"] == "brain-embedder" and s["kind"] == "SERVER"]
+    assert servers and all(s["parent_span_id"] in clients for s in servers)
+    assert {"search_memory", "retrieve.embed", "retrieve.lexical", "compose", "inject"} <= {
+        s["name"] for s in mine
+    }
+    texts = [str(v) for s in spans for v in s["attributes"].values()]
+    leaked = [t for t in texts if "6543" in t or "staging database" in t or stack.gw.master in t]
+    assert not leaked, leaked
+    services = sorted({s["service"] or "" for s in mine})
+    print(f"\none chat on the real node: {len(mine)} spans in one trace from {services}; no text in any span")
 
 
 @pytest.mark.e2e

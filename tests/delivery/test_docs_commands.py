@@ -550,6 +550,15 @@ RUN: dict[str, Case] = {
             "--set 'watch.namespaces={team}'",
         ),
     ),
+    # docs/tracing.md: the chart's default collector reaches the operator as --traces-endpoint
+    "helm upgrade brain-operator charts/brain-operator --install -n brain-system --create-namespace --reuse-values "
+    "--set observability.traces.endpoint=http://otel-collector.monitoring:4318": Case(
+        "cluster",
+        has("--traces-endpoint=http://otel-collector.monitoring:4318"),
+        # `then` is not renamed: every operator Deployment's args (only this one's has the flag)
+        then="kubectl get deploy -A -l app.kubernetes.io/name=brain-operator "
+        "-o jsonpath='{.items[*].spec.template.spec.containers[0].args}'",
+    ),
     # docs/gateway.md
     "brainctl keys create claude-mac --role agent": Case("stack", check_key_created("agent", None, False)),
     "brainctl keys create ci --role read --namespace repo:web --expires-days 30": Case(

@@ -65,6 +65,8 @@ class _Metrics:
             ["reason"],
             registry=registry,
         )
+        for reason in ("queue_full", "export_failed"):
+            self.spans_dropped.labels(reason)
 
     def trace_spans(self, reason: str, n: int) -> None:
         if reason == "exported":

@@ -40,6 +40,7 @@ log = logging.getLogger("brain.gateway.hooks")
 MEMORY_HEADER = "x-brain-memory"
 NAMESPACES_HEADER = "x-brain-namespaces"
 EPISODE_HEADER = "x-brain-episode"
+MODEL_IN_SPAN = 128  # characters of the requested model's name in the request span's name and attribute
 
 
 def _headers(data: dict[str, Any]) -> dict[str, str]:
@@ -91,10 +92,11 @@ class BrainHooks(CustomLogger):
         if rt is None or api is None:
             return data
         headers = _headers(data)
+        model = str(data.get("model") or "")[:MODEL_IN_SPAN]  # the caller's string: bounded
         # the request's span: the caller's trace continues (traceparent), the model call's answer ends it
         request = tracing.start(
-            f"chat {data.get('model') or ''}".strip(),
-            {tracing.OPERATION: "chat", tracing.MODEL: str(data.get("model") or ""), "brain.api": api},
+            f"chat {model}".strip(),
+            {tracing.OPERATION: "chat", tracing.MODEL: model, "brain.api": api},
             kind=tracing.SERVER,
             parent=tracing.extract(headers),
         )

@@ -87,6 +87,8 @@ trace_spans_dropped = Counter(
     "slower than the spans come; export_failed: it refused, was down or did not answer in time).",
     ["reason"],
 )
+for _reason in ("queue_full", "export_failed"):  # a series from the start: a rate, an alert, a panel
+    trace_spans_dropped.labels(_reason)
 
 
 def trace_spans(reason: str, n: int) -> None:
