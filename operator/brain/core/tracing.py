@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import hashlib
+import hmac
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -172,15 +175,18 @@ class _State:
     tracer: trace.Tracer | None = None
     provider: TracerProvider | None = None
     content: bool = False
+    key: bytes = os.urandom(32)  # pseudonym()'s
 
 
 _state = _State()
 
 
-def configure(settings: TraceSettings, counted: Counter | None = None) -> bool:
-    """Install (or, with no endpoint, remove) this process's exporter. True when spans are sent."""
+def configure(settings: TraceSettings, counted: Counter | None = None, *, key: str | None = None) -> bool:
+    """Install (or, with no endpoint, remove) this process's exporter. True when spans are sent.
+    `key` keys `pseudonym()` (the gateway's master key: the same on every replica); None: random."""
     shutdown()
     _state.content = settings.content
+    _state.key = key.encode() if key else os.urandom(32)
     if not settings.endpoint:
         return False
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -232,8 +238,15 @@ def span(
     if tracer is None:
         yield INVALID_SPAN
         return
+    # the SDK's own status on an exception is "{type}: {message}", and messages name what a writer
+    # sent (a field path such as attrs.<key>): the status here says the type, nothing more
     with tracer.start_as_current_span(
-        name, context=parent, kind=kind, attributes=_clean(attrs), record_exception=False
+        _short(name),
+        context=parent,
+        kind=kind,
+        attributes=_clean(attrs),
+        record_exception=False,
+        set_status_on_exception=False,
     ) as s:
         try:
             yield s
@@ -254,7 +267,7 @@ def start(
     tracer = _state.tracer
     if tracer is None:
         return INVALID_SPAN
-    return tracer.start_span(name, context=parent, kind=kind, attributes=_clean(attrs))
+    return tracer.start_span(_short(name), context=parent, kind=kind, attributes=_clean(attrs))
 
 
 def end(s: Span | None, attrs: Attrs | None = None, *, error: str = "") -> None:
@@ -294,7 +307,16 @@ def annotate(attrs: Attrs) -> None:
 def text(s: Span, key: str, value: str) -> None:
     """Text (a query, a memory) on a span, only where `content` is on; the cut keeps spans small."""
     if _state.content and s.is_recording():
-        s.set_attribute(key, value[:2000])
+        s.set_attribute(key, value[:2000].encode("utf-8", "replace").decode("utf-8"))
+
+
+def pseudonym(value: str | None) -> str | None:
+    """A keyed digest of an id that is itself an unkeyed hash of text (the conversation id is a
+    SHA-256 chain over the turns as sent): equal for equal ids, but whoever reads the collector
+    cannot confirm a guessed question by hashing it."""
+    if value is None or _state.tracer is None:  # off: not even the digest is paid for
+        return None
+    return hmac.new(_state.key, b"brain.trace\x00" + value.encode(), hashlib.sha256).hexdigest()[:32]
 
 
 def context_of(s: Span | None) -> Context | None:
@@ -324,5 +346,15 @@ def extract(headers: Mapping[str, str]) -> Context | None:
     return propagate.extract({k.lower(): v for k, v in headers.items()})
 
 
+#: a span name's or a string attribute's most characters (text() has its own cut)
+SHORT = 256
+
+
+def _short(value: str) -> str:
+    """Names and labels come from callers too (a request's `model`, up to a 32 MB body): one huge span
+    would make its whole batch too big for the collector, and a lone surrogate unencodable."""
+    return value[:SHORT].encode("utf-8", "replace").decode("utf-8")
+
+
 def _clean(attrs: Attrs | None) -> dict[str, AttrValue]:
-    return {k: v for k, v in (attrs or {}).items() if v is not None}
+    return {k: _short(v) if isinstance(v, str) else v for k, v in (attrs or {}).items() if v is not None}

@@ -159,7 +159,7 @@ class BrainHooks(CustomLogger):
                 "brain.memory.outcome": ctx.memory,
                 "brain.memory.count": len(ctx.injected),
                 "brain.namespaces.count": len(ctx.namespaces),
-                tracing.CONVERSATION: ctx.conversation,
+                tracing.CONVERSATION: tracing.pseudonym(ctx.conversation),
             },
         )
         tracing.text(request, "brain.query.text", query)

@@ -119,7 +119,7 @@ class Runtime:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        tracing.configure(self.settings.traces, counted=gm.trace_spans)
+        tracing.configure(self.settings.traces, counted=gm.trace_spans, key=self.settings.master_key)
         self.capture.start()
         if self.embedder is None and self.settings.embedder_url:
             self._embedding_client = EmbeddingClient(
