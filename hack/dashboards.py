@@ -157,7 +157,8 @@ def overview() -> dict[str, Any]:
             "Prompt-cache share of upstream input tokens",
             [
                 (
-                    f'sum(rate(brain_upstream_input_tokens_total{{{GW}, cache="read"}}[{RI}])) '
+                    # `or vector(0)`: no provider has read from its cache yet is a share of 0, not no data
+                    f'(sum(rate(brain_upstream_input_tokens_total{{{GW}, cache="read"}}[{RI}])) or vector(0)) '
                     f"/ sum(rate(brain_upstream_input_tokens_total{{{GW}}}[{RI}]))",
                     "read from the provider's cache",
                 )

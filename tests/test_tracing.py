@@ -205,3 +205,17 @@ async def test_a_job_run_is_one_trace_with_its_summary_counts(
     assert run["attributes"]["brain.job.error"] is False
     counted = {k: v for k, v in summary.items() if isinstance(v, int) and not isinstance(v, bool)}
     assert counted and all(run["attributes"][f"brain.job.{k}"] == v for k, v in counted.items())
+
+
+def test_a_callers_unsampled_traceparent_does_not_turn_tracing_off(otel_collector: Collector) -> None:
+    """An agent that sends `traceparent: ...-00` (not sampled) is traced all the same."""
+    tracing.configure(TraceSettings(endpoint=traces_url(otel_collector.endpoint), interval_s=0.1))
+    try:
+        trace_id, parent = "cd" * 16, "ef" * 8
+        caller = tracing.extract({"traceparent": f"00-{trace_id}-{parent}-00"})
+        with tracing.span("chat echo", parent=caller) as s:
+            assert s.is_recording()
+        (got,) = otel_collector.wait_spans(lambda s: s["trace_id"] == trace_id, timeout=20)
+        assert got["parent_span_id"] == parent
+    finally:
+        tracing.configure(TraceSettings())

@@ -112,9 +112,15 @@ async def test_one_chat_is_one_trace_across_gateway_and_embedder_without_text(tr
     assert "vault-7" in r.text  # the echo upstream repeats the injected memory
 
     def complete(spans: list[Span]) -> bool:
-        names = {s["name"] for s in spans if s["trace_id"] == caller_trace}
-        return {"chat echo", "search_memory", "capture"} <= names and any(
-            s["service"] == "brain-embedder" for s in spans if s["trace_id"] == caller_trace
+        """The request's steps and capture there, and every embedder span's parent too (the two
+        processes export on their own clocks)."""
+        mine = [s for s in spans if s["trace_id"] == caller_trace]
+        ids = {s["span_id"] for s in mine}
+        served = [s for s in mine if s["service"] == "brain-embedder"]
+        return (
+            {"chat echo", "search_memory", "capture"} <= {s["name"] for s in mine}
+            and bool(served)
+            and all(s["parent_span_id"] in ids for s in served)
         )
 
     spans = traced.collector.wait_until(complete, timeout=30)

@@ -37,6 +37,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import INVALID_SPAN, Span, SpanKind, Status, StatusCode
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -192,7 +193,10 @@ def configure(settings: TraceSettings, counted: Counter | None = None, *, key: s
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     provider = TracerProvider(
-        resource=Resource.create({"service.name": settings.service, "service.version": __version__})
+        resource=Resource.create({"service.name": settings.service, "service.version": __version__}),
+        # every request is traced: a caller's traceparent is continued, but its sampled flag is not
+        # obeyed, or an agent could keep its own requests out of the SREs' traces
+        sampler=ALWAYS_ON,
     )
     provider.add_span_processor(
         BoundedExport(
