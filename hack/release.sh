@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Cuts a release: one version for the package, the chart and the images.
 #
-#   make release VERSION=0.2.0              # set, changelog, commit, tag, chart package, images
-#   make release VERSION=0.2.0 IMAGES=0     # the same without building the images (no Docker)
+#   make release VERSION=0.3.0              # set, changelog, commit, tag, chart package, images
+#   make release VERSION=0.3.0 IMAGES=0     # the same without building the images (no Docker)
 #   bash hack/release.sh --rebuild v0.1.0   # an earlier release, rebuilt from its commit in git
 #
 # The version lives in operator/brain/__init__.py (`__version__`); pyproject reads it, the operator
@@ -60,7 +60,7 @@ fi
 
 VERSION=${VERSION:-${1:-}}
 [[ $VERSION =~ ^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$ ]] ||
-  die "VERSION must be MAJOR.MINOR.PATCH (SemVer, no prefix), e.g. make release VERSION=0.2.0; got '${VERSION}'"
+  die "VERSION must be MAJOR.MINOR.PATCH (SemVer, no prefix), e.g. make release VERSION=0.3.0; got '${VERSION}'"
 tag=v$VERSION
 [ -z "$(git status --porcelain)" ] || die "the work tree has changes; commit or remove them first"
 git rev-parse -q --verify "refs/tags/$tag" >/dev/null && die "tag $tag exists already"

@@ -620,11 +620,11 @@ KUBELET = "pods on the local control plane are kwok's: no containers and no kube
 BACKUP_DRILL = "e2e/pods/backup_pods.py does it on the real node"
 #: docs command → why it cannot run here. Keep it small and honest.
 CANNOT_RUN: dict[str, str] = {
-    "make release VERSION=0.2.0": (
+    "make release VERSION=0.3.0": (
         "commits, tags and builds images in this checkout; tests/delivery/test_release.py runs "
         "hack/release.sh in a clone"
     ),
-    "make release VERSION=0.2.0 IMAGES=0": (
+    "make release VERSION=0.3.0 IMAGES=0": (
         "commits and tags in this checkout; tests/delivery/test_release.py runs it in a clone"
     ),
     "bash hack/release.sh --rebuild v0.1.0": (
