@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,6 +86,49 @@ class Upgrade:
 # What HEAD renders for the test's Brain that v0.1.0 did not: #29's backup job's NetworkPolicy and
 # its database role's Secret (render/policy.py JOBS, render/names.py db_role).
 HEAD_ADDS = {"networkpolicy.networking.k8s.io/team-backup", "secret/team-db-role-backup"}
+
+
+class GatewayLogs:
+    """Every gateway pod's log from the moment it appears, to a file each: a roll deletes the pods
+    whose log would say why a chat failed. Followed by `kubectl logs -f`, polled every second."""
+
+    def __init__(self, u: Upgrade, folder: Path) -> None:
+        self.u, self.folder = u, folder
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> GatewayLogs:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for proc in self.procs.values():
+            proc.terminate()
+
+    def _run(self) -> None:
+        while not self._stop.wait(1):
+            out = self.u.k("get", "pods", "-n", NS, "-l", "app.kubernetes.io/component=gateway", "-o", "name",
+                           check=False)  # fmt: skip
+            for pod in out.split():
+                if pod not in self.procs:
+                    with open(self.folder / f"{pod.split('/')[-1]}.log", "wb") as f:
+                        self.procs[pod] = subprocess.Popen(
+                            ["kubectl", "logs", "-f", "-n", NS, pod, "-c", "gateway", "--pod-running-timeout=60s"],
+                            stdout=f, stderr=subprocess.STDOUT, env=self.u.node.env,
+                        )  # fmt: skip
+
+    def errors(self) -> str:
+        """The lines around each logged error, per pod."""
+        out = []
+        for path in sorted(self.folder.glob("*.log")):
+            lines = path.read_text(errors="replace").splitlines()
+            for i, line in enumerate(lines):
+                if "Traceback" in line or "ERROR" in line or "unhandled" in line:
+                    out.append(f"--- {path.stem}:{i}\n" + "\n".join(lines[max(0, i - 3) : i + 30]))
+        return "\n".join(out[:8])
 
 
 def _same_children_but_head_adds(what: str, now: list[str], before: list[str]) -> None:
@@ -148,7 +192,7 @@ def _read_back(gw: Gateway, outcomes: list[Outcome]) -> tuple[int, list[str]]:
 
 
 @pytest.mark.timeout(3600)
-def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> None:
+def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade, tmp_path: Path) -> None:
     u, figures = upgrade, []
     proc = u.node.helm("upgrade", "--install", RELEASE, str(u.chart), "-n", OPERATOR_NS, *helm_values(NS, tag=u.previous),
                        "--wait", "--timeout", "10m", timeout=660)  # fmt: skip
@@ -170,6 +214,7 @@ def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> No
     # has its chats refused in the second its pods leave the Service: counted against the step that
     # terminates them (the upgrade, for such a previous release), never against HEAD's.
     drains = {"previous": _drains(u)}
+    logs = GatewayLogs(u, tmp_path).__enter__()
     stream = Stream(gw, chats=2, writers=1).start()
     time.sleep(5)
 
@@ -243,6 +288,7 @@ def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> No
         )
 
     outcomes = stream.stop()
+    logs.__exit__()
     chats = [o for o in outcomes if o.kind == "chat"]
     broken = [o for o in chats if o.status != 200]
     writes = [o for o in outcomes if o.kind == "write"]
@@ -264,6 +310,8 @@ def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade) -> No
         for t0, t1, leaving in windows.values()
         if t0 <= o.started <= t1 and not drains[leaving]
     ]
+    if len(broken) != len(excused):
+        print("gateway errors:\n" + logs.errors())
     assert chats and len(broken) == len(excused), (figures, [(o.status, o.started) for o in broken[:5]])
     assert acked and not lost, lost[:5]
 
