@@ -259,6 +259,24 @@ def span(
             raise
 
 
+@contextlib.contextmanager
+def leaf(name: str, attrs: Attrs | None = None) -> Iterator[Span]:
+    """A span for a step that opens no spans of its own (a retrieval leg): not made current, which
+    saves the context switch that `span()` pays, a quarter of a span's cost here."""
+    tracer = _state.tracer
+    if tracer is None:
+        yield INVALID_SPAN
+        return
+    s = tracer.start_span(_short(name), attributes=_clean(attrs), record_exception=False)
+    try:
+        yield s
+    except BaseException as e:
+        s.set_status(Status(StatusCode.ERROR, type(e).__name__))
+        raise
+    finally:
+        s.end()
+
+
 def start(
     name: str,
     attrs: Attrs | None = None,

@@ -201,7 +201,7 @@ class BrainHooks(CustomLogger):
                 if injection is not None and injection.text:
                     ids = [*injection.ids, *ids]
                     rt.exposure.receipt(injection.ids, ctx.actor.name, ctx.conversation, ctx.api)
-        with tracing.span("inject", {"brain.memory.blocks": len(blocks), "brain.memory.put_back": put}):
+        with tracing.leaf("inject", {"brain.memory.blocks": len(blocks), "brain.memory.put_back": put}):
             put_back(data, ctx.api, blocks)
         ctx.injected = list(dict.fromkeys(ids))
         ctx.injected_text = "\n\n".join(blocks.values())  # all this request holds: capture never re-learns it

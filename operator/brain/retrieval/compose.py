@@ -89,7 +89,7 @@ async def compose(
     degraded += result.degraded
     vec = result.query_vector
     t0 = time.perf_counter()
-    with tracing.span("compose") as span:
+    with tracing.leaf("compose") as span:
         words = keywords(query)
         persona = catalog.persona(words, vec, scope) if config.persona else None
         skills = catalog.skills_for(vec, words, scope, config.skill_slots)

@@ -7,6 +7,7 @@ rest answers alone. Namespace, status and time filters run inside the legs' SQL.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import Awaitable
@@ -53,7 +54,9 @@ Fetched = tuple[dict[str, Hit], list[tuple[str, float, Hit]]]
 # fused list holds a median of 100). 100 bounds the lookups when `candidates` is raised; it cost
 # +1.6 ms p50 over 50 at load 10 (docs/performance.md).
 CONTEXT_DEPTH = 100
-# what a stage's span says it is, beyond its name (brain.core.tracing)
+# The stages with a span of their own (brain.core.tracing), and what each says it is: the embedding
+# and the legs. The other stages (names, context, fetch, expand) are timed in the stage histogram
+# only; a span costs ~80 µs here, created and sent (docs/tracing.md, "Cost").
 STAGE_ATTRS: dict[str, dict[str, str]] = {
     "embed": {tracing.OPERATION: "embeddings"},
     **{leg: {"brain.retrieval.leg": leg} for leg in ("vector", "lexical", "trigram")},
@@ -178,7 +181,14 @@ class Retriever:
 
     async def _timed(self, result: RetrievalResult, stage: str, aw: Awaitable[T]) -> T:
         t0 = time.perf_counter()
-        with tracing.span(f"retrieve.{stage}", STAGE_ATTRS.get(stage)) as span:
+        attrs = STAGE_ATTRS.get(stage)
+        # the embedding's span is current: the embedder's client span is its child
+        opened = (
+            (tracing.span if stage == "embed" else tracing.leaf)(f"retrieve.{stage}", attrs)
+            if attrs is not None
+            else contextlib.nullcontext(tracing.INVALID_SPAN)
+        )
+        with opened as span:
             try:
                 out = await aw
                 if isinstance(out, list):

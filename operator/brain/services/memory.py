@@ -99,9 +99,9 @@ def lint_fields(item: MemoryIn, origin: str) -> None:
 
 def screen(item: MemoryIn, gate: SecretGate, *, origin: str) -> MemoryIn:
     """The single screening of a writer's entry: gate, then lint. `origin` picks the lint's policy."""
-    with tracing.span("memory.secret_gate"):
+    with tracing.leaf("memory.secret_gate"):
         item = gate_fields(item, gate)
-    with tracing.span("memory.lint", {"brain.origin": origin}):
+    with tracing.leaf("memory.lint", {"brain.origin": origin}):
         lint_fields(item, origin)
     return item
 
