@@ -121,7 +121,6 @@ async def main(
     from brain.core.models import Actor, MemoryIn
     from brain.local.eval import load_dataset
     from brain.store import Scope, Store
-    from brain.store import lexical_weights as weights
     from brain.store.lexical import DIMENSIONS, bm25
     from brain.store.store import AbandoningPool
 
@@ -161,7 +160,7 @@ async def main(
                         copy += 1
                     load_s = time.perf_counter() - t0
                     t0 = time.perf_counter()
-                    mean = await weights.settle(store)
+                    mean = await store.settle_weights()
                     rewrite_s = time.perf_counter() - t0
                     await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
                     await store.corpus_stats(max_age=0)
@@ -231,7 +230,7 @@ async def main(
                                 f"| {size:,} | {layout} | {ratio} | {same_top}/{answered} | {overlap:.3f} |"
                             )
                             print(stale_rows[-1], file=sys.stderr, flush=True)
-                        await weights.settle(store)
+                        await store.settle_weights()
                         await store.corpus_stats(max_age=0)
 
                     t0 = time.perf_counter()

@@ -64,7 +64,7 @@ async def _stale_rows(store: Store) -> int:
 @pytest.mark.parametrize("namespace", ["repo:payments", "repo:web"])
 async def test_ranks_as_the_tsvector_sql_at_the_live_mean(store: Store, owner: Actor, namespace: str) -> None:
     await _write(store, BODIES, owner)
-    await weights.settle(store)
+    await store.settle_weights()
     for q in QUERIES:
         scope = Scope.of([namespace])
         new = await bm25(store, q, scope, 10)
@@ -82,7 +82,7 @@ async def test_a_stale_reference_is_bm25_with_other_parameters(store: Store, own
     """Weights at reference L rank as k1' = k1(1−b+b·A/L), b' = b(A/L)k1/k1' at the live mean A,
     scores scaled by (k1+1)/(k1'+1): what docs/performance.md's stale-reference figures rest on."""
     await _write(store, BODIES, owner)
-    mean = await weights.settle(store)
+    mean = await store.settle_weights()
     await store.corpus_stats(max_age=0)  # document count and mean, before the reference goes stale
     for ratio in (0.5, 2.0):
         await store.pool.execute(
@@ -137,7 +137,7 @@ async def test_lexemes_sharing_a_dimension_are_summed(store: Store, owner: Actor
     dims = await store.pool.fetch("SELECT brain_lexeme_dim(l) AS d FROM unnest($1::text[]) l", [a, b])
     assert dims[0]["d"] == dims[1]["d"]
     await store.note_many([(MemoryIn(body="build cache notes", tags=[a, b]), None)], actor=owner)
-    await weights.settle(store)
+    await store.settle_weights()
     row = await store.pool.fetchrow("SELECT bm25::text AS v, length(tsv) AS n, tsv::text AS t FROM memories")
     assert row["v"].count(":") == row["n"] - 1, row  # one element for the two lexemes
     hit = (await bm25(store, a, Scope.of([]), 5)).hits
@@ -280,7 +280,7 @@ async def test_the_bound_keeps_the_exhaustive_ranking(store: Store, owner: Actor
     """Where the leg stops by its bound (`exact`), its top n is the exhaustive BM25's to the last id;
     only a query whose remaining words are common (a cost limit) may differ, and says so."""
     await _write(store, _corpus(400, 33), owner)
-    await weights.settle(store)
+    await store.settle_weights()
     await store.corpus_stats(max_age=0)
 
     rng = random.Random(7)

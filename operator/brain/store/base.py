@@ -25,6 +25,7 @@ from ulid import ULID
 from brain.core.contract import DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import InvalidInput, NotFound
 from brain.core.models import SHARED, Hit, Memory
+from brain.store import lexical_weights
 from brain.store.migrate import migrate
 from brain.store.reindex import LiveModel
 
@@ -230,9 +231,7 @@ class StoreBase:
                 await tx.commit()
 
     async def close(self) -> None:
-        from brain.store import lexical_weights
-
-        await lexical_weights.stop(self)
+        await self._stop_weights()
         await self.pool.close()
 
     async def ping(self) -> None:
@@ -242,10 +241,43 @@ class StoreBase:
     async def analyze(self) -> None:
         """After a bulk load (brainctl eval): the BM25 weights at the loaded corpus's mean length and
         fresh planner statistics, so ranking and plans match a settled database."""
-        from brain.store import lexical_weights
-
-        await lexical_weights.settle(self)
+        await self.settle_weights()
         await self.pool.execute("ANALYZE memories, lexeme_stats")
+
+    async def settle_weights(self, *, only_if_due: bool = False) -> float:
+        """Move the BM25 reference to the live mean now and rewrite every row, waiting for it; returns the mean.
+
+        For a bulk load that wants exact BM25 at once (hack/bench*.py, `brainctl eval`) and for tests;
+        serving never needs it (`corpus_stats` does the same past `lexical_weights.DRIFT`, in the
+        background). `only_if_due` moves the reference only past the drift bound and only finishes a
+        rewrite already due (a bench's cached seed, which must not rewrite in the background while
+        it is timed). See `brain.store.lexical_weights.settle`.
+        """
+        await self._stop_weights()
+        mean = await lexical_weights.settle(self.pool, only_if_due=only_if_due)
+        self.lexical.refreshed = 0.0  # the next corpus_stats reads the new reference
+        return mean
+
+    async def _keep_weights(
+        self, live_mean: float, docs: int, reference: float | None, pending: bool
+    ) -> None:
+        """With each fresh corpus_stats: `lexical_weights.keep`, and the rewrite it leaves due run in
+        this process's one background task."""
+        if not await lexical_weights.keep(self.pool, live_mean, docs, reference, pending):
+            return
+        task = self.weights_task
+        if task is None or task.done():
+            self.weights_task = asyncio.create_task(
+                lexical_weights.background(self.pool), name="bm25-rewrite"
+            )
+
+    async def _stop_weights(self) -> None:
+        """Cancel this process's rewrite (its open batch rolls back; the cursor keeps what committed)."""
+        task, self.weights_task = self.weights_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def _check_embedding(self, embedding: np.ndarray | None) -> np.ndarray | None:
         if embedding is not None and embedding.shape != (self.dim,):

@@ -50,7 +50,7 @@ class RetrievalLegs(StoreBase):
 
     async def corpus_stats(self, max_age: float = 30.0) -> LexicalStats:
         """Active memories, their mean tsvector length and the BM25 weights' reference length, at most
-        `max_age` seconds old; a refresh also keeps the reference near the mean (lexical_weights.keep)."""
+        `max_age` seconds old; a refresh also keeps the reference near the mean (`_keep_weights`)."""
         st = self.lexical
         if time.monotonic() - st.refreshed > max_age:
             row = await self.pool.fetchrow(
@@ -60,7 +60,7 @@ class RetrievalLegs(StoreBase):
                      FROM memories WHERE status = 'active'"""
             )
             docs, mean, ref = int(row["n"]), float(row["avg"]) or 1.0, row["ref"]
-            await lexical_weights.keep(self, mean, docs, ref, bool(row["pending"]))
+            await self._keep_weights(mean, docs, ref, bool(row["pending"]))
             if lexical_weights.drifted(mean, ref):
                 ref = await lexical_weights.reference(self.pool)
             st.docs, st.avg_len, st.reference, st.refreshed = docs, mean, ref, time.monotonic()
