@@ -123,8 +123,8 @@ async def seed(dsn: str, n: int, dim: int = 384, layout: str = "shared") -> None
 
     store = await Store.open(dsn, dim=dim)
     try:
-        have = await store.pool.fetchval("SELECT count(*) FROM memories")
-        indexes = await store.pool.fetchval(
+        have = await store.pool_for_tests.fetchval("SELECT count(*) FROM memories")
+        indexes = await store.pool_for_tests.fetchval(
             "SELECT count(*) FROM pg_indexes WHERE indexname = ANY($1::text[])",
             ["memories_embedding", "memories_tsv", "memories_trgm"],
         )
@@ -133,7 +133,7 @@ async def seed(dsn: str, n: int, dim: int = 384, layout: str = "shared") -> None
         # BM25 weights at the corpus mean, now (a cached seed from before schema v4 is backfilled
         # here once), so no rewrite runs in the background while the gateways are timed.
         await store.settle_weights(only_if_due=True)
-        await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+        await store.pool_for_tests.execute("VACUUM (ANALYZE) memories, lexeme_stats")
     finally:
         await store.close()
 

@@ -147,7 +147,7 @@ class StoreBase:
     def __init__(
         self, pool: asyncpg.Pool, *, dim: int, embedding_model: str, acquire_timeout: float | None = None
     ) -> None:
-        self.pool = pool
+        self._pool = pool  # private: nothing outside brain.store receives the pool or a connection
         self.dim = dim
         self.embedding_model = embedding_model
         self.acquire_timeout = acquire_timeout
@@ -209,6 +209,13 @@ class StoreBase:
             acquire_timeout=timeout if command_timeout is not None else None,
         )
 
+    @property
+    def pool_for_tests(self) -> asyncpg.Pool:
+        """The pool itself, for tests/, e2e/ and hack/ only: fixtures that read rows to check a result
+        or seed a benchmark. Code under operator/ never uses it (tests/test_store.py checks); a caller
+        there gets a method of the store instead."""
+        return self._pool
+
     @contextlib.asynccontextmanager
     async def _tx(self) -> AsyncIterator[asyncpg.Connection]:
         """A connection in a transaction that is abandoned, not rolled back, when the server stops answering.
@@ -216,7 +223,7 @@ class StoreBase:
         `conn.transaction()` alone would send ROLLBACK to a frozen server on cancellation and wait
         for it; closing the socket makes the server roll back on its own when it runs again.
         """
-        async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
+        async with self._pool.acquire(timeout=self.acquire_timeout) as conn:
             tx = conn.transaction()
             await tx.start()
             try:
@@ -232,17 +239,17 @@ class StoreBase:
 
     async def close(self) -> None:
         await self._stop_weights()
-        await self.pool.close()
+        await self._pool.close()
 
     async def ping(self) -> None:
         """One round trip (`SELECT 1`): whether the server answers at all (the gateway's DatabaseWatch)."""
-        await self.pool.fetchval("SELECT 1")
+        await self._pool.fetchval("SELECT 1")
 
     async def analyze(self) -> None:
         """After a bulk load (brainctl eval): the BM25 weights at the loaded corpus's mean length and
         fresh planner statistics, so ranking and plans match a settled database."""
         await self.settle_weights()
-        await self.pool.execute("ANALYZE memories, lexeme_stats")
+        await self._pool.execute("ANALYZE memories, lexeme_stats")
 
     async def settle_weights(self, *, only_if_due: bool = False) -> float:
         """Move the BM25 reference to the live mean now and rewrite every row, waiting for it; returns the mean.
@@ -254,7 +261,7 @@ class StoreBase:
         it is timed). See `brain.store.lexical_weights.settle`.
         """
         await self._stop_weights()
-        mean = await lexical_weights.settle(self.pool, only_if_due=only_if_due)
+        mean = await lexical_weights.settle(self._pool, only_if_due=only_if_due)
         self.lexical.refreshed = 0.0  # the next corpus_stats reads the new reference
         return mean
 
@@ -263,12 +270,12 @@ class StoreBase:
     ) -> None:
         """With each fresh corpus_stats: `lexical_weights.keep`, and the rewrite it leaves due run in
         this process's one background task."""
-        if not await lexical_weights.keep(self.pool, live_mean, docs, reference, pending):
+        if not await lexical_weights.keep(self._pool, live_mean, docs, reference, pending):
             return
         task = self.weights_task
         if task is None or task.done():
             self.weights_task = asyncio.create_task(
-                lexical_weights.background(self.pool), name="bm25-rewrite"
+                lexical_weights.background(self._pool), name="bm25-rewrite"
             )
 
     async def _stop_weights(self) -> None:
@@ -288,7 +295,7 @@ class StoreBase:
 
     async def model_is_live(self) -> bool:
         """Whether this client's model is the brain's live one (vectors compare only within one model)."""
-        return (await self.live.get(self.pool))[0] == self.embedding_model
+        return (await self.live.get(self._pool))[0] == self.embedding_model
 
     async def _current(self, conn: asyncpg.Connection, memory_id: str, *, lock: bool) -> asyncpg.Record:
         row = await conn.fetchrow(
