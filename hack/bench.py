@@ -262,7 +262,7 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
                 name = f"bench_lat_{size}_{layout}"
                 dsn = await pg.create_database(name)
                 store = await Store.open(dsn, dim=embedder.dim)
-                await store.pool.execute("DROP INDEX memories_embedding")
+                await store.pool_for_tests.execute("DROP INDEX memories_embedding")
                 actor = Actor(name="bench", role="owner", origin="import")
                 n = 0
                 copy = 0
@@ -292,14 +292,14 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
                     n += len(batch)
                     copy += 1
                 t0 = time.perf_counter()
-                await store.pool.execute(
+                await store.pool_for_tests.execute(
                     "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
                     "WITH (m = 16, ef_construction = 64)"
                 )
                 build = time.perf_counter() - t0
                 # Steady state, as autovacuum leaves a live brain: GIN pending lists merged, visibility map
                 # set, statistics current. Measuring right after a bulk load times autovacuum instead.
-                await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+                await store.pool_for_tests.execute("VACUUM (ANALYZE) memories, lexeme_stats")
                 retriever = Retriever(store, embedder)
                 scope = benchcorpus.scope(layout)
                 counts = benchcheck.Counts()

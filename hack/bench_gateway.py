@@ -119,12 +119,12 @@ async def seed(dsn: str, n: int, dim: int = 384, layout: str = "shared") -> None
     The vacuum brings the store to the steady state autovacuum keeps a live brain in (GIN pending
     lists merged, statistics current), also for a cached seed: otherwise the run times autovacuum.
     """
-    from brain.store import Store, lexical_weights
+    from brain.store import Store
 
     store = await Store.open(dsn, dim=dim)
     try:
-        have = await store.pool.fetchval("SELECT count(*) FROM memories")
-        indexes = await store.pool.fetchval(
+        have = await store.pool_for_tests.fetchval("SELECT count(*) FROM memories")
+        indexes = await store.pool_for_tests.fetchval(
             "SELECT count(*) FROM pg_indexes WHERE indexname = ANY($1::text[])",
             ["memories_embedding", "memories_tsv", "memories_trgm"],
         )
@@ -132,8 +132,8 @@ async def seed(dsn: str, n: int, dim: int = 384, layout: str = "shared") -> None
             await _load(dsn, have, n, dim, layout)
         # BM25 weights at the corpus mean, now (a cached seed from before schema v4 is backfilled
         # here once), so no rewrite runs in the background while the gateways are timed.
-        await lexical_weights.settle(store, only_if_due=True)
-        await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+        await store.settle_weights(only_if_due=True)
+        await store.pool_for_tests.execute("VACUUM (ANALYZE) memories, lexeme_stats")
     finally:
         await store.close()
 

@@ -92,7 +92,7 @@ async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) 
     async with fresh_database(pg, "bench_lex_writes") as dsn, open_store(dsn) as store:
         for i in range(0, 2 * notes, batch):
             side = "on" if (i // batch) % 2 == 0 else "off"
-            await store.pool.execute(
+            await store.pool_for_tests.execute(
                 f"ALTER TABLE memories {'ENABLE' if side == 'on' else 'DISABLE'} TRIGGER memories_bm25"
             )
             vecs = rng.normal(size=(batch, 384)).astype(np.float32)
@@ -121,7 +121,6 @@ async def main(
     from brain.core.models import Actor, MemoryIn
     from brain.local.eval import load_dataset
     from brain.store import Scope, Store
-    from brain.store import lexical_weights as weights
     from brain.store.lexical import DIMENSIONS, bm25
     from brain.store.store import AbandoningPool
 
@@ -161,18 +160,18 @@ async def main(
                         copy += 1
                     load_s = time.perf_counter() - t0
                     t0 = time.perf_counter()
-                    mean = await weights.settle(store)
+                    mean = await store.settle_weights()
                     rewrite_s = time.perf_counter() - t0
-                    await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+                    await store.pool_for_tests.execute("VACUUM (ANALYZE) memories, lexeme_stats")
                     await store.corpus_stats(max_age=0)
-                    space = await store.pool.fetchrow(
+                    space = await store.pool_for_tests.fetchrow(
                         """SELECT pg_relation_size('memories_tsv') AS gin, avg(pg_column_size(bm25)) AS col,
                                   avg(length(bm25::text) - length(replace(bm25::text, ':', ''))) AS nnz,
                                   count(*) FILTER (WHERE length(bm25::text) - length(replace(bm25::text, ':', ''))
                                                    <> length(tsv)) AS collided
                              FROM memories"""
                     )
-                    vocab = await store.pool.fetchrow(
+                    vocab = await store.pool_for_tests.fetchrow(
                         "SELECT count(*) AS lexemes, count(DISTINCT brain_lexeme_dim(lexeme)) AS dims FROM lexeme_stats"
                     )
                     scope = benchcorpus.scope(layout)
@@ -216,7 +215,7 @@ async def main(
 
                     if size <= 20_000:
                         for ratio in STALE:
-                            await store.pool.execute(
+                            await store.pool_for_tests.execute(
                                 "UPDATE memories SET bm25 = brain_bm25_doc(tsv, $1)", mean / ratio
                             )
                             store.lexical.reference = mean / ratio
@@ -231,23 +230,25 @@ async def main(
                                 f"| {size:,} | {layout} | {ratio} | {same_top}/{answered} | {overlap:.3f} |"
                             )
                             print(stale_rows[-1], file=sys.stderr, flush=True)
-                        await weights.settle(store)
+                        await store.settle_weights()
                         await store.corpus_stats(max_age=0)
 
                     t0 = time.perf_counter()
-                    await store.pool.execute("SET maintenance_work_mem = '1GB'")
-                    await store.pool.execute(
+                    await store.pool_for_tests.execute("SET maintenance_work_mem = '1GB'")
+                    await store.pool_for_tests.execute(
                         "CREATE INDEX memories_bm25_hnsw ON memories USING hnsw (bm25 sparsevec_ip_ops)"
                     )
                     build_s = time.perf_counter() - t0
-                    hnsw_bytes = await store.pool.fetchval("SELECT pg_relation_size('memories_bm25_hnsw')")
+                    hnsw_bytes = await store.pool_for_tests.fetchval(
+                        "SELECT pg_relation_size('memories_bm25_hnsw')"
+                    )
                     sql = HNSW_SQL.format(dims=DIMENSIONS, where=where)
 
                     async def hnsw(
                         q: str, store: Store = store, sql: str = sql, args: list = args
                     ) -> list[str]:
                         docs = max(store.lexical.docs, 1)
-                        return [r["id"] for r in await store.pool.fetch(sql, q, docs, 80, *args)]
+                        return [r["id"] for r in await store.pool_for_tests.fetch(sql, q, docs, 80, *args)]
 
                     for q in queries[:20]:
                         await hnsw(q)

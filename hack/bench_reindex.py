@@ -211,7 +211,7 @@ async def main() -> int:
         for j in range(0, len(rows), 1000):
             await store.note_many(rows[j : j + 1000], actor=actor)
             print(f"stored {j + len(rows[j : j + 1000])}/{len(rows)}", file=sys.stderr, flush=True)
-        await store.pool.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+        await store.pool_for_tests.execute("VACUUM (ANALYZE) memories, lexeme_stats")
 
         print(f"{len(texts)} memories stored; the model alone …", file=sys.stderr, flush=True)
         # the model alone, on the same texts, in the reindex's batch size
@@ -250,7 +250,7 @@ async def main() -> int:
         print(f"model alone {model_alone:.1f}s; migrating under traffic …", file=sys.stderr, flush=True)
         task = asyncio.create_task(traffic())
         t0 = time.perf_counter()
-        result = await reindex.migrate_model(store.pool, target)
+        result = await store.migrate_model(target)
         migration = time.perf_counter() - t0
         loads.append(os.getloadavg()[0])
         done.set()

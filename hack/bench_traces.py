@@ -112,7 +112,7 @@ async def main(a: argparse.Namespace) -> None:
                 flusher.cancel()
                 await asyncio.gather(flusher, return_exceptions=True)
                 await exposure.flush(store)
-                written = await store.pool.fetchval("SELECT count(*) FROM memory_exposures")
+                written = await store.pool_for_tests.fetchval("SELECT count(*) FROM memory_exposures")
                 await store.close()
         finally:
             pg.stop()

@@ -15,7 +15,7 @@ figure for docs/scaling.md). Then VACUUM ANALYZE, as autovacuum leaves a live br
 gateway's path: 200 LoCoMo questions over the whole corpus, each embedded for real by the
 gateway's one-thread query model, each one's outcome counted (hack/benchcheck.py): the run fails
 when any retrieval was degraded, timed out or failed. The lexical leg's BM25 weights (migration 0004) are computed
-once after the COPY, at the copied corpus's mean length, as `lexical_weights.settle` leaves a live
+once after the COPY, at the copied corpus's mean length, as `Store.settle_weights` leaves a live
 brain.
 
 Not part of `make bench` (named outside its `bench_*.py` glob); it prints a Markdown section for

@@ -40,10 +40,14 @@ async def main(a: argparse.Namespace) -> None:
         async with fresh_database(pg, "stale") as dsn, open_store(dsn) as store:
             mapping = await load_into(store, embedder, ds, episodes="valid_from")
             mean = float(
-                await store.pool.fetchval("SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'")
+                await store.pool_for_tests.fetchval(
+                    "SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'"
+                )
             )
             for ratio in ratios:
-                await store.pool.execute("UPDATE memories SET bm25 = brain_bm25_doc(tsv, $1)", mean / ratio)
+                await store.pool_for_tests.execute(
+                    "UPDATE memories SET bm25 = brain_bm25_doc(tsv, $1)", mean / ratio
+                )
                 report = await evaluate(store, embedder, ds, mapping, modes=modes, ks=[5, 10])
                 cells = [
                     f"{report['modes'][m]['recall@5']:.4f} / {report['modes'][m]['recall@10']:.4f}"

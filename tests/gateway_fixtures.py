@@ -158,7 +158,7 @@ class Gateway:
         deadline = loop.time() + timeout
         if ns is not None:
             while loop.time() < deadline:
-                n = await self.store.pool.fetchval(
+                n = await self.store.pool_for_tests.fetchval(
                     "SELECT count(*) FROM events WHERE type = 'capture' AND namespace = $1", ns
                 )
                 if n >= events:

@@ -46,7 +46,7 @@ async def bm25(store: Store, query: str, scope: Scope, n: int, *, k1: float = 1.
     stats = await store.corpus_stats()
     where, args = scope.where(5)
     sql = UNNEST_SQL.format(where=where, k1=float(k1), b=float(b))
-    rows = await store.pool.fetch(sql, query, max(stats.docs, 1), stats.avg_len, n, *args)
+    rows = await store.pool_for_tests.fetch(sql, query, max(stats.docs, 1), stats.avg_len, n, *args)
     hits = sorted(
         ((r["id"], float(r["score"])) for r in rows if r["id"] is not None), key=lambda t: (-t[1], t[0])
     )
@@ -65,12 +65,12 @@ async def exhaustive(store: Store, query: str, scope: Scope, n: int) -> Lexical:
     shipped leg's bound must reproduce, without its pruning."""
     stats = await store.corpus_stats()
     docs = max(stats.docs, 1)
-    rows = await store.pool.fetch(lexical.TERMS_SQL, query)
+    rows = await store.pool_for_tests.fetch(lexical.TERMS_SQL, query)
     terms, query_idf = lexical.plan_terms([(r["lexeme"], r["dim"], r["df"]) for r in rows], docs)
     if not terms:
         return Lexical([], query_idf)
     where, args = scope.where(5)
-    found = await store.pool.fetch(
+    found = await store.pool_for_tests.fetch(
         EXHAUSTIVE_SQL.format(where=where),
         [t.lexeme for t in terms],
         lexical.query_vector(terms),

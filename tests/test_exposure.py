@@ -72,7 +72,7 @@ async def test_receipts_merge_per_conversation_and_owners_read_them(
     )
     assert "given to 2 conversation(s) of 2 key(s)" in lines.stdout and "codex-ci" in lines.stdout
 
-    await store.pool.execute(
+    await store.pool_for_tests.execute(
         "UPDATE memory_exposures SET last_at = now() - interval '31 days' WHERE conversation = 'c2'"
     )
     assert await rows.prune(store, 30) == 1

@@ -81,12 +81,12 @@ async def test_a_hanging_database_does_not_hold_callers(own_pg: EmbeddedPostgres
             write = store.note(MemoryIn(body="The ledger export moved.", namespace="repo:a"), actor=AGENT)
             assert await frozen.outcome(write) == ("TimeoutError", True)
             # So do plain pool reads (key lookups, proposals) that set no deadline of their own.
-            assert await frozen.outcome(store.pool.fetchval("SELECT 1")) == ("TimeoutError", True)
+            assert await frozen.outcome(store.pool_for_tests.fetchval("SELECT 1")) == ("TimeoutError", True)
         # The same store works again once the server does: the pool opened fresh connections.
         hits = (await bm25(store, "ledger export", scope, 5)).hits
         assert len(hits) == 1
         assert (
-            await store.pool.fetchval("SELECT count(*) FROM memories") == 1
+            await store.pool_for_tests.fetchval("SELECT count(*) FROM memories") == 1
         )  # the abandoned write rolled back
     finally:
         await store.close()
@@ -97,8 +97,8 @@ async def test_a_slow_statement_is_stopped_by_the_server(own_pg: EmbeddedPostgre
     store = await Store.open(dsn, dim=384, statement_timeout_ms=200, command_timeout=5)
     try:
         with pytest.raises(asyncpg.QueryCanceledError, match="statement timeout"):
-            await store.pool.execute("SELECT pg_sleep(3)")
-        assert await store.pool.fetchval("SELECT 1") == 1
+            await store.pool_for_tests.execute("SELECT pg_sleep(3)")
+        assert await store.pool_for_tests.fetchval("SELECT 1") == 1
     finally:
         await store.close()
 
@@ -149,7 +149,7 @@ async def test_brainctl_up_restarts_a_crashed_postgres() -> None:
         deadline = loop.time() + 120  # crash recovery on a loaded machine; the test fails, not hangs
         while back is None and loop.time() < deadline:
             with contextlib.suppress(OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-                back = await store.pool.fetchval("SELECT body FROM memories WHERE id = $1", mem.id)
+                back = await store.pool_for_tests.fetchval("SELECT body FROM memories WHERE id = $1", mem.id)
             await asyncio.sleep(0.2)
         assert back == "Crash-safe fact.", said  # the same Store, reconnected to the restarted server
         assert own_pg.running and own_pg.pid != old_pid

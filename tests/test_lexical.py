@@ -54,7 +54,7 @@ async def _write(store: Store, items: list[tuple[str, str]], owner: Actor) -> No
 async def _stale_rows(store: Store) -> int:
     """Rows whose stored weights differ from their tsvector's at the current reference length."""
     return int(
-        await store.pool.fetchval(
+        await store.pool_for_tests.fetchval(
             """SELECT count(*) FROM memories
                 WHERE bm25 IS DISTINCT FROM brain_bm25_doc(tsv, brain_bm25_reference(1))"""
         )
@@ -64,7 +64,7 @@ async def _stale_rows(store: Store) -> int:
 @pytest.mark.parametrize("namespace", ["repo:payments", "repo:web"])
 async def test_ranks_as_the_tsvector_sql_at_the_live_mean(store: Store, owner: Actor, namespace: str) -> None:
     await _write(store, BODIES, owner)
-    await weights.settle(store)
+    await store.settle_weights()
     for q in QUERIES:
         scope = Scope.of([namespace])
         new = await bm25(store, q, scope, 10)
@@ -82,13 +82,13 @@ async def test_a_stale_reference_is_bm25_with_other_parameters(store: Store, own
     """Weights at reference L rank as k1' = k1(1−b+b·A/L), b' = b(A/L)k1/k1' at the live mean A,
     scores scaled by (k1+1)/(k1'+1): what docs/performance.md's stale-reference figures rest on."""
     await _write(store, BODIES, owner)
-    mean = await weights.settle(store)
+    mean = await store.settle_weights()
     await store.corpus_stats(max_age=0)  # document count and mean, before the reference goes stale
     for ratio in (0.5, 2.0):
-        await store.pool.execute(
+        await store.pool_for_tests.execute(
             "UPDATE brain_meta SET value = $1 WHERE key = 'bm25_avgdl'", repr(mean / ratio)
         )
-        await store.pool.execute("UPDATE memories SET bm25 = brain_bm25_doc(tsv, $1)", mean / ratio)
+        await store.pool_for_tests.execute("UPDATE memories SET bm25 = brain_bm25_doc(tsv, $1)", mean / ratio)
         store.lexical.refreshed = time.monotonic()  # keep the stale reference: no drift check now
         store.lexical.reference = mean / ratio
         k1 = 1.2 * (1 - 0.3 + 0.3 * ratio)
@@ -125,7 +125,7 @@ async def test_every_write_path_stores_the_weights_of_its_tsvector(
     await _write(store, BODIES, owner)
     assert await _stale_rows(store) == 0
     # a caller's own weights are never kept
-    await store.pool.execute(
+    await store.pool_for_tests.execute(
         """INSERT INTO memories (id, lineage_id, kind, namespace, origin, author, body, content_hash, bm25)
            VALUES ('x1', 'x1', 'note', 'shared', 'owner', 'cole', 'ports and hosts', 'h', '{1:1000}/999999937')"""
     )
@@ -134,11 +134,15 @@ async def test_every_write_path_stores_the_weights_of_its_tsvector(
 
 async def test_lexemes_sharing_a_dimension_are_summed(store: Store, owner: Actor) -> None:
     a, b = COLLIDING
-    dims = await store.pool.fetch("SELECT brain_lexeme_dim(l) AS d FROM unnest($1::text[]) l", [a, b])
+    dims = await store.pool_for_tests.fetch(
+        "SELECT brain_lexeme_dim(l) AS d FROM unnest($1::text[]) l", [a, b]
+    )
     assert dims[0]["d"] == dims[1]["d"]
     await store.note_many([(MemoryIn(body="build cache notes", tags=[a, b]), None)], actor=owner)
-    await weights.settle(store)
-    row = await store.pool.fetchrow("SELECT bm25::text AS v, length(tsv) AS n, tsv::text AS t FROM memories")
+    await store.settle_weights()
+    row = await store.pool_for_tests.fetchrow(
+        "SELECT bm25::text AS v, length(tsv) AS n, tsv::text AS t FROM memories"
+    )
     assert row["v"].count(":") == row["n"] - 1, row  # one element for the two lexemes
     hit = (await bm25(store, a, Scope.of([]), 5)).hits
     assert hit and hit[0][1] > 0
@@ -149,21 +153,28 @@ async def test_a_body_of_more_lexemes_than_a_sparsevec_holds_is_stored(store: St
     16,000 heaviest weights instead of failing the write."""
     body = " ".join(chr(0x4E00 + i) for i in range(16_300))
     await store.note_many([(MemoryIn(body=body), None)], actor=owner)
-    row = await store.pool.fetchrow("SELECT bm25::text AS v, length(tsv) AS n FROM memories")
+    row = await store.pool_for_tests.fetchrow("SELECT bm25::text AS v, length(tsv) AS n FROM memories")
     assert row["n"] > 16_000
     assert row["v"].count(":") == 16_000
 
 
 async def test_the_reference_follows_the_live_mean(store: Store, owner: Actor) -> None:
     await _write(store, BODIES[:2], owner)
-    first = await store.pool.fetchval("SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'")
+    first = await store.pool_for_tests.fetchval(
+        "SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'"
+    )
     long = " ".join(f"word{i} topic{i % 7}" for i in range(60))
     await _write(store, [("shared", f"{long} variant {i}") for i in range(6)], owner)
     stats = await store.corpus_stats(max_age=0)
     assert stats.reference is not None and stats.reference != first
     assert stats.reference == pytest.approx(stats.avg_len)
     assert await _stale_rows(store) == 0  # a small brain is rewritten inline
-    assert await store.pool.fetchval("SELECT count(*) FROM brain_meta WHERE key = 'bm25_rewrite_after'") == 0
+    assert (
+        await store.pool_for_tests.fetchval(
+            "SELECT count(*) FROM brain_meta WHERE key = 'bm25_rewrite_after'"
+        )
+        == 0
+    )
     # within DRIFT of the mean, nothing moves
     await _write(store, [("shared", BODIES[2][1])], owner)
     assert (await store.corpus_stats(max_age=0)).reference == stats.reference
@@ -188,22 +199,24 @@ async def test_a_store_from_before_migration_0004_ranks_the_same(pg: EmbeddedPos
         finally:
             await old.close()
         async with open_store(dsn) as store:
-            assert await store.pool.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == len(
-                BODIES
-            )
-            assert await store.pool.fetchval(
+            assert await store.pool_for_tests.fetchval(
+                "SELECT count(*) FROM memories WHERE bm25 IS NULL"
+            ) == len(BODIES)
+            assert await store.pool_for_tests.fetchval(
                 "SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'"
             ) == (pytest.approx(mean))
             # before the backfill reaches them: weights computed on the fly
             store.lexical = LexicalStats(len(BODIES), mean, time.monotonic(), mean)
             for q in QUERIES:
                 assert _close(await bm25(store, q, scope, 10), before[q]), q
-            assert await store.pool.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == len(
-                BODIES
-            )
+            assert await store.pool_for_tests.fetchval(
+                "SELECT count(*) FROM memories WHERE bm25 IS NULL"
+            ) == len(BODIES)
             # the backfill, in batches: the first corpus_stats of a small brain runs it
             await store.corpus_stats(max_age=0)
-            assert await store.pool.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == 0
+            assert (
+                await store.pool_for_tests.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == 0
+            )
             assert await _stale_rows(store) == 0
             for q in QUERIES:
                 assert _close(await bm25(store, q, scope, 10), before[q]), q
@@ -218,14 +231,14 @@ def _close(new: Lexical, old: list[tuple[str, float]]) -> bool:
 
 async def test_backfill_batches_resume_where_they_stopped(store: Store, owner: Actor) -> None:
     await _write(store, [("shared", f"note {i} about hosts and ports") for i in range(12)], owner)
-    await store.pool.execute("UPDATE memories SET bm25 = NULL")
-    await store.pool.execute(
+    await store.pool_for_tests.execute("UPDATE memories SET bm25 = NULL")
+    await store.pool_for_tests.execute(
         "INSERT INTO brain_meta VALUES ('bm25_rewrite_after', '') ON CONFLICT (key) DO UPDATE SET value = ''"
     )
-    assert await weights.rewrite_batch(store.pool, 5) == 5
-    assert await store.pool.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == 7
-    assert await weights.catch_up(store.pool, 5) == 7
-    assert await weights.rewrite_batch(store.pool, 5) == 0
+    assert await weights.rewrite_batch(store.pool_for_tests, 5) == 5
+    assert await store.pool_for_tests.fetchval("SELECT count(*) FROM memories WHERE bm25 IS NULL") == 7
+    assert await weights.catch_up(store.pool_for_tests, 5) == 7
+    assert await weights.rewrite_batch(store.pool_for_tests, 5) == 0
     assert await _stale_rows(store) == 0
 
 
@@ -262,7 +275,12 @@ async def test_a_larger_brain_rewrites_in_the_background(
     await task
     assert stats.reference == pytest.approx(stats.avg_len)
     assert await _stale_rows(store) == 0
-    assert await store.pool.fetchval("SELECT count(*) FROM brain_meta WHERE key = 'bm25_rewrite_after'") == 0
+    assert (
+        await store.pool_for_tests.fetchval(
+            "SELECT count(*) FROM brain_meta WHERE key = 'bm25_rewrite_after'"
+        )
+        == 0
+    )
 
 
 # A corpus where most query words are common and a few are rare: the shape MaxScore prunes.
@@ -280,7 +298,7 @@ async def test_the_bound_keeps_the_exhaustive_ranking(store: Store, owner: Actor
     """Where the leg stops by its bound (`exact`), its top n is the exhaustive BM25's to the last id;
     only a query whose remaining words are common (a cost limit) may differ, and says so."""
     await _write(store, _corpus(400, 33), owner)
-    await weights.settle(store)
+    await store.settle_weights()
     await store.corpus_stats(max_age=0)
 
     rng = random.Random(7)

@@ -34,7 +34,7 @@ async def _served(service: MemoryService, reader: Actor) -> list[str]:
 
 
 async def _events(store: Store, type_: str, memory_id: str) -> list[dict[str, Any]]:
-    rows = await store.pool.fetch(
+    rows = await store.pool_for_tests.fetch(
         "SELECT key_name, namespace, payload FROM events WHERE type = $1 AND payload->>'id' = $2 ORDER BY id",
         type_,
         memory_id,

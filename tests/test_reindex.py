@@ -50,7 +50,9 @@ async def seed(service: MemoryService, n: int) -> None:
 
 
 async def models_in_index(store: Store) -> set[str | None]:
-    rows = await store.pool.fetch("SELECT DISTINCT embedding_model FROM memories WHERE embedding IS NOT NULL")
+    rows = await store.pool_for_tests.fetch(
+        "SELECT DISTINCT embedding_model FROM memories WHERE embedding IS NOT NULL"
+    )
     return {r["embedding_model"] for r in rows}
 
 
@@ -81,7 +83,7 @@ async def test_model_change_under_traffic(dsn: str, store: Store, embedder) -> N
 
     task = asyncio.create_task(traffic())
     try:
-        result = await reindex.migrate_model(store.pool, new_emb)
+        result = await store.migrate_model(new_emb)
     finally:
         await asyncio.sleep(0.3)  # traffic from the old-model client goes on after the swap
         stop.set()
@@ -102,16 +104,16 @@ async def test_model_change_under_traffic(dsn: str, store: Store, embedder) -> N
     new_store = await Store.open(dsn, dim=384, embedding_model=new_emb.model)
     try:
         new = MemoryService(new_store, new_emb)
-        assert await reindex.fill_live(new_store.pool, new_emb) >= 0
+        assert await new_store.fill_live(new_emb) >= 0
         hits = await new.search(probe, AGENT, limit=5)
         assert "Postgres backups" in hits[0].title and "vector" in hits[0].legs
-        n_null = await new_store.pool.fetchval(
+        n_null = await new_store.pool_for_tests.fetchval(
             "SELECT count(*) FROM memories WHERE status = 'active' AND embedding IS NULL"
         )
         assert n_null == 0
     finally:
         await new_store.close()
-    assert await store.pool.fetchval("SELECT status FROM reindex_runs") == "swapped"
+    assert await store.pool_for_tests.fetchval("SELECT status FROM reindex_runs") == "swapped"
 
 
 async def test_dimension_change_and_refusals(dsn: str, store: Store, embedder) -> None:
@@ -121,18 +123,18 @@ async def test_dimension_change_and_refusals(dsn: str, store: Store, embedder) -
 
     # a client with another model may not fill the live index, and is told both names
     with pytest.raises(reindex.ModelMismatch) as e:
-        await reindex.fill_live(store.pool, small)
+        await store.fill_live(small)
     assert DEFAULT_MODEL in e.value.message and small.model in e.value.message
     # nor drive a migration toward a model it does not embed with
-    run = await reindex.start(store.pool, small.model, small.dim)
+    run = await reindex.start(store.pool_for_tests, small.model, small.dim)
     with pytest.raises(reindex.ModelMismatch, match="256 dimensions"):
-        await reindex.fill(store.pool, embedder, run)
+        await reindex.fill(store.pool_for_tests, embedder, run)
     progress = (await store.index_stats())["reindex"]
     assert progress["toModel"] == small.model and (progress["done"], progress["total"]) == (0, 20)
-    await reindex.fill(store.pool, small, run)
+    await reindex.fill(store.pool_for_tests, small, run)
     assert (await store.index_stats())["reindex"]["done"] == 20
-    await reindex.build_index(store.pool)
-    swapped = await reindex.swap(store.pool, small, run)
+    await reindex.build_index(store.pool_for_tests)
+    swapped = await reindex.swap(store.pool_for_tests, small, run)
     assert swapped["dim"] == 256 and (await store.index_stats())["reindex"] is None
 
     # the old 384-dimensional client keeps working: no vector leg, writes without a vector
@@ -150,7 +152,7 @@ async def test_dimension_change_and_refusals(dsn: str, store: Store, embedder) -
     finally:
         await s256.close()
     with contextlib.suppress(Exception):
-        await reindex.abandon(store.pool)
+        await store.abandon_reindex()
 
 
 async def test_brainctl_reindex_refuses_another_model_and_migrates_when_asked(
@@ -175,7 +177,7 @@ async def test_brainctl_reindex_refuses_another_model_and_migrates_when_asked(
     assert DEFAULT_MODEL in refused.stderr and other in refused.stderr
     assert await models_in_index(store) == {DEFAULT_MODEL}
     # the brain's own model fills what is missing
-    await store.pool.execute(
+    await store.pool_for_tests.execute(
         "UPDATE memories SET embedding = NULL, embedding_model = NULL WHERE title LIKE '%3'"
     )
     filled = await asyncio.to_thread(run, "reindex")

@@ -275,3 +275,22 @@ async def test_upgrade_from_schema_1_keeps_every_entry(
         assert dict(row) == {"body": "kept across the upgrade", "episode": None, "seq": None}
     finally:
         await conn.close()
+
+
+def test_the_pool_stays_inside_the_store() -> None:
+    """No module of operator/ outside brain/store/ reaches the store's pool (`_pool`) or the tests'
+    door to it (`pool_for_tests`): a caller there gets a method of the store instead."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "operator"
+    store = root / "brain" / "store"
+    reach = re.compile(r"\.(_pool|pool_for_tests|pool)\b")
+    found = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.rglob("*.py"))
+        if store not in path.parents
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if reach.search(line)
+    ]
+    assert found == []

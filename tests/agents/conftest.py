@@ -250,7 +250,9 @@ async def captured_rows(
     gw.script({"match": QUESTION, "content": CAPTURED_ANSWER})
     await run_cli(argv, make_env(tmp_path / "home", agents_bin, gw.url, key), cwd)
     await gw.settle(ns)
-    return list(await gw.store.pool.fetch("SELECT kind, title, body FROM memories WHERE namespace = $1", ns))
+    return list(
+        await gw.store.pool_for_tests.fetch("SELECT kind, title, body FROM memories WHERE namespace = $1", ns)
+    )
 
 
 def first_memory_id(text: str) -> str | None:

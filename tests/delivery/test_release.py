@@ -160,4 +160,6 @@ def test_an_earlier_release_is_rebuilt_from_its_commit(clone: Path, helm_bin: st
     assert (tree / "dist" / f"brain-operator-{tag[1:]}.tgz").is_file()
     unknown = _release(clone, helm_bin, "--rebuild", "v7.7.7")
     known = " ".join(t for t, _ in _releases())
-    assert unknown.returncode != 0 and f"v7.7.7 is not in hack/releases.txt (known: {known})" in unknown.stderr
+    assert (
+        unknown.returncode != 0 and f"v7.7.7 is not in hack/releases.txt (known: {known})" in unknown.stderr
+    )

@@ -38,10 +38,12 @@ async def test_pending_proposals_and_the_oldest_ones_age_are_on_public_metrics(g
     pid = await proposals.create(
         gw.store, kind="fact", namespace=ns, title="Old one", body="x", evidence=[], authors=["a"], score=0.1
     )
-    await gw.store.pool.execute(
+    await gw.store.pool_for_tests.execute(
         "UPDATE proposals SET created_at = $2 WHERE id = $1", pid, datetime.now(UTC) - timedelta(days=40)
     )
-    pending = await gw.store.pool.fetchval("SELECT count(*) FROM proposals WHERE status = 'pending'")
+    pending = await gw.store.pool_for_tests.fetchval(
+        "SELECT count(*) FROM proposals WHERE status = 'pending'"
+    )
     text = await until(
         gw,
         lambda t: (

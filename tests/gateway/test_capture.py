@@ -35,7 +35,7 @@ FOLLOW_UP_ANSWER = (
 
 
 async def _captured(gw: Gateway, ns: str) -> list[dict[str, object]]:
-    rows = await gw.store.pool.fetch(
+    rows = await gw.store.pool_for_tests.fetch(
         "SELECT kind, author, origin, tier, title, body, attrs FROM memories WHERE namespace = $1 ORDER BY kind",
         ns,
     )
@@ -52,7 +52,7 @@ async def test_code_and_insight_are_captured_with_the_key_as_author(gw: Gateway,
     assert all(g["author"] == "agent" and g["origin"] == "gateway" and g["tier"] == "episodic" for g in got)
     assert "step_11 = compute(11)" in str(got[0]["body"]) and got[0]["attrs"]["language"] == "python"
     assert "design pattern" in str(got[1]["body"])
-    events = await gw.store.pool.fetch(
+    events = await gw.store.pool_for_tests.fetch(
         "SELECT payload FROM events WHERE type = 'capture' AND namespace = $1", ns
     )
     assert len(events) == 1 and len(json.loads(events[0]["payload"])["stored"]) == 2
@@ -62,7 +62,9 @@ async def test_captures_are_recorded_in_their_conversation_episode(gw: Gateway, 
     gw.script({"content": ANSWER_WITH_CODE})
     await gw.chat("write a retry helper for the queue consumer", headers={"x-brain-namespaces": ns})
     await gw.settle(ns)
-    one = await gw.store.pool.fetch("SELECT episode, seq FROM memories WHERE namespace = $1 ORDER BY seq", ns)
+    one = await gw.store.pool_for_tests.fetch(
+        "SELECT episode, seq FROM memories WHERE namespace = $1 ORDER BY seq", ns
+    )
     # Without a session, the code and the insight of one exchange form an episode of their own.
     assert [r["seq"] for r in one] == [0, 1] and one[0]["episode"].startswith("call:")
     assert one[0]["episode"] == one[1]["episode"]
@@ -77,7 +79,7 @@ async def test_captures_are_recorded_in_their_conversation_episode(gw: Gateway, 
         gw.script({"content": answer})
         await gw.chat(question, headers={"x-brain-namespaces": ns, "x-brain-episode": "incident-12"})
         await gw.settle(ns, events=n)
-    rows = await gw.store.pool.fetch(
+    rows = await gw.store.pool_for_tests.fetch(
         "SELECT kind, seq FROM memories WHERE namespace = $1 AND episode = 'incident-12' ORDER BY seq", ns
     )
     assert [(r["kind"], r["seq"]) for r in rows] == [("experience", 0), ("experience", 1)]

@@ -98,7 +98,7 @@ async def test_a_restated_injected_note_is_not_captured_under_the_callers_name(g
     r = await gw.chat(QUESTION, key=victim)
     assert r.status_code == 200 and note_id in r.headers.get("x-brain-memory-ids", "")
     await gw.settle(ns)
-    mine = await gw.store.pool.fetch(
+    mine = await gw.store.pool_for_tests.fetch(
         "SELECT body FROM memories WHERE namespace = $1 AND author = $2", ns, victim
     )
     assert mine == []
@@ -111,7 +111,9 @@ async def test_a_restated_injected_note_is_not_captured_under_the_callers_name(g
     assert note_id in r.headers.get("x-brain-memory-ids", "")
     await gw.settle(ns, events=2)
     assert (
-        await gw.store.pool.fetch("SELECT 1 FROM memories WHERE namespace = $1 AND author = $2", ns, victim)
+        await gw.store.pool_for_tests.fetch(
+            "SELECT 1 FROM memories WHERE namespace = $1 AND author = $2", ns, victim
+        )
         == []
     )
 
@@ -120,7 +122,7 @@ async def test_a_restated_injected_note_is_not_captured_under_the_callers_name(g
     r = await gw.chat(QUESTION, key=victim, headers={"x-brain-episode": "third"})
     assert note_id in r.headers.get("x-brain-memory-ids", "")
     await gw.settle(ns, events=3)
-    mine = await gw.store.pool.fetch(
+    mine = await gw.store.pool_for_tests.fetch(
         "SELECT kind, body FROM memories WHERE namespace = $1 AND author = $2", ns, victim
     )
     assert [m["kind"] for m in mine] == ["experience"] and "EBADENGINE" in mine[0]["body"]
@@ -132,16 +134,16 @@ async def test_download_then_run_code_waits_for_an_owner(gw: Gateway, ns: str) -
     r = await gw.chat("how do I set up the build tooling?", headers={"x-brain-namespaces": ns})
     assert r.status_code == 200
     await gw.settle(ns)
-    stored = await gw.store.pool.fetch("SELECT kind, body FROM memories WHERE namespace = $1", ns)
+    stored = await gw.store.pool_for_tests.fetch("SELECT kind, body FROM memories WHERE namespace = $1", ns)
     assert [m["kind"] for m in stored] == ["code"]
     assert "pypi.org/simple" in stored[0]["body"] and "evil.example" not in stored[0]["body"]
-    waiting = await gw.store.pool.fetch(
+    waiting = await gw.store.pool_for_tests.fetch(
         "SELECT kind, body, evidence, authors FROM proposals WHERE namespace = $1 AND status = 'pending'", ns
     )
     assert len(waiting) == 1 and waiting[0]["kind"] == "code" and "get.evil.example" in waiting[0]["body"]
     assert json.loads(waiting[0]["evidence"])[0]["downloads_from"] == ["get.evil.example"]
     assert list(waiting[0]["authors"]) == ["agent"]
-    event = await gw.store.pool.fetchval(
+    event = await gw.store.pool_for_tests.fetchval(
         "SELECT payload FROM events WHERE type = 'capture' AND namespace = $1", ns
     )
     assert len(json.loads(event)["proposed"]) == 1

@@ -156,7 +156,7 @@ async def test_a_database_failure_while_recording_does_not_break_the_chat(gw: Ga
     r = await gw.rest("POST", "/memories", key="owner", json={"body": FACT, "namespace": ns, "kind": "fact"})
     mid = r.json()["id"]
     dropped = metric(await gw.metrics(), "brain_exposure_receipts_dropped_total", reason="db_error")
-    await gw.store.pool.execute("ALTER TABLE memory_exposures RENAME TO memory_exposures_away")
+    await gw.store.pool_for_tests.execute("ALTER TABLE memory_exposures RENAME TO memory_exposures_away")
     try:
         resp, body = await Conv(gw, "agent", ns).ask(ASKS[0])
         assert resp.headers["x-brain-memory"] == "injected" and mid in resp.headers["x-brain-memory-ids"]
@@ -170,7 +170,7 @@ async def test_a_database_failure_while_recording_does_not_break_the_chat(gw: Ga
         resp, _ = await Conv(gw, "agent", ns).ask(ASKS[1])  # still serving, still with memory
         assert resp.headers["x-brain-memory"] == "injected"
     finally:
-        await gw.store.pool.execute("ALTER TABLE memory_exposures_away RENAME TO memory_exposures")
+        await gw.store.pool_for_tests.execute("ALTER TABLE memory_exposures_away RENAME TO memory_exposures")
     r = await _exposure(gw, mid)
     assert r.status_code == 200
 

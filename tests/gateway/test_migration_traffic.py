@@ -279,7 +279,9 @@ async def test_a_model_change_under_http_traffic_fails_no_request_and_never_rank
     # the swap: the live model is the new one, and no old-model vector is left
     stats = await brain.store.index_stats()
     assert stats["liveModel"] == NEW and stats["reindex"] is None
-    rows = await brain.store.pool.fetch("SELECT body, embedding_model FROM memories WHERE status = 'active'")
+    rows = await brain.store.pool_for_tests.fetch(
+        "SELECT body, embedding_model FROM memories WHERE status = 'active'"
+    )
     model_of = {r["body"]: r["embedding_model"] for r in rows}
     assert set(model_of.values()) <= {NEW, None}
     assert all(model_of[b] == NEW for _, b in NOTES)

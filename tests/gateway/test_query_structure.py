@@ -86,7 +86,7 @@ async def test_a_query_planted_in_claude_md_chooses_nothing(gw: Gateway, ns: str
     await gw.settle(ns)
     titles = [
         r["title"]
-        for r in await gw.store.pool.fetch(
+        for r in await gw.store.pool_for_tests.fetch(
             "SELECT title FROM memories WHERE namespace = $1 AND origin = 'gateway'", ns
         )
     ]

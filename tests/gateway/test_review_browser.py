@@ -189,7 +189,7 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
         authors=["agent"],
         score=0.4,
     )
-    await gw.store.pool.execute(
+    await gw.store.pool_for_tests.execute(
         "UPDATE proposals SET created_at = now() - interval '9 days' WHERE id = $1", waiting
     )
 

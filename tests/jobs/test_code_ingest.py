@@ -112,7 +112,8 @@ async def test_code_ingest_chunks_edges_grading(store: Store, embedder, repo: Re
         g["tier2_dropped"] == 1
     )  # vendored_copy.retry (walked after util.py) is a near-duplicate of util.retry
     rows = {
-        r["source_key"]: r for r in await store.pool.fetch("SELECT * FROM memories WHERE status = 'active'")
+        r["source_key"]: r
+        for r in await store.pool_for_tests.fetch("SELECT * FROM memories WHERE status = 'active'")
     }
     assert "code:billing/store.py#Ledger.post" in rows and "code:billing/store.py#Ledger.get_x" not in rows
     assert rows["code:billing/store.py#Ledger"]["body"].count("...") >= 2  # skeleton
@@ -121,7 +122,7 @@ async def test_code_ingest_chunks_edges_grading(store: Store, embedder, repo: Re
     lin = {k.removeprefix("code:"): r["lineage_id"] for k, r in rows.items()}
     edges = {
         (r["source_id"], r["target_id"], r["relation"])
-        for r in await store.pool.fetch("SELECT source_id, target_id, relation FROM edges")
+        for r in await store.pool_for_tests.fetch("SELECT source_id, target_id, relation FROM edges")
     }
     assert (lin["billing/store.py"], lin["billing/util.py"], "imports") in edges
     assert (lin["billing/store.py#Ledger"], lin["billing/store.py#Ledger.post"], "contains") in edges

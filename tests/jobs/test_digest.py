@@ -103,7 +103,7 @@ async def test_digest_from_authored_fixtures_leaks_no_identity(
     assert (mem.kind, mem.tier, mem.namespace) == ("digest", "episodic", ns)
     # the same week again supersedes (or keeps) rather than piling up entries
     await run_digest(store, service.embedder, now=datetime.now(UTC) + timedelta(seconds=2))
-    n = await store.pool.fetchval(
+    n = await store.pool_for_tests.fetchval(
         "SELECT count(*) FROM memories WHERE kind = 'digest' AND status = 'active' AND namespace = $1", ns
     )
     assert n == 1
@@ -149,7 +149,7 @@ async def test_the_digest_lists_what_waits_for_an_owner(service: MemoryService, 
             authors=["a"],
             score=0.5,
         )
-        await store.pool.execute(
+        await store.pool_for_tests.execute(
             "UPDATE proposals SET created_at = $2 WHERE id = $1", pid, now - timedelta(days=days)
         )
     decided = await proposals.create(

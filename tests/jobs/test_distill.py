@@ -120,7 +120,7 @@ async def test_full_loop_capture_distill_approve_serve_retire(
     assert {e["memory_id"] for e in p["evidence"] if e["type"] == "episode"} == set(ids)
     assert any(e["type"] == "query" for e in p["evidence"]) and p["score"] > 0.5
     # nothing reaches the curated tier before an owner approves
-    assert not await store.pool.fetchval("SELECT count(*) FROM memories WHERE tier = 'curated'")
+    assert not await store.pool_for_tests.fetchval("SELECT count(*) FROM memories WHERE tier = 'curated'")
     with pytest.raises(Forbidden):
         await proposals.approve(service, p["id"], agent)
 

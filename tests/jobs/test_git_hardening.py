@@ -172,7 +172,7 @@ async def test_a_cluster_job_refuses_file_urls_and_records_why(
     spec = parse_source({"name": "local-src", "spec": {"git": {"url": f"file://{repo}"}}})
     with pytest.raises(BrainError, match=r"spec\.git\.url is refused: file:// and local paths"):
         await run_ingest(store, embedder, spec, workdir=tmp_path / "w", progress=Progress(enabled=False))
-    row = await store.pool.fetchrow(
+    row = await store.pool_for_tests.fetchrow(
         "SELECT status, summary FROM job_runs WHERE job = 'ingest' AND source = 'local-src' ORDER BY id DESC"
     )
     assert row is not None and row["status"] == "failed"

@@ -72,7 +72,7 @@ async def test_a_tab_in_a_file_name_skips_that_file_with_a_warning(
     summary = await _ingest(store, embedder, repo, tmp_path)  # raised (a pydantic error) before the fix
     assert summary["added"] == 1 and summary["rejected"] == 1, summary
     assert "control character" in _reasons(summary)["memories/bad\\tname.md"]
-    rows = await store.pool.fetch(
+    rows = await store.pool_for_tests.fetch(
         "SELECT summary FROM job_runs WHERE source = 'team-notes' AND status = 'ok'"
     )
     assert rows and "memories/bad\\\\tname.md" in rows[-1]["summary"]  # the warning is recorded too

@@ -43,7 +43,7 @@ def spec_for(repo: Repo, name: str = "team-notes", **kw: object) -> SourceSpec:
 
 
 async def active(store: Store, prefix: str) -> dict[str, dict]:
-    rows = await store.pool.fetch(
+    rows = await store.pool_for_tests.fetch(
         "SELECT * FROM memories WHERE status = 'active' AND source_key LIKE $1", prefix + "%"
     )
     return {r["source_key"]: dict(r) for r in rows}
@@ -95,7 +95,7 @@ async def test_markdown_tree_add_change_delete(store: Store, embedder, repo: Rep
     assert conv_key not in await active(store, "team-notes:")
     gone = await store.get(current["id"])
     assert gone.memory.status == "retired" and "removed upstream" in (gone.memory.status_reason or "")
-    runs = await store.pool.fetch("SELECT status FROM job_runs WHERE job = 'ingest'")
+    runs = await store.pool_for_tests.fetch("SELECT status FROM job_runs WHERE job = 'ingest'")
     assert [r["status"] for r in runs] == ["ok"] * 4
     assert (await store.index_stats())["lastIngest"] is not None
 

@@ -29,7 +29,7 @@ QUIET = Progress(enabled=False)
 
 
 async def _rows(store: Store, key: str) -> list[dict]:
-    rows = await store.pool.fetch(
+    rows = await store.pool_for_tests.fetch(
         "SELECT id, author, origin, tier, body, status FROM memories WHERE source_key = $1 ORDER BY created_at",
         key,
     )

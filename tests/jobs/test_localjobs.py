@@ -82,7 +82,9 @@ async def test_brainctl_ingest_now_runs_the_manifests_sources(
     )
     assert done.returncode == 0, done.stderr
     assert "ingest-notes: added 1" in done.stderr and "someone-elses" not in done.stderr
-    rows = await store.pool.fetch("SELECT source_key, embedding_model FROM memories WHERE status = 'active'")
+    rows = await store.pool_for_tests.fetch(
+        "SELECT source_key, embedding_model FROM memories WHERE status = 'active'"
+    )
     assert [r["source_key"] for r in rows] == [
         "notes:.teambrain/memories/decisions/01J0000000000000000000000A-releases.md"
     ]

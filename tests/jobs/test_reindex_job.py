@@ -88,7 +88,9 @@ async def seed(store: Store, embedder: LocalEmbedder) -> None:
 
 
 async def index_models(store: Store) -> set[str]:
-    rows = await store.pool.fetch("SELECT DISTINCT embedding_model FROM memories WHERE embedding IS NOT NULL")
+    rows = await store.pool_for_tests.fetch(
+        "SELECT DISTINCT embedding_model FROM memories WHERE embedding IS NOT NULL"
+    )
     return {r["embedding_model"] for r in rows}
 
 
@@ -109,7 +111,7 @@ async def test_the_job_migrates_through_the_embedder_service_and_a_rerun_is_a_no
         stats = await store.index_stats()
         assert stats["liveModel"] == TARGET and stats["reindex"] is None
         assert await index_models(store) == {TARGET}
-        rows = await store.pool.fetch("SELECT title, body, embedding FROM memories ORDER BY title")
+        rows = await store.pool_for_tests.fetch("SELECT title, body, embedding FROM memories ORDER BY title")
         want = await target.embed([embed_text(r["title"], r["body"]) for r in rows])
         got = np.stack([np.asarray(r["embedding"].to_list(), dtype=np.float32) for r in rows])
         assert np.allclose((got * want).sum(axis=1), 1.0, atol=1e-3)  # cosine 1: the target made them
@@ -130,7 +132,7 @@ async def test_the_job_migrates_through_the_embedder_service_and_a_rerun_is_a_no
         rc, again, err = await run_job(job_env(dsn, url))
         assert rc == 0, err[-2000:]
         assert again == {"ok": True, "current": True, "model": TARGET}
-        assert await store.pool.fetchval("SELECT count(*) FROM reindex_runs") == 1
+        assert await store.pool_for_tests.fetchval("SELECT count(*) FROM reindex_runs") == 1
 
 
 async def test_an_embedder_still_serving_the_old_model_is_waited_for_and_never_written(
@@ -146,7 +148,7 @@ async def test_an_embedder_still_serving_the_old_model_is_waited_for_and_never_w
     # the live index is untouched and still serves; no vector was labelled with the target
     assert (await store.index_stats())["liveModel"] == DEFAULT_MODEL
     assert await index_models(store) == {DEFAULT_MODEL}
-    assert await store.pool.fetchval("SELECT count(embedding_next) FROM memories") == 0
+    assert await store.pool_for_tests.fetchval("SELECT count(embedding_next) FROM memories") == 0
 
 
 async def test_without_an_embedder_url_the_model_runs_in_process_and_a_dead_database_is_named(

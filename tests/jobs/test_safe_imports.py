@@ -41,7 +41,7 @@ def spec_for(repo: Repo, **kw: object) -> object:
 
 
 async def active_keys(store: Store) -> set[str]:
-    rows = await store.pool.fetch("SELECT source_key FROM memories WHERE status = 'active'")
+    rows = await store.pool_for_tests.fetch("SELECT source_key FROM memories WHERE status = 'active'")
     return {r["source_key"] for r in rows}
 
 
@@ -77,7 +77,7 @@ async def test_paths_matching_nothing_stop_the_import(
     assert stopped["retired"] == 0 and stopped["stopped"]["wouldRetire"] == 4
     assert stopped["stopped"]["stored"] == 4 and "every entry" in stopped["stopped"]["message"]
     assert await active_keys(store) == before  # nothing written, nothing retired
-    runs = await store.pool.fetch("SELECT status, summary FROM job_runs ORDER BY id")
+    runs = await store.pool_for_tests.fetch("SELECT status, summary FROM job_runs ORDER BY id")
     assert [r["status"] for r in runs] == ["ok", "stopped"]
     assert json.loads(runs[1]["summary"])["stopped"]["confirm"] == stopped["stopped"]["confirm"]
 

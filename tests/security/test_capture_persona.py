@@ -19,7 +19,9 @@ SHELL = "```bash\n" + "\n".join(f"echo step {i}" for i in range(12)) + "\n```\n"
 
 
 async def _rows(gw: Gateway, ns: str) -> list[dict[str, object]]:
-    rows = await gw.store.pool.fetch("SELECT kind, title, body, attrs FROM memories WHERE namespace = $1", ns)
+    rows = await gw.store.pool_for_tests.fetch(
+        "SELECT kind, title, body, attrs FROM memories WHERE namespace = $1", ns
+    )
     return [dict(r) for r in rows]
 
 

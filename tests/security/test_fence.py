@@ -148,7 +148,9 @@ async def test_hostile_writes_never_escape_the_fence_through_the_gateway(gw: Gat
             chats_with_memory += 1
             p = parse(block)
             assert not p.unclosed and p.escapes == [], f"escaped the fence: {p.escapes!r}"
-            rows = await gw.store.pool.fetch("SELECT id, title, body FROM memories WHERE id = ANY($1)", p.ids)
+            rows = await gw.store.pool_for_tests.fetch(
+                "SELECT id, title, body FROM memories WHERE id = ANY($1)", p.ids
+            )
             stored = {r["id"]: expected_inner(r["title"], r["body"]) for r in rows}
             blocks = p.blocks[len(p.blocks) - len(p.ids) :]
             for mid, block in zip(p.ids, blocks, strict=True):

@@ -300,7 +300,7 @@ async def test_purge_tombstones_every_version_and_keeps_hashes_and_events(
     assert all(not m.embedded and "customer" not in str(m.attrs) for m in detail.history)
     types = [
         r["type"]
-        for r in await store.pool.fetch(
+        for r in await store.pool_for_tests.fetch(
             "SELECT type FROM events WHERE payload->>'lineage_id' = $1 ORDER BY id", v1.lineage_id
         )
     ]

@@ -131,7 +131,7 @@ async def _distill_run(gw: Gateway, embedder: LocalEmbedder, ns: str, body: str)
                         attempts=2, backoff_s=0.01)  # fmt: skip
     summary = await run_distill(gw.store, embedder, cfg)
     assert token in json.dumps(gw.upstream_bodies()), "the provider was never asked"
-    queued = await gw.store.pool.fetchval(
+    queued = await gw.store.pool_for_tests.fetchval(
         "SELECT count(*) FROM proposals WHERE namespace = $1 AND status = 'pending'", episodes_ns
     )
     assert queued == 0, summary.as_dict()
@@ -177,9 +177,9 @@ async def _promote(gw: Gateway, _: LocalEmbedder, ns: str, body: str) -> str:
     )
     r = await gw.rest("POST", f"/memories/{raw.memory.id}/promote", key="owner", json={})
     assert r.status_code >= 400, r.text
-    tier = await gw.store.pool.fetchval("SELECT tier FROM memories WHERE id = $1", raw.memory.id)
+    tier = await gw.store.pool_for_tests.fetchval("SELECT tier FROM memories WHERE id = $1", raw.memory.id)
     assert tier == "episodic"
-    await gw.store.pool.execute("DELETE FROM memories WHERE id = $1", raw.memory.id)
+    await gw.store.pool_for_tests.execute("DELETE FROM memories WHERE id = $1", raw.memory.id)
     return str(r.json()["code"])
 
 
@@ -197,7 +197,7 @@ PATHS: dict[str, Path] = {
 
 
 async def _stored_text(gw: Gateway, ns: str) -> str:
-    rows = await gw.store.pool.fetch(
+    rows = await gw.store.pool_for_tests.fetch(
         "SELECT title, body, tags, attrs, origin, tier FROM memories WHERE namespace = $1", ns
     )
     return json.dumps([{k: str(v) for k, v in dict(r).items()} for r in rows], ensure_ascii=False)
@@ -227,5 +227,7 @@ async def test_provenance_comes_from_the_key_not_the_request(gw: Gateway, ns: st
         assert r.status_code == 422 and field in r.json()["message"], r.text
     r = await gw.rest("POST", "/memories", json={"body": FIX, "namespace": ns})
     assert r.status_code == 201, r.text
-    row = await gw.store.pool.fetchrow("SELECT origin, tier, author FROM memories WHERE namespace = $1", ns)
+    row = await gw.store.pool_for_tests.fetchrow(
+        "SELECT origin, tier, author FROM memories WHERE namespace = $1", ns
+    )
     assert dict(row) == {"origin": "agent", "tier": "episodic", "author": "agent"}

@@ -106,13 +106,11 @@ async def cmd_reindex(args: argparse.Namespace) -> int:
     store = await Store.open(args.dsn, dim=stored or embedder.dim, embedding_model=embedder.model)
     try:
         if args.abandon:
-            print_json({"abandoned": await reindex.abandon(store.pool)})
+            print_json({"abandoned": await store.abandon_reindex()})
         elif args.to_model:
-            print_json(
-                await reindex.migrate_model(store.pool, embedder, progress=lambda _s, d, t: progress(d, t))
-            )
+            print_json(await store.migrate_model(embedder, progress=lambda _s, d, t: progress(d, t)))
         else:
-            print_json({"embedded": await reindex.fill_live(store.pool, embedder), "model": embedder.model})
+            print_json({"embedded": await store.fill_live(embedder), "model": embedder.model})
     finally:
         await store.close()
     return 0

@@ -14,12 +14,6 @@ class BrainError(Exception):
         self.message = message
         self.field = field
 
-    def to_dict(self) -> dict[str, str]:
-        out = {"code": self.code, "message": self.message}
-        if self.field:
-            out["field"] = self.field
-        return out
-
 
 class InvalidInput(BrainError):
     code = "invalid_input"

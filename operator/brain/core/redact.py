@@ -14,7 +14,6 @@ import math
 import re
 import struct
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -287,6 +286,3 @@ class SecretGate:
             "to where the secret lives (e.g. a vault path) instead",
             field=field,
         )
-
-    def check_fields(self, fields: Mapping[str, str]) -> dict[str, str]:
-        return {name: self.check(name, value) for name, value in fields.items()}

@@ -40,8 +40,9 @@ from brain.gateway.heartbeat import SSEHeartbeat
 from brain.gateway.mcp_server import MCPEndpoint
 from brain.gateway.metrics import public_exposition
 from brain.gateway.readiness import public_health
-from brain.gateway.runtime import DB_ERRORS, Runtime, get_runtime, set_runtime
+from brain.gateway.runtime import Runtime, get_runtime, set_runtime
 from brain.gateway.settings import GatewaySettings, load_settings
+from brain.store.outage import UNAVAILABLE
 
 
 def prepare_litellm_env(config_path: str | Path) -> None:
@@ -95,7 +96,7 @@ def create_app(
     app.add_exception_handler(RequestValidationError, rest.validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, rest.http_error_handler)
     app.add_exception_handler(Exception, rest.internal_error_handler)
-    for exc_type in DB_ERRORS:
+    for exc_type in UNAVAILABLE:
         app.add_exception_handler(exc_type, rest.database_down_handler)
 
     @app.get("/healthz", include_in_schema=False)

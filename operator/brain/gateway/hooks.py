@@ -30,10 +30,11 @@ from brain.gateway.inject import api_of, query_of, response_texts
 from brain.gateway.placement import Placed, answered, chain, conversation, newest_person_turn, put_back
 from brain.gateway.retractions import with_notices
 from brain.gateway.routing import pick_override, routing_decision
-from brain.gateway.runtime import DB_ERRORS, CallContext, Runtime, get_runtime
+from brain.gateway.runtime import CallContext, Runtime, get_runtime
 from brain.gateway.usage import input_tokens, usage_attrs
 from brain.retrieval import telemetry as metrics
 from brain.retrieval.compose import Injection
+from brain.store.outage import UNAVAILABLE
 
 log = logging.getLogger("brain.gateway.hooks")
 
@@ -235,7 +236,7 @@ class BrainHooks(CustomLogger):
             metrics.retrieval_degraded.labels("timeout").inc()
             ctx.degraded = ["timeout"]
             return "degraded", None
-        except DB_ERRORS:
+        except UNAVAILABLE:
             metrics.retrieval_degraded.labels("db_down").inc()
             ctx.degraded = ["db_down"]
             return "degraded", None

@@ -22,7 +22,7 @@ from brain.core.models import KINDS, Actor
 from brain.gateway import tools
 from brain.gateway.auth import authenticate, key_from_headers
 from brain.gateway.boundary import error_body
-from brain.gateway.runtime import DB_ERRORS
+from brain.store.outage import UNAVAILABLE
 
 ACTOR_SCOPE_KEY = "brain.actor"
 log = logging.getLogger("brain.gateway.mcp")
@@ -249,7 +249,7 @@ async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Cal
         result = await dispatch(_actor(ctx), params.name, params.arguments or {})
     except BrainError as e:
         return _error(error_body(e.code, e.message, e.field))
-    except DB_ERRORS:
+    except UNAVAILABLE:
         return _error(error_body("unavailable", "the brain database is not reachable right now; try again"))
     except Exception:
         log.exception("MCP tool %s failed", params.name)

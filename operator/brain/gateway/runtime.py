@@ -43,16 +43,13 @@ from brain.gateway.settings import GatewaySettings
 from brain.retrieval.catalog import Catalog
 from brain.retrieval.compose import ComposeConfig, Injection, InjectionCache, compose
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
-from brain.retrieval.render import PREAMBLE
 from brain.services import capture as capture_door
 from brain.services.keys import KeyStore, KeyVerifier
 from brain.services.memory import MemoryService
-from brain.store import outage
 from brain.store.store import Scope, Store
 
 log = logging.getLogger("brain.gateway")
 
-DB_ERRORS = outage.UNAVAILABLE
 # A database that hangs must not hold the gateway: the server stops a slow statement at
 # DB_STATEMENT_TIMEOUT_MS, the client abandons a connection whose server has not answered within
 # DB_COMMAND_TIMEOUT_S (a little later, so a merely slow statement is the server's to stop), and a
@@ -400,6 +397,3 @@ def get_runtime() -> Runtime | None:
 def set_runtime(rt: Runtime | None) -> None:
     global _runtime
     _runtime = rt
-
-
-__all__ = ["DB_ERRORS", "PREAMBLE", "CallContext", "Injection", "Runtime", "get_runtime", "set_runtime"]

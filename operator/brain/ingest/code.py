@@ -158,10 +158,6 @@ def _compiled(name: str) -> tuple[ts.Language, ts.Parser, ts.Query, ts.Query] | 
     return lang, ts.Parser(lang), ts.Query(lang, spec.calls), ts.Query(lang, spec.imports)
 
 
-def available_languages() -> list[str]:
-    return [s.name for s in LANGUAGES if _compiled(s.name) is not None]
-
-
 @dataclass
 class Symbol:
     name: str  # qualified: Class.method

@@ -20,7 +20,6 @@ own beside it.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -389,7 +388,3 @@ async def write_edges(store: Store, edges: Sequence[Edge], lineage: dict[str, st
     sources = sorted(set(lineage.values()))
     await source_rows.replace_edges(store, sources, RELATIONS, rows)
     return len(rows)
-
-
-def summary_line(summary: Summary, **extra: Any) -> str:
-    return json.dumps({**summary.as_dict(), **extra}, default=str)

@@ -94,11 +94,10 @@ async def run(dsn: str, model: str, dim: int | None, wait_seconds: float = WAIT_
     stored = await reindex.stored_dim(dsn)
     store = await Store.open(dsn, dim=stored or embedder.dim, embedding_model=model)
     try:
-        async with store.pool.acquire() as conn:
-            live = await reindex.adopt_model(conn, model)
-        if live == model and await reindex.running(store.pool) is None:
+        live = await store.adopt_model(model)
+        if live == model and await store.reindex_running() is None:
             return {"ok": True, "current": True, "model": model}
-        swapped = await reindex.migrate_model(store.pool, embedder)
+        swapped = await store.migrate_model(embedder)
         return {"ok": True, "current": True, **swapped}
     finally:
         await store.close()

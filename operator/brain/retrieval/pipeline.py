@@ -233,7 +233,7 @@ class Retriever:
             # A first mention bounds "before it" (nothing earlier was about it) but not "after it": a
             # trip is talked about before it happens. On LoCoMo applying it changed nothing (0.7410).
             return None
-        when = await first_mention(self.store.pool, frame.anchor, scope)
+        when = await first_mention(self.store, frame.anchor, scope)
         return None if when is None else dataclasses.replace(frame, end=when)
 
     async def retrieve(

@@ -25,6 +25,7 @@ from ulid import ULID
 from brain.core.contract import DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import InvalidInput, NotFound
 from brain.core.models import SHARED, Hit, Memory
+from brain.store import lexical_weights
 from brain.store.migrate import migrate
 from brain.store.reindex import LiveModel
 
@@ -146,7 +147,7 @@ class StoreBase:
     def __init__(
         self, pool: asyncpg.Pool, *, dim: int, embedding_model: str, acquire_timeout: float | None = None
     ) -> None:
-        self.pool = pool
+        self._pool = pool  # private: nothing outside brain.store receives the pool or a connection
         self.dim = dim
         self.embedding_model = embedding_model
         self.acquire_timeout = acquire_timeout
@@ -208,6 +209,13 @@ class StoreBase:
             acquire_timeout=timeout if command_timeout is not None else None,
         )
 
+    @property
+    def pool_for_tests(self) -> asyncpg.Pool:
+        """The pool itself, for tests/, e2e/ and hack/ only: fixtures that read rows to check a result
+        or seed a benchmark. Code under operator/ never uses it (tests/test_store.py checks); a caller
+        there gets a method of the store instead."""
+        return self._pool
+
     @contextlib.asynccontextmanager
     async def _tx(self) -> AsyncIterator[asyncpg.Connection]:
         """A connection in a transaction that is abandoned, not rolled back, when the server stops answering.
@@ -215,7 +223,7 @@ class StoreBase:
         `conn.transaction()` alone would send ROLLBACK to a frozen server on cancellation and wait
         for it; closing the socket makes the server roll back on its own when it runs again.
         """
-        async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
+        async with self._pool.acquire(timeout=self.acquire_timeout) as conn:
             tx = conn.transaction()
             await tx.start()
             try:
@@ -230,22 +238,53 @@ class StoreBase:
                 await tx.commit()
 
     async def close(self) -> None:
-        from brain.store import lexical_weights
-
-        await lexical_weights.stop(self)
-        await self.pool.close()
+        await self._stop_weights()
+        await self._pool.close()
 
     async def ping(self) -> None:
         """One round trip (`SELECT 1`): whether the server answers at all (the gateway's DatabaseWatch)."""
-        await self.pool.fetchval("SELECT 1")
+        await self._pool.fetchval("SELECT 1")
 
     async def analyze(self) -> None:
         """After a bulk load (brainctl eval): the BM25 weights at the loaded corpus's mean length and
         fresh planner statistics, so ranking and plans match a settled database."""
-        from brain.store import lexical_weights
+        await self.settle_weights()
+        await self._pool.execute("ANALYZE memories, lexeme_stats")
 
-        await lexical_weights.settle(self)
-        await self.pool.execute("ANALYZE memories, lexeme_stats")
+    async def settle_weights(self, *, only_if_due: bool = False) -> float:
+        """Move the BM25 reference to the live mean now and rewrite every row, waiting for it; returns the mean.
+
+        For a bulk load that wants exact BM25 at once (hack/bench*.py, `brainctl eval`) and for tests;
+        serving never needs it (`corpus_stats` does the same past `lexical_weights.DRIFT`, in the
+        background). `only_if_due` moves the reference only past the drift bound and only finishes a
+        rewrite already due (a bench's cached seed, which must not rewrite in the background while
+        it is timed). See `brain.store.lexical_weights.settle`.
+        """
+        await self._stop_weights()
+        mean = await lexical_weights.settle(self._pool, only_if_due=only_if_due)
+        self.lexical.refreshed = 0.0  # the next corpus_stats reads the new reference
+        return mean
+
+    async def _keep_weights(
+        self, live_mean: float, docs: int, reference: float | None, pending: bool
+    ) -> None:
+        """With each fresh corpus_stats: `lexical_weights.keep`, and the rewrite it leaves due run in
+        this process's one background task."""
+        if not await lexical_weights.keep(self._pool, live_mean, docs, reference, pending):
+            return
+        task = self.weights_task
+        if task is None or task.done():
+            self.weights_task = asyncio.create_task(
+                lexical_weights.background(self._pool), name="bm25-rewrite"
+            )
+
+    async def _stop_weights(self) -> None:
+        """Cancel this process's rewrite (its open batch rolls back; the cursor keeps what committed)."""
+        task, self.weights_task = self.weights_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def _check_embedding(self, embedding: np.ndarray | None) -> np.ndarray | None:
         if embedding is not None and embedding.shape != (self.dim,):
@@ -256,7 +295,7 @@ class StoreBase:
 
     async def model_is_live(self) -> bool:
         """Whether this client's model is the brain's live one (vectors compare only within one model)."""
-        return (await self.live.get(self.pool))[0] == self.embedding_model
+        return (await self.live.get(self._pool))[0] == self.embedding_model
 
     async def _current(self, conn: asyncpg.Connection, memory_id: str, *, lock: bool) -> asyncpg.Record:
         row = await conn.fetchrow(

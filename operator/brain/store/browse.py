@@ -15,12 +15,12 @@ RECORD_COLS = "id, kind, namespace, author, origin, title, body, status, episode
 
 
 async def records(store: Store, ids: list[str]) -> list[dict[str, Any]]:
-    rows = await store.pool.fetch(f"SELECT {RECORD_COLS} FROM memories WHERE id = ANY($1::text[])", ids)
+    rows = await store._pool.fetch(f"SELECT {RECORD_COLS} FROM memories WHERE id = ANY($1::text[])", ids)
     return [dict(r) for r in rows]
 
 
 async def namespace_sizes(store: Store) -> list[tuple[str, int]]:
-    rows = await store.pool.fetch(
+    rows = await store._pool.fetch(
         "SELECT namespace, count(*) AS n FROM memories WHERE status = 'active' GROUP BY namespace "
         "ORDER BY namespace"
     )
@@ -38,7 +38,7 @@ async def entries(
     limit: int,
 ) -> list[dict[str, Any]]:
     """Newest first; `status` 'any' reads every status."""
-    rows = await store.pool.fetch(
+    rows = await store._pool.fetch(
         """SELECT id, lineage_id, version, kind, namespace, tier, origin, author, title, status, promoted_by,
                   created_at, left(body, 120) AS excerpt
              FROM memories
@@ -58,7 +58,7 @@ async def entries(
 
 
 async def authors(store: Store, visible: list[str] | None) -> list[tuple[str, int]]:
-    rows = await store.pool.fetch(
+    rows = await store._pool.fetch(
         """SELECT author, count(*) AS n FROM memories
             WHERE ($1::text[] IS NULL OR namespace = ANY($1::text[])) AND status = 'active'
             GROUP BY author ORDER BY n DESC, author LIMIT 100""",

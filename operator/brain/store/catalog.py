@@ -12,7 +12,7 @@ from brain.store.store import Store
 
 
 async def personas_and_skills(store: Store, limit: int) -> list[dict[str, Any]]:
-    rows = await store.pool.fetch(
+    rows = await store._pool.fetch(
         """SELECT id, kind, namespace, tier, origin, author, title, body, valid_from, importance, standing,
                   required, lineage_id, content_hash, domain_keywords, embedding
              FROM memories

@@ -33,7 +33,7 @@ def _args(namespace: str | None) -> tuple[str, ...]:
 
 async def namespaces(store: Store, start: datetime, end: datetime) -> list[str]:
     """Namespaces with something to report in [start, end): events, new entries, proposals."""
-    rows = await store.pool.fetch(
+    rows = await store._pool.fetch(
         "SELECT namespace FROM events WHERE type IN ('capture', 'query_no_hit') AND created_at >= $1 "
         "AND created_at < $2 "
         "UNION SELECT namespace FROM memories WHERE created_at >= $1 AND created_at < $2 AND version = 1 "
@@ -48,7 +48,7 @@ async def namespaces(store: Store, start: datetime, end: datetime) -> list[str]:
 
 async def events(store: Store, start: datetime, end: datetime, namespace: str | None = None) -> list[Row]:
     """Captures and no-hit queries in [start, end) (of one namespace): type, payload (decoded), created_at."""
-    rows = await store.pool.fetch(
+    rows = await store._pool.fetch(
         "SELECT type, payload, created_at FROM events WHERE type IN ('capture', 'query_no_hit') "
         "AND created_at >= $1 AND created_at < $2" + _in(namespace, 3),
         start,
@@ -60,7 +60,7 @@ async def events(store: Store, start: datetime, end: datetime, namespace: str | 
 
 async def created(store: Store, start: datetime, end: datetime, namespace: str | None = None) -> list[Row]:
     """First versions created in [start, end): kind, outcome (experiences), created_at."""
-    rows: list[Row] = await store.pool.fetch(
+    rows: list[Row] = await store._pool.fetch(
         "SELECT kind, attrs->>'outcome' AS outcome, created_at FROM memories WHERE created_at >= $1 "
         "AND created_at < $2 AND version = 1" + _in(namespace, 3),
         start,
@@ -72,7 +72,7 @@ async def created(store: Store, start: datetime, end: datetime, namespace: str |
 
 async def decided(store: Store, start: datetime, end: datetime, namespace: str | None = None) -> list[Row]:
     """Proposals decided in [start, end): status, created_at, decided_at."""
-    rows: list[Row] = await store.pool.fetch(
+    rows: list[Row] = await store._pool.fetch(
         "SELECT status, created_at, decided_at FROM proposals WHERE decided_at >= $1 AND decided_at < $2"
         + _in(namespace, 3),
         start,
@@ -84,7 +84,7 @@ async def decided(store: Store, start: datetime, end: datetime, namespace: str |
 
 async def pending(store: Store, end: datetime, namespace: str | None = None) -> list[Row]:
     """Proposals still waiting for an owner that were made before `end`: title, created_at."""
-    rows: list[Row] = await store.pool.fetch(
+    rows: list[Row] = await store._pool.fetch(
         "SELECT title, created_at FROM proposals WHERE status = 'pending' AND created_at < $1"
         + _in(namespace, 2),
         end,
@@ -95,7 +95,7 @@ async def pending(store: Store, end: datetime, namespace: str | None = None) -> 
 
 async def stale(store: Store, stale_days: int, namespace: str | None = None) -> list[Row]:
     """Active memories (digests aside) neither created nor read in the last `stale_days`: kind."""
-    rows: list[Row] = await store.pool.fetch(
+    rows: list[Row] = await store._pool.fetch(
         "SELECT kind FROM memories WHERE status = 'active' AND kind <> 'digest' "
         "AND created_at < now() - make_interval(days => $1) "
         "AND (last_accessed_at IS NULL OR last_accessed_at < now() - make_interval(days => $1))"
@@ -108,7 +108,7 @@ async def stale(store: Store, stale_days: int, namespace: str | None = None) -> 
 
 async def current(store: Store, source_key: str) -> Row | None:
     """The active digest of one week (its source key): id, content_hash."""
-    row: Row | None = await store.pool.fetchrow(
+    row: Row | None = await store._pool.fetchrow(
         "SELECT id, content_hash FROM memories WHERE source_key = $1 AND status = 'active' AND kind = 'digest' "
         "AND author = 'digest' AND origin = 'import'",
         source_key,
@@ -120,7 +120,7 @@ async def latest(store: Store, namespace: str | None = None) -> Row | None:
     """The newest active digest (of one namespace) the digest job wrote (author `digest`, origin
     `import`: no key can write as it), so no other entry of kind digest can pass for it: id, title,
     body, attrs (decoded), created_at."""
-    r = await store.pool.fetchrow(
+    r = await store._pool.fetchrow(
         "SELECT id, title, body, attrs, created_at FROM memories WHERE kind = 'digest' AND status = 'active' "
         "AND author = 'digest' AND origin = 'import'"
         + _in(namespace, 1)

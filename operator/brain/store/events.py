@@ -17,7 +17,7 @@ class Events(StoreBase):
 
     async def touch(self, ids: Sequence[str]) -> None:
         if ids:
-            await self.pool.execute(
+            await self._pool.execute(
                 "UPDATE memories SET access_count = access_count + 1, last_accessed_at = now() "
                 "WHERE id = ANY($1::text[])",
                 list(ids),
@@ -26,7 +26,7 @@ class Events(StoreBase):
     async def record_event(
         self, type_: str, *, key_name: str | None, namespace: str | None, payload: dict
     ) -> None:
-        await self.pool.execute(
+        await self._pool.execute(
             "INSERT INTO events (type, key_name, namespace, payload) VALUES ($1, $2, $3, $4::jsonb)",
             type_,
             key_name,
@@ -36,7 +36,7 @@ class Events(StoreBase):
 
     async def index_stats(self, stale_days: int = 90) -> dict[str, Any]:
         """The numbers `Brain.status.index` shows; cheap enough for a health endpoint."""
-        async with self.pool.acquire() as conn:
+        async with self._pool.acquire() as conn:
             by = await conn.fetch(
                 "SELECT namespace, kind, count(*) AS n, count(embedding) AS e FROM memories "
                 "WHERE status = 'active' GROUP BY namespace, kind"

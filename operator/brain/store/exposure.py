@@ -45,7 +45,7 @@ async def record(store: Store, receipts: Sequence[tuple[str, str, str, str, date
     for (mid, key, conv), (api, first, last, n) in merged.items():
         for col, value in zip(cols, (mid, key, conv, api, first, last, n), strict=True):
             col.append(value)
-    result = await store.pool.execute(
+    result = await store._pool.execute(
         """INSERT INTO memory_exposures AS e (memory_id, lineage_id, version, namespace, key_name,
                                              conversation, api, first_at, last_at, injections)
            SELECT m.id, m.lineage_id, m.version, m.namespace, r.key, r.conv, r.api, r.first, r.last, r.n
@@ -64,7 +64,7 @@ async def mark_noticed(store: Store, notices: Sequence[tuple[str, str, str]], at
     """(lineage_id, key_name, conversation): the conversation was told its memory was retracted."""
     if not notices:
         return
-    await store.pool.execute(
+    await store._pool.execute(
         """UPDATE memory_exposures e SET noticed_at = $4
              FROM unnest($1::text[], $2::text[], $3::text[]) AS n(lineage, key, conv)
             WHERE e.lineage_id = n.lineage AND e.key_name = n.key AND e.conversation = n.conv
@@ -78,7 +78,7 @@ async def mark_noticed(store: Store, notices: Sequence[tuple[str, str, str]], at
 
 async def fingerprint(store: Store, days: int) -> tuple[Any, ...]:
     """Changes whenever a retraction or a restore is recorded (one index range of `events`)."""
-    row = await store.pool.fetchrow(
+    row = await store._pool.fetchrow(
         "SELECT count(*) AS n, max(id) AS top FROM events WHERE type = ANY($1::text[]) "
         "AND created_at > now() - make_interval(days => $2)",
         _TYPES,
@@ -90,7 +90,7 @@ async def fingerprint(store: Store, days: int) -> tuple[Any, ...]:
 async def retractions(store: Store, days: int) -> list[Row]:
     """The lineages an owner retracted in the last `days` and did not restore since: lineage_id,
     memory_id, action, reason, by, at (newest event per lineage decides)."""
-    rows = await store.pool.fetch(
+    rows = await store._pool.fetch(
         """SELECT * FROM (
              SELECT DISTINCT ON (payload->>'lineage_id') payload->>'lineage_id' AS lineage_id,
                     payload->>'id' AS memory_id, type, coalesce(payload->>'reason', '') AS reason,
@@ -111,7 +111,7 @@ async def unnoticed(store: Store, lineages: Sequence[str], limit: int) -> list[R
     memory_id (the version they were given; the newest when several)."""
     if not lineages:
         return []
-    rows: list[Row] = await store.pool.fetch(
+    rows: list[Row] = await store._pool.fetch(
         """SELECT DISTINCT ON (key_name, conversation, lineage_id) key_name, conversation, lineage_id, memory_id
              FROM memory_exposures WHERE lineage_id = ANY($1::text[]) AND noticed_at IS NULL
             ORDER BY key_name, conversation, lineage_id, version DESC LIMIT $2""",
@@ -125,7 +125,7 @@ async def prune(store: Store, days: int, batch: int = 10_000) -> int:
     """Delete receipts not renewed in `days`, in batches; how many went."""
     total = 0
     while True:
-        result = await store.pool.execute(
+        result = await store._pool.execute(
             """DELETE FROM memory_exposures WHERE ctid IN (
                  SELECT ctid FROM memory_exposures WHERE last_at < now() - make_interval(days => $1) LIMIT $2)""",
             days,
@@ -140,7 +140,7 @@ async def prune(store: Store, days: int, batch: int = 10_000) -> int:
 async def of_lineage(store: Store, lineage_id: str, limit: int = 500) -> list[Row]:
     """Every receipt of a lineage, newest first: memory_id, version, key_name, conversation, api,
     injections, first_at, last_at, noticed_at."""
-    rows: list[Row] = await store.pool.fetch(
+    rows: list[Row] = await store._pool.fetch(
         """SELECT memory_id, version, key_name, conversation, api, injections, first_at, last_at, noticed_at
              FROM memory_exposures WHERE lineage_id = $1 ORDER BY last_at DESC, conversation LIMIT $2""",
         lineage_id,
@@ -155,7 +155,7 @@ async def retracted_between(
     """Owner retractions recorded in [start, end) (of one namespace), one per lineage (the newest),
     with how many conversations had been given the memory and how many were told: memory_id, action,
     reason, at, conversations, noticed. A lineage restored since is left out."""
-    rows: list[Row] = await store.pool.fetch(
+    rows: list[Row] = await store._pool.fetch(
         """SELECT r.memory_id, r.type, r.reason, r.at,
                   (SELECT count(DISTINCT (e.key_name, e.conversation)) FROM memory_exposures e
                     WHERE e.lineage_id = r.lineage_id) AS conversations,
@@ -182,7 +182,7 @@ async def retracted_between(
 
 async def retraction_namespaces(store: Store, start: datetime, end: datetime) -> list[str]:
     """Namespaces where an owner retracted something in [start, end)."""
-    rows = await store.pool.fetch(
+    rows = await store._pool.fetch(
         "SELECT DISTINCT namespace FROM events WHERE type = ANY($1::text[]) AND created_at >= $2 "
         "AND created_at < $3 AND payload->>'by_role' = 'owner' AND namespace IS NOT NULL",
         list(RETRACTED),

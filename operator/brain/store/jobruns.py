@@ -10,7 +10,7 @@ from brain.store.store import Store
 
 async def start(store: Store, job: str, source: str | None = None) -> int:
     return int(
-        await store.pool.fetchval(
+        await store._pool.fetchval(
             "INSERT INTO job_runs (job, source) VALUES ($1, $2) RETURNING id", job, source
         )
     )
@@ -18,7 +18,7 @@ async def start(store: Store, job: str, source: str | None = None) -> int:
 
 async def finish(store: Store, run_id: int, status: str, summary: dict[str, Any]) -> None:
     """status: ok | deferred | failed. Only `ok` runs count as the last ingest/distill/digest."""
-    await store.pool.execute(
+    await store._pool.execute(
         "UPDATE job_runs SET finished_at = now(), status = $2, summary = $3::jsonb WHERE id = $1",
         run_id,
         status,

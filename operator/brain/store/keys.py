@@ -25,7 +25,7 @@ async def insert(
 ) -> Row | None:
     """The new key's row, or None when the name is taken."""
     try:
-        row: Row = await store.pool.fetchrow(
+        row: Row = await store._pool.fetchrow(
             f"""INSERT INTO keys (id, name, key_hash, role, namespaces, expires_at)
                 VALUES ($1, $2, $3, $4, $5, $6) RETURNING {COLUMNS}""",
             new_id(),
@@ -41,7 +41,7 @@ async def insert(
 
 
 async def listing(store: Store, *, include_revoked: bool) -> list[Row]:
-    rows: list[Row] = await store.pool.fetch(
+    rows: list[Row] = await store._pool.fetch(
         f"SELECT {COLUMNS} FROM keys WHERE $1 OR revoked_at IS NULL ORDER BY created_at", include_revoked
     )
     return rows
@@ -49,14 +49,14 @@ async def listing(store: Store, *, include_revoked: bool) -> list[Row]:
 
 async def find(store: Store, value: str, *, by_id: bool) -> Row | None:
     column = "id" if by_id else "name"
-    row: Row | None = await store.pool.fetchrow(f"SELECT {COLUMNS} FROM keys WHERE {column} = $1", value)
+    row: Row | None = await store._pool.fetchrow(f"SELECT {COLUMNS} FROM keys WHERE {column} = $1", value)
     return row
 
 
 async def revoke(store: Store, value: str, *, by_id: bool) -> Row | None:
     """Revoke by one column only (id or name), never either: a name equal to some id revokes one key."""
     column = "id" if by_id else "name"
-    row: Row | None = await store.pool.fetchrow(
+    row: Row | None = await store._pool.fetchrow(
         f"""UPDATE keys SET revoked_at = coalesce(revoked_at, now())
              WHERE {column} = $1 RETURNING {COLUMNS}""",
         value,
@@ -65,20 +65,20 @@ async def revoke(store: Store, value: str, *, by_id: bool) -> Row | None:
 
 
 async def by_hash(store: Store, key_hash: str) -> Row | None:
-    row: Row | None = await store.pool.fetchrow(f"SELECT {COLUMNS} FROM keys WHERE key_hash = $1", key_hash)
+    row: Row | None = await store._pool.fetchrow(f"SELECT {COLUMNS} FROM keys WHERE key_hash = $1", key_hash)
     return row
 
 
 async def by_hashes(store: Store, key_hashes: list[str]) -> list[Row]:
     """The rows of these key hashes (each with its `key_hash`), in one round trip."""
-    rows: list[Row] = await store.pool.fetch(
+    rows: list[Row] = await store._pool.fetch(
         f"SELECT key_hash, {COLUMNS} FROM keys WHERE key_hash = ANY($1::text[])", key_hashes
     )
     return rows
 
 
 async def touch(store: Store, key_id: str) -> None:
-    await store.pool.execute("UPDATE keys SET last_used_at = now() WHERE id = $1", key_id)
+    await store._pool.execute("UPDATE keys SET last_used_at = now() WHERE id = $1", key_id)
 
 
 async def fingerprint(store: Store) -> tuple[Any, ...]:
@@ -87,7 +87,7 @@ async def fingerprint(store: Store) -> tuple[Any, ...]:
     No counter to maintain and no migration: revoke sets `revoked_at` (first time only) and create
     adds a row, so the count of keys, of revoked keys and the newest of each time move on every such
     change. One index-free aggregate over a table of a few hundred rows."""
-    row = await store.pool.fetchrow(
+    row = await store._pool.fetchrow(
         "SELECT count(*) AS n, count(revoked_at) AS revoked, max(created_at) AS created, "
         "max(revoked_at) AS last_revoked FROM keys"
     )

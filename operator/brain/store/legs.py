@@ -27,12 +27,12 @@ class RetrievalLegs(StoreBase):
     async def vector_leg(self, embedding: np.ndarray, scope: Scope, n: int) -> list[tuple[str, float]]:
         """Nearest entries by this store's model; none while another model's index is live (a query
         is only ever compared with vectors of the model that embedded it)."""
-        live, _ = await self.live.get(self.pool)
+        live, _ = await self.live.get(self._pool)
         if live != self.embedding_model:
             return []
         where, args = scope.where(4)
         try:
-            rows = await self.pool.fetch(
+            rows = await self._pool.fetch(
                 f"""SELECT m.id, 1 - (m.embedding <=> $1) AS sim FROM memories m
                      WHERE m.embedding IS NOT NULL AND m.embedding_model = $3 AND {where}
                      ORDER BY m.embedding <=> $1 LIMIT $2""",
@@ -50,19 +50,19 @@ class RetrievalLegs(StoreBase):
 
     async def corpus_stats(self, max_age: float = 30.0) -> LexicalStats:
         """Active memories, their mean tsvector length and the BM25 weights' reference length, at most
-        `max_age` seconds old; a refresh also keeps the reference near the mean (lexical_weights.keep)."""
+        `max_age` seconds old; a refresh also keeps the reference near the mean (`_keep_weights`)."""
         st = self.lexical
         if time.monotonic() - st.refreshed > max_age:
-            row = await self.pool.fetchrow(
+            row = await self._pool.fetchrow(
                 """SELECT count(*) AS n, coalesce(avg(length(tsv)), 1) AS avg,
                           (SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl') AS ref,
                           EXISTS (SELECT 1 FROM brain_meta WHERE key = 'bm25_rewrite_after') AS pending
                      FROM memories WHERE status = 'active'"""
             )
             docs, mean, ref = int(row["n"]), float(row["avg"]) or 1.0, row["ref"]
-            await lexical_weights.keep(self, mean, docs, ref, bool(row["pending"]))
+            await self._keep_weights(mean, docs, ref, bool(row["pending"]))
             if lexical_weights.drifted(mean, ref):
-                ref = await lexical_weights.reference(self.pool)
+                ref = await lexical_weights.reference(self._pool)
             st.docs, st.avg_len, st.reference, st.refreshed = docs, mean, ref, time.monotonic()
         return st
 
@@ -82,7 +82,7 @@ class RetrievalLegs(StoreBase):
         if not names:
             return []
         live = "m.status <> 'forgotten'"
-        rows = await self.pool.fetch(
+        rows = await self._pool.fetch(
             f"""SELECT p.name FROM unnest($1::text[], $2::text[], $3::text[]) AS p(name, head, kind)
                  WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE {live} AND m.body ILIKE '%' || p.name || '%')
                    AND EXISTS (SELECT 1 FROM memories m WHERE {live}
@@ -101,7 +101,7 @@ class RetrievalLegs(StoreBase):
             return []
         where, args = scope.where(3)
         patterns = ["%" + re.sub(r"([%_\\])", r"\\\1", t) + "%" for t in tokens]
-        rows = await self.pool.fetch(
+        rows = await self._pool.fetch(
             f"""SELECT m.id, count(*)::float8 AS score FROM memories m
                   JOIN unnest($1::text[]) AS p(pattern) ON m.body ILIKE p.pattern
                  WHERE {where} GROUP BY m.id ORDER BY score DESC, max(m.created_at) DESC LIMIT $2""",

@@ -123,7 +123,7 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
     """
     stats = await store.corpus_stats()
     docs = max(stats.docs, 1)
-    rows = await store.pool.fetch(TERMS_SQL, query)
+    rows = await store._pool.fetch(TERMS_SQL, query)
     terms, query_idf = plan_terms([(r["lexeme"], r["dim"], r["df"]) for r in rows], docs)
     if not terms or n <= 0:
         return Lexical([], query_idf)
@@ -138,7 +138,7 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
         end = next_pass(terms, scanned, theta, docs)
         if end == scanned:
             break
-        found = await store.pool.fetch(sql, [t.lexeme for t in terms[scanned:end]], qv, ref, n, *args)
+        found = await store._pool.fetch(sql, [t.lexeme for t in terms[scanned:end]], qv, ref, n, *args)
         for r in found:
             best[r["id"]] = float(r["score"])
         scanned = end

@@ -15,19 +15,19 @@ small enough rewrites inline, so a query right after never sees two references m
 rewrites in a background task, one short transaction per batch, resumable by any process (the
 cursor lives in `brain_meta`, the rewrite is serialised by an advisory lock). The lexical leg
 computes a row's weights on the fly while they are NULL (rows from before migration 0004).
+
+This module works on a pool and knows nothing of the store above it: `brain.store.base.StoreBase`
+holds this process's state (the corpus numbers, the one background rewrite) and calls down here
+(`_keep_weights`, `settle_weights`, `close`); the `store-layers` contract in `.importlinter` keeps
+the import one way.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from typing import TYPE_CHECKING
 
 import asyncpg
-
-if TYPE_CHECKING:
-    from brain.store.base import StoreBase
 
 log = logging.getLogger("brain.store.lexical_weights")
 
@@ -85,28 +85,29 @@ async def catch_up(pool: asyncpg.Pool, batch: int = BATCH) -> int:
     return total
 
 
-async def keep(store: StoreBase, live_mean: float, docs: int, reference: float | None, pending: bool) -> None:
-    """Called with each fresh corpus_stats: move a drifted reference, and get any due rewrite done.
+async def keep(
+    pool: asyncpg.Pool, live_mean: float, docs: int, reference: float | None, pending: bool
+) -> bool:
+    """Called with each fresh corpus_stats: move a drifted reference, and rewrite inline a store small
+    enough. Returns whether a rewrite is still due, for the caller to run in the background
+    (`background`; the store keeps at most one such task, `StoreBase._keep_weights`).
 
     Never fails the read that called it: upkeep that errs is logged and tried at the next refresh.
     """
     try:
         if docs and drifted(live_mean, reference):
-            pending = await move_reference(store.pool, live_mean, reference) or pending
+            pending = await move_reference(pool, live_mean, reference) or pending
         if pending and docs <= INLINE_ROWS:
-            await catch_up(store.pool)
-            return
+            await catch_up(pool)
+            return False
     except (asyncpg.PostgresError, asyncpg.InterfaceError) as e:
         log.warning("BM25 weight upkeep failed, retried at the next refresh: %s", e)
-        return
-    if not pending:
-        return
-    task = store.weights_task
-    if task is None or task.done():
-        store.weights_task = asyncio.create_task(_background(store.pool), name="bm25-rewrite")
+        return False
+    return pending
 
 
-async def _background(pool: asyncpg.Pool) -> None:
+async def background(pool: asyncpg.Pool) -> None:
+    """A rewrite run as a task: errors are logged, and the next corpus_stats resumes it."""
     try:
         n = await catch_up(pool)
         log.info("rewrote the BM25 weights of %d memories at the new reference length", n)
@@ -114,35 +115,21 @@ async def _background(pool: asyncpg.Pool) -> None:
         log.warning("BM25 weight rewrite stopped, resumes later: %s", e)
 
 
-async def stop(store: StoreBase) -> None:
-    """Cancel this process's rewrite (its open batch rolls back; the cursor keeps what committed)."""
-    task, store.weights_task = store.weights_task, None
-    if task is not None and not task.done():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-
-async def settle(store: StoreBase, *, only_if_due: bool = False) -> float:
+async def settle(pool: asyncpg.Pool, *, only_if_due: bool = False) -> float:
     """Move the reference to the live mean now and rewrite every row, waiting for it; returns the mean.
 
-    For a bulk load that wants exact BM25 at once (hack/bench*.py, `brainctl eval`) and for tests;
-    serving never needs it (`keep` does the same past `DRIFT`, in the background). `only_if_due`
-    moves the reference only past `DRIFT` and only finishes a rewrite already due (a bench's
-    cached seed, which must not rewrite in the background while it is timed).
+    The store's `settle_weights` calls this after stopping its own background rewrite (so this
+    process never rewrites twice at once). `only_if_due` moves the reference only past `DRIFT` and
+    only finishes a rewrite already due.
     """
     mean = float(
-        await store.pool.fetchval(
-            "SELECT coalesce(avg(length(tsv)), 1) FROM memories WHERE status = 'active'"
-        )
+        await pool.fetchval("SELECT coalesce(avg(length(tsv)), 1) FROM memories WHERE status = 'active'")
         or 1.0
     )
-    seen = await reference(store.pool)
-    await stop(store)
+    seen = await reference(pool)
     if not only_if_due or drifted(mean, seen):
-        await move_reference(store.pool, mean, seen)
-    while (n := await rewrite_batch(store.pool)) != 0:
+        await move_reference(pool, mean, seen)
+    while (n := await rewrite_batch(pool)) != 0:
         if n < 0:
             await asyncio.sleep(0.05)  # another session holds the rewrite: wait for it to finish
-    store.lexical.refreshed = 0.0  # the next corpus_stats reads the new reference
     return max(mean, 1.0)

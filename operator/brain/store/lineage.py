@@ -21,7 +21,7 @@ class Lineage(StoreBase):
         if not lineage_ids:
             return []
         where, args = scope.where(3)
-        rows = await self.pool.fetch(
+        rows = await self._pool.fetch(
             f"""SELECT e.origin_lineage, {", ".join("m." + c.strip() for c in _HIT_COLUMNS.split(","))}
                   FROM (SELECT source_id AS origin_lineage, target_id AS other, confidence FROM edges
                          WHERE source_id = ANY($1::text[])
@@ -51,7 +51,7 @@ class Lineage(StoreBase):
             return {}, []
         where, args = scope.where(3)
         cols = ", ".join("m." + c.strip() for c in _HIT_COLUMNS.split(","))
-        rows = await self.pool.fetch(
+        rows = await self._pool.fetch(
             f"""WITH h AS (SELECT {_HIT_COLUMNS} FROM memories WHERE id = ANY($1::text[]))
                 SELECT NULL::text AS origin_lineage, NULL::real AS confidence, h.* FROM h
                 UNION ALL
@@ -89,7 +89,7 @@ class Lineage(StoreBase):
         if not ids:
             return {}
         where, args = scope.where(3)
-        rows = await self.pool.fetch(
+        rows = await self._pool.fetch(
             # LIMIT keeps the subquery from being flattened, so each candidate gets one (episode, seq) range scan.
             f"""SELECT DISTINCT m.id, m.namespace || ' ' || m.episode AS episode, m.seq
                   FROM (SELECT namespace, episode, seq FROM memories
@@ -107,7 +107,7 @@ class Lineage(StoreBase):
 
     async def add_edge(self, source: str, target: str, relation: str, confidence: float = 1.0) -> None:
         """Edges join lineages, so they survive a supersede."""
-        await self.pool.execute(
+        await self._pool.execute(
             """INSERT INTO edges (source_id, target_id, relation, confidence) VALUES ($1, $2, $3, $4)
                ON CONFLICT (source_id, target_id, relation) DO UPDATE SET confidence = excluded.confidence""",
             source,

@@ -22,7 +22,6 @@ from brain.store.base import (
     StoreBase,
     _record_to_memory,
     content_hash,
-    embed_text,
     new_id,
 )
 from brain.store.reindex import vector_for_write
@@ -390,24 +389,3 @@ class MemoryWrites(StoreBase):
                 required,
             )
             return _record_to_memory(row)
-
-    async def set_embedding(self, memory_id: str, embedding: np.ndarray) -> None:
-        async with self._tx() as conn:
-            vec = await vector_for_write(conn, self.embedding_model, self._check_embedding(embedding))
-            if vec is not None:
-                await conn.execute(
-                    "UPDATE memories SET embedding = $2, embedding_model = $3 WHERE id = $1",
-                    memory_id,
-                    vec,
-                    self.embedding_model,
-                )
-
-    async def unembedded(self, limit: int = 256) -> list[tuple[str, str]]:
-        """Active entries without a vector of this store's model (none when its model is not live)."""
-        rows = await self.pool.fetch(
-            "SELECT id, title, body FROM memories WHERE (embedding IS NULL OR embedding_model IS DISTINCT FROM $2)"
-            " AND status = 'active' AND $2 = (SELECT value FROM brain_meta WHERE key = 'embedding_model') LIMIT $1",
-            limit,
-            self.embedding_model,
-        )
-        return [(r["id"], embed_text(r["title"], r["body"])) for r in rows]

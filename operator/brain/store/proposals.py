@@ -40,7 +40,7 @@ async def insert(
     supersedes: str | None = None,
 ) -> str:
     pid = new_id()
-    await store.pool.execute(
+    await store._pool.execute(
         """INSERT INTO proposals (id, kind, namespace, title, body, supersedes, evidence, authors, score)
            VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9)""",
         pid,
@@ -57,7 +57,7 @@ async def insert(
 
 
 async def by_status(store: Store, status: str, limit: int) -> list[dict[str, Any]]:
-    rows = await store.pool.fetch(
+    rows = await store._pool.fetch(
         f"SELECT {COLUMNS} FROM proposals WHERE status = $1 ORDER BY score DESC, created_at DESC LIMIT $2",
         status,
         limit,
@@ -66,13 +66,13 @@ async def by_status(store: Store, status: str, limit: int) -> list[dict[str, Any
 
 
 async def get(store: Store, proposal_id: str) -> dict[str, Any] | None:
-    r = await store.pool.fetchrow(f"SELECT {COLUMNS} FROM proposals WHERE id = $1", proposal_id)
+    r = await store._pool.fetchrow(f"SELECT {COLUMNS} FROM proposals WHERE id = $1", proposal_id)
     return None if r is None else _row(r)
 
 
 async def memory_brief(store: Store, memory_id: str) -> dict[str, Any] | None:
     """The memory a supersede proposal would replace, for showing both texts side by side."""
-    cur = await store.pool.fetchrow(
+    cur = await store._pool.fetchrow(
         "SELECT id, namespace, kind, title, body, status, content_hash, tier, author FROM memories WHERE id = $1",
         memory_id,
     )
@@ -81,7 +81,7 @@ async def memory_brief(store: Store, memory_id: str) -> dict[str, Any] | None:
 
 async def pending_texts(store: Store) -> list[dict[str, Any]]:
     """Title, body and namespace of every pending proposal (distill skips what is already proposed)."""
-    rows = await store.pool.fetch("SELECT title, body, namespace FROM proposals WHERE status = 'pending'")
+    rows = await store._pool.fetch("SELECT title, body, namespace FROM proposals WHERE status = 'pending'")
     return [dict(r) for r in rows]
 
 
@@ -107,14 +107,14 @@ class Decision:
 @asynccontextmanager
 async def deciding(store: Store, proposal_id: str) -> AsyncIterator[Decision]:
     """Lock one proposal for the length of the block (one transaction)."""
-    async with store.pool.acquire() as conn, conn.transaction():
+    async with store._pool.acquire() as conn, conn.transaction():
         r = await conn.fetchrow(f"SELECT {COLUMNS} FROM proposals WHERE id = $1 FOR UPDATE", proposal_id)
         yield Decision(conn, proposal_id, None if r is None else _row(r))
 
 
 async def reject(store: Store, proposal_id: str, by: str, reason: str) -> bool:
     """Whether a pending proposal was rejected (False: it is absent or already decided)."""
-    row = await store.pool.fetchrow(
+    row = await store._pool.fetchrow(
         """UPDATE proposals SET status = 'rejected', decided_by = $2, decided_at = now(), reason = $3
             WHERE id = $1 AND status = 'pending' RETURNING id""",
         proposal_id,
@@ -125,13 +125,13 @@ async def reject(store: Store, proposal_id: str, by: str, reason: str) -> bool:
 
 
 async def status(store: Store, proposal_id: str) -> str | None:
-    value = await store.pool.fetchval("SELECT status FROM proposals WHERE id = $1", proposal_id)
+    value = await store._pool.fetchval("SELECT status FROM proposals WHERE id = $1", proposal_id)
     return None if value is None else str(value)
 
 
 async def backlog(store: Store) -> tuple[int, float | None]:
     """Pending proposals: how many, and the unix time the oldest was made (None when none waits)."""
-    row = await store.pool.fetchrow(
+    row = await store._pool.fetchrow(
         "SELECT count(*) AS n, extract(epoch FROM min(created_at)) AS oldest FROM proposals "
         "WHERE status = 'pending'"
     )

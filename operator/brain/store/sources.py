@@ -11,7 +11,7 @@ from brain.store.store import Store
 
 async def active_under(store: Store, prefix: str, *, with_vectors: bool) -> list[Mapping[str, Any]]:
     """Active entries whose source key starts with `prefix` (LIKE-escaped here)."""
-    rows: list[Mapping[str, Any]] = await store.pool.fetch(
+    rows: list[Mapping[str, Any]] = await store._pool.fetch(
         f"""SELECT id, lineage_id, content_hash, attrs->>'ingest_hash' AS fp, namespace, kind, access_count, author, origin,
                    source_key{", embedding" if with_vectors else ""}
               FROM memories WHERE status = 'active' AND source_key LIKE $1""",
@@ -21,7 +21,7 @@ async def active_under(store: Store, prefix: str, *, with_vectors: bool) -> list
 
 
 async def set_flags(store: Store, memory_id: str, *, standing: bool, required: bool) -> None:
-    await store.pool.execute(
+    await store._pool.execute(
         "UPDATE memories SET standing = $2, required = $3 WHERE id = $1", memory_id, standing, required
     )
 
@@ -30,7 +30,7 @@ async def replace_edges(
     store: Store, sources: list[str], relations: Iterable[str], rows: Mapping[tuple[str, str, str], float]
 ) -> None:
     """In one transaction: drop the `relations` edges out of `sources`, insert `rows` (upserting)."""
-    async with store.pool.acquire() as conn, conn.transaction():
+    async with store._pool.acquire() as conn, conn.transaction():
         await conn.execute(
             "DELETE FROM edges WHERE source_id = ANY($1::text[]) AND relation = ANY($2::text[])",
             sources,

@@ -2,7 +2,7 @@
 
 Callers hold one `Store` (the gateway's runtime, the jobs, brainctl); what it does lives in one
 module per job: `base` (pool, transactions, `Scope`), `memory_writes`, `memory_reads`, `legs`,
-`lineage`, `events`. Other tables have their own modules that take a `Store` (keys, proposals,
+`lineage`, `events`, `model_swap`. Other tables have their own modules that take a `Store` (keys, proposals,
 jobruns, digests, episodes, catalog, sources, lexical, …).
 """
 
@@ -14,9 +14,10 @@ from brain.store.legs import RetrievalLegs
 from brain.store.lineage import Lineage
 from brain.store.memory_reads import MemoryReads
 from brain.store.memory_writes import MemoryWrites
+from brain.store.model_swap import ModelSwap
 
 
-class Store(MemoryWrites, MemoryReads, RetrievalLegs, Lineage, Events):
+class Store(MemoryWrites, MemoryReads, RetrievalLegs, Lineage, Events, ModelSwap):
     """Postgres is the truth: every read and write of memories goes through one of these."""
 
 

@@ -9,15 +9,15 @@ event's name. Kept apart from store.py so the store's per-table modules stay as 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from brain.store import Scope
+    from brain.store.store import Scope, Store
 
 
-async def first_mention(pool: Any, phrase: str, scope: Scope) -> datetime | None:
+async def first_mention(store: Store, phrase: str, scope: Scope) -> datetime | None:
     """Earliest `valid_from` of an in-scope memory matching all of `phrase`'s lexemes, else None."""
-    value = await pool.fetchval(
+    value = await store._pool.fetchval(
         """SELECT min(m.valid_from) FROM memories m
             WHERE m.namespace = ANY($2::text[]) AND m.status <> 'forgotten'
               AND numnode(plainto_tsquery('english', $1)) > 0
