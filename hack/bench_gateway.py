@@ -341,7 +341,12 @@ async def level(
     busy = {t.name: 0.0 for t in targets}
     sent = {t.name: 0 for t in targets}  # counted requests sent so far
     stop_at = time.monotonic() + deadline_s
-    limits = httpx.Limits(max_connections=len(targets) * clients + 10, max_keepalive_connections=None)
+    # An arm waits while the others have their turns; its idle connections are dropped after 3 s, before
+    # the proxies' own 5 s keep-alive (uvicorn's) closes them under a request about to reuse one (an
+    # error of the bench's client, not the proxy's: seen as RemoteProtocolError at 50 clients).
+    limits = httpx.Limits(
+        max_connections=len(targets) * clients + 10, max_keepalive_connections=None, keepalive_expiry=3.0
+    )
 
     async with (
         httpx.AsyncClient(timeout=30, limits=limits, transport=transport) as c,
@@ -364,12 +369,15 @@ async def level(
                             json=body,
                             headers={"authorization": f"Bearer {t.key}", **dict(t.headers)},
                         )
-                        status, headers = r.status_code, dict(r.headers)
-                    except httpx.HTTPError:
-                        status, headers = None, {}
+                        status, headers, failed = r.status_code, dict(r.headers), ""
+                    except httpx.HTTPError as e:
+                        status, headers, failed = None, {}, type(e).__name__
                     if record:
                         ms[t.name].append((time.perf_counter() - t0) * 1000)
-                        counts[t.name].add_response(status, headers)
+                        if failed:  # no reply: which exception, as the cause
+                            counts[t.name].add("error", [failed])
+                        else:
+                            counts[t.name].add_response(status, headers)
 
             async def probe_loop() -> None:
                 await asyncio.sleep(0.002)  # the first one 2 ms in, also in a turn shorter than the period

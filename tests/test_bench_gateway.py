@@ -92,6 +92,7 @@ def test_a_failed_request_is_an_error_outcome() -> None:
         bg.level(TARGETS, 3, 6, [f"q{i}" for i in range(6)], transport=httpx.MockTransport(handler))
     )
     assert lv.counts["remote"]["error"] == 6
+    assert lv.counts["remote"].causes == {"ConnectError": 6}
     assert lv.counts["bare"]["injected"] == 6  # the mock says injected to all: the bare row's check fails
     assert bc.mismatch(lv.counts["bare"], bc.bare("bare", 6)) is not None
 
