@@ -302,6 +302,8 @@ class Level(NamedTuple):
     cut_short: bool  # the level ran into its time bound before every request was sent
 
 
+#: the stage table's columns: the hook's pre_call and the retrieval stages it waits on
+STAGES = ("pre_call", "embed", "lexical", "vector", "context")
 #: how often the loop probe GETs the driven proxy's health endpoint
 PROBE_EVERY_S = 0.05
 
@@ -624,10 +626,16 @@ def _ordinal(n: int) -> str:
 
 
 async def layout_rows(
-    a: argparse.Namespace, layout: str, pg: Any, state: Path, results: dict[str, Any]
+    a: argparse.Namespace,
+    layout: str,
+    pg: Any,
+    state: Path,
+    results: dict[str, Any],
+    stage_rows: list[str],
 ) -> tuple[list[str], list[str], list[tuple[benchcheck.Counts, benchcheck.Claim]]]:
     """One layout's database, gateways and latency rows (and, for the first, the streaming run):
-    the table's rows, the notes under it, and each row's outcome check."""
+    the table's rows, the notes under it, and each row's outcome check; its rows of the stage table
+    appended to `stage_rows`."""
     from brain.local.up import stop
 
     dsn = pg.dsn_for(f"bench_{layout}")
@@ -660,7 +668,6 @@ async def layout_rows(
             "new": ("new question every request", False),
             "repeated": ("repeated question (agent loop)", True),
         }
-        stage_rows: list[str] = []
         for case_key in a.cases.split(","):
             label, repeat = cases[case_key]
             for clients in a.concurrency:
@@ -718,10 +725,7 @@ async def layout_rows(
                         results.setdefault("stages", {})[f"{layout}, {clients} clients, {topology}"] = st
                         stage_rows.append(
                             f"| {words} | {clients} | {topology} | "
-                            + " | ".join(
-                                f"{st[k][0]:.1f}" if k in st else "–"
-                                for k in ("pre_call", "embed", "lexical", "vector", "context")
-                            )
+                            + " | ".join(f"{st[k][0]:.1f}" if k in st else "–" for k in STAGES)
                             + " |"
                         )
                 results["rows"].append(
@@ -760,16 +764,6 @@ async def layout_rows(
                             benchcheck.memory_on(f"{case}, {clients} clients, {topology}", a.requests),
                         )
                     )
-        if stage_rows:
-            lines += [
-                "",
-                "Where a new question's time goes inside each gateway, per level (mean ms per observation, "
-                "from its own histograms, warm-up included):",
-                "",
-                f"| layout | clients | topology | {' | '.join(('pre_call', 'embed', 'lexical', 'vector', 'context'))} |",
-                "|---|---|---|---|---|---|---|---|",
-                *stage_rows,
-            ]
         if a.skip_streaming or layout != a.layouts.split(",")[0]:
             return rows, lines, checks
         async with httpx.AsyncClient() as c:
@@ -876,11 +870,22 @@ async def main(a: argparse.Namespace) -> None:
         ]
         checks: list[tuple[benchcheck.Counts, benchcheck.Claim]] = []
         tails: list[str] = []
+        stage_rows: list[str] = []
         for layout in layouts:
-            rows, notes, more = await layout_rows(a, layout, pg, state, results)
+            rows, notes, more = await layout_rows(a, layout, pg, state, results, stage_rows)
             lines += rows
             tails += notes
             checks += more
+        if stage_rows:
+            lines += [
+                "",
+                "Where a new question's time goes inside each gateway, per level (mean ms per observation, "
+                "from its own histograms, warm-up included):",
+                "",
+                f"| layout | clients | topology | {' | '.join(STAGES)} |",
+                "|---|---|---|" + "---|" * len(STAGES),
+                *stage_rows,
+            ]
         lines += [*tails, ""]
         lines += [
             "`pre_call` is all the hook added before the request went upstream; stages overlap (the "
