@@ -1,31 +1,37 @@
-"""Gateway benchmarks: the brain hooks' added latency over the bare LiteLLM proxy, and 100 streaming clients.
+"""Gateway benchmarks: the brain hooks' added latency over the bare LiteLLM proxy under load, and streaming.
 
-    .venv/bin/python hack/bench_gateway.py [--memories 100000] [--requests 300] [--clients 100] [--duration 60]
+    .venv/bin/python hack/bench_gateway.py [--memories 100000] [--requests 300] [--concurrency 1,10,50]
+        [--turn 2] [--level-timeout 600] [--cases new,repeated] [--clients 100] [--duration 60]
 
 Everything is loopback and real: an embedded Postgres seeded with `--memories` entries (generated
 text with the model's own vectors of it, embedded once and cached by hack/benchvectors.py; the
-database kept under ~/.cache/brain-operator/bench-gateway-v4-<n> between runs), in two layouts, each
-its own database: the whole corpus in the team's `shared` (the agent key, no header, sees all of
-it) and split over four namespaces (`shared` + three repos; the key asks for all four with
-`x-brain-namespaces`). Questions are drawn from the seeded text, so every one has an answer; each
-request's outcome (hack/benchcheck.py, from the `x-brain-memory` headers) is counted, and the run
-fails unless every brain request was injected with retrieval whole and no bare one was
-(`--stop-embedder` stops the embedder process first: the embedder-process rows must then fail). The arms
-take turns in a rotating order, request by request. Also: the
-echo upstream, the bare LiteLLM proxy (same models, no brain callback, master-key auth) and the brain
-gateway in both topologies: the offline model in-process (`brainctl up`'s setup) and a second
-gateway whose embeddings come from `python -m brain.embedder` over HTTP (the cluster's), all started
-here and stopped at the end. All three serve the same upstream in the same run and requests rotate
-between them, so the differences are the hooks and where the model runs. While each request is in
-flight a probe GETs the same proxy's health endpoint: its latency is how long that proxy's event
-loop was held (the in-process model runs in a worker thread, but tokenisation holds the GIL).
-Prints a Markdown section for docs/benchmarks.md.
+database kept under ~/.cache/brain-operator/bench-gateway-v4-<n> between runs, `--seed-only` to
+make it and stop), in two layouts, each its own database: the whole corpus in the team's `shared`
+(the agent key, no header, sees all of it) and split over four namespaces (`shared` + three repos;
+the key asks for all four with `x-brain-namespaces`). Questions are drawn from the seeded text, so
+every one has an answer; each request's outcome (hack/benchcheck.py, from the `x-brain-memory`
+headers) is counted, and the run fails unless every brain request was injected with retrieval
+whole, every bare one was bare, none failed, and every row counted the requests it claims
+(`--stop-embedder` stops the embedder process first: the embedder-process rows must then fail).
+
+Three arms serve the same echo upstream in the same run: the bare LiteLLM proxy (same models, no
+brain callback, master-key auth) and the brain gateway in both topologies, the offline model
+in-process (`brainctl up`'s setup) and a second gateway whose embeddings come from `python -m
+brain.embedder` over HTTP (the cluster's), all started here and stopped at the end; so the
+differences are the hooks and where the model runs. For each `--concurrency` level C, C clients
+drive one arm at a time in small turns (`--turn` requests per client; each client sends its next
+request when its last is answered) and the arms take turns in an order rotating every round, until
+each arm has had `--requests` (bounded in time too: `--level-timeout`); see `level()`. While an arm
+is driven a probe GETs its health endpoint (2 ms into each turn, then 50 ms after each answer): how
+long that proxy's event loop takes to answer (the in-process model runs in a worker thread, but tokenisation holds the GIL). Prints a
+Markdown section for docs/benchmarks.md; `--json` or $BRAIN_BENCH_JSON also writes the figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -266,62 +272,150 @@ def serve_bare(config: str, port: int) -> None:
 
 
 def pct(values: list[float], q: float) -> float:
+    """The value at sorted index ⌊q·n⌋ (the last one past the end): no interpolation. With few samples
+    the p99 is one of the slowest few: ⌊0.99·n⌋ of n is the largest below n = 100, the 2nd largest
+    from 100, the 3rd from 200 (`pct_rank` says which)."""
     s = sorted(values)
     return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
+
+
+def pct_rank(n: int, q: float) -> int:
+    """Which largest of `n` samples `pct(…, q)` returns: 1 for the largest."""
+    return n - min(n - 1, int(q * n)) if n else 0
 
 
 class Target(NamedTuple):
     name: str
     url: str
     key: str
-    health: str  # the cheap endpoint the loop probe asks while a request is in flight
+    health: str  # the cheap endpoint the loop probe asks while the arm is driven
     headers: tuple[tuple[str, str], ...] = ()  # sent with every request (x-brain-namespaces, split layout)
 
 
-async def latency(
-    targets: list[Target], n: int, ask: Callable[[int], str]
-) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, benchcheck.Counts]]:
-    """Every target is asked `ask(i)` for request i, the targets taking turns in a rotating order
-    (i = 0: bare, brain, remote; i = 1: brain, remote, bare; …), so none always follows another on
-    the same question.
+class Level(NamedTuple):
+    """One concurrency level's figures per target."""
 
-    Returns per target the request latencies, the loop probe's (a health GET sent 2 ms after the
-    request, answered only when that proxy's event loop gets a turn), and the requests' outcomes.
+    ms: dict[str, list[float]]  # request latencies
+    probe: dict[str, list[float]]  # loop probe latencies
+    counts: dict[str, benchcheck.Counts]  # request outcomes
+    busy_s: dict[str, float]  # wall seconds the target was being driven (its turns, end to end)
+    cut_short: bool  # the level ran into its time bound before every request was sent
+
+
+#: the stage table's columns: the hook's pre_call and the retrieval stages it waits on
+STAGES = ("pre_call", "embed", "lexical", "vector", "context")
+#: how often the loop probe GETs the driven proxy's health endpoint
+PROBE_EVERY_S = 0.05
+
+
+async def level(
+    targets: list[Target],
+    clients: int,
+    requests: int,
+    questions: list[str],
+    *,
+    turn: int = 2,
+    deadline_s: float = 600.0,
+    warmup: int = 0,
+    transport: httpx.AsyncBaseTransport | None = None,  # tests: a mock in place of the network
+) -> Level:
+    """`requests` to every target from `clients` concurrent clients, in rotating turns.
+
+    The targets take turns, one at a time: a turn sends `clients × turn` requests (or what is left) to
+    one target through `clients` workers, each sending its next request when its last one is answered,
+    so the target has `clients` requests in flight until the turn's last ones drain. Round r's turns go
+    in the order of `targets` rotated by r (bare, brain, remote; then brain, remote, bare; …), so every
+    target is driven many times over the level, next to each of the others, and they share the
+    machine's load drift; the targets not driven are idle meanwhile. The k-th request to every target
+    asks `questions[warmup + k]`; first `warmup` requests to each (one turn, `questions[:warmup]`)
+    are not counted: they open the connections.
+
+    Bounded in count (`requests` per target) and time (`deadline_s` for the level: no request is sent
+    after it, the level is then `cut_short` and its rows count fewer requests than they claim).
+    Each request has a 30 s timeout (an error outcome). While a target is driven a probe GETs its
+    health endpoint, 2 ms into the turn and then PROBE_EVERY_S after each answer: how long that
+    proxy's event loop takes to answer.
     """
-    out: dict[str, list[float]] = {t.name: [] for t in targets}
-    lag: dict[str, list[float]] = {t.name: [] for t in targets}
+    assert len(questions) >= warmup + requests
+    ms: dict[str, list[float]] = {t.name: [] for t in targets}
+    probe: dict[str, list[float]] = {t.name: [] for t in targets}
     counts = {t.name: benchcheck.Counts() for t in targets}
-    async with httpx.AsyncClient(timeout=30) as c, httpx.AsyncClient(timeout=30) as probe_client:
-        for i in range(n + 10):
-            q = ask(i)
-            turn = i % len(targets)
-            for t in targets[turn:] + targets[:turn]:
-                body = {"model": "echo", "messages": [{"role": "user", "content": q}]}
+    busy = {t.name: 0.0 for t in targets}
+    sent = {t.name: 0 for t in targets}  # counted requests sent so far
+    stop_at = time.monotonic() + deadline_s
+    # An arm waits while the others have their turns; its idle connections are dropped after 3 s, before
+    # the proxies' own 5 s keep-alive (uvicorn's) closes them under a request about to reuse one (an
+    # error of the bench's client, not the proxy's: seen as RemoteProtocolError at 50 clients).
+    limits = httpx.Limits(
+        max_connections=len(targets) * clients + 10, max_keepalive_connections=None, keepalive_expiry=3.0
+    )
 
-                async def probe(url: str) -> float:
-                    await asyncio.sleep(0.002)
+    async with (
+        httpx.AsyncClient(timeout=30, limits=limits, transport=transport) as c,
+        httpx.AsyncClient(timeout=30, transport=transport) as pc,
+    ):
+
+        async def run_turn(t: Target, first: int, n: int, record: bool) -> None:
+            nxt = first
+            end = first + n
+
+            async def worker() -> None:
+                nonlocal nxt
+                while nxt < end and time.monotonic() < stop_at:
+                    k, nxt = nxt, nxt + 1
+                    body = {"model": "echo", "messages": [{"role": "user", "content": questions[k]}]}
+                    t0 = time.perf_counter()
+                    try:
+                        r = await c.post(
+                            f"{t.url}/v1/chat/completions",
+                            json=body,
+                            headers={"authorization": f"Bearer {t.key}", **dict(t.headers)},
+                        )
+                        status, headers, failed = r.status_code, dict(r.headers), ""
+                    except httpx.HTTPError as e:
+                        status, headers, failed = None, {}, type(e).__name__
+                    if record:
+                        ms[t.name].append((time.perf_counter() - t0) * 1000)
+                        if failed:  # no reply: which exception, as the cause
+                            counts[t.name].add("error", [failed])
+                        else:
+                            counts[t.name].add_response(status, headers)
+
+            async def probe_loop() -> None:
+                await asyncio.sleep(0.002)  # the first one 2 ms in, also in a turn shorter than the period
+                while True:
                     t1 = time.perf_counter()
-                    (await probe_client.get(url)).raise_for_status()
-                    return (time.perf_counter() - t1) * 1000
+                    try:
+                        (await pc.get(t.url + t.health)).raise_for_status()
+                    except httpx.HTTPError:
+                        continue  # the probe is a measure, not a check: a failed one is not timed
+                    if record:
+                        probe[t.name].append((time.perf_counter() - t1) * 1000)
+                    await asyncio.sleep(PROBE_EVERY_S)
 
-                probe_task = asyncio.create_task(probe(t.url + t.health))
-                t0 = time.perf_counter()
-                try:
-                    r = await c.post(
-                        f"{t.url}/v1/chat/completions",
-                        json=body,
-                        headers={"authorization": f"Bearer {t.key}", **dict(t.headers)},
-                    )
-                    status, headers = r.status_code, dict(r.headers)
-                except httpx.HTTPError:
-                    status, headers = None, {}
-                dt = time.perf_counter() - t0
-                probe_ms = await probe_task
-                if i >= 10:  # warm-up
-                    out[t.name].append(dt * 1000)
-                    lag[t.name].append(probe_ms)
-                    counts[t.name].add_response(status, headers)
-    return out, lag, counts
+            p = asyncio.create_task(probe_loop())
+            t0 = time.perf_counter()
+            try:
+                await asyncio.gather(*(worker() for _ in range(min(clients, n))))
+            finally:
+                p.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await p
+            if record:
+                busy[t.name] += time.perf_counter() - t0
+                sent[t.name] = nxt - warmup
+
+        if warmup:
+            for t in targets:
+                await run_turn(t, 0, warmup, record=False)
+        r = 0
+        while time.monotonic() < stop_at and any(sent[t.name] < requests for t in targets):
+            for t in targets[r % len(targets) :] + targets[: r % len(targets)]:
+                left = requests - sent[t.name]
+                if left > 0 and time.monotonic() < stop_at:
+                    await run_turn(t, warmup + sent[t.name], min(clients * turn, left), record=True)
+            r += 1
+    return Level(ms, probe, counts, busy, any(sent[t.name] < requests for t in targets))
 
 
 def by_label(metrics_text: str, sample: str, label: str = "") -> dict[str, float]:
@@ -502,11 +596,46 @@ async def start_pair(
     return Pair(key, master, gw_url, bare_url, fake, gw, remote_url, embedder)
 
 
+def _write_json(a: argparse.Namespace, results: dict[str, Any]) -> None:
+    """The figures so far to --json and $BRAIN_BENCH_JSON (hack/bench.py reads the latter)."""
+    for path in (a.json, os.environ.get("BRAIN_BENCH_JSON")):
+        if path:
+            Path(path).write_text(json.dumps(results, indent=2) + "\n")
+
+
+def _cells(f: dict[str, Any]) -> str:
+    """An arm's throughput and loop probe cells."""
+    return f"{f['throughput_rps']:.1f} | {f['loop_probe_p50_ms']:.1f} / {f['loop_probe_p99_ms']:.1f} ms"
+
+
+def _machine() -> str:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown cpu",
+    )
+    return f"{cpu}, {os.cpu_count()} CPUs, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB"
+
+
+def _ordinal(n: int) -> str:
+    """ "slowest", "2nd slowest", …: the `pct_rank` in words."""
+    return {1: "", 2: "2nd ", 3: "3rd "}.get(n, f"{n}th ") + "slowest"
+
+
 async def layout_rows(
-    a: argparse.Namespace, layout: str, pg: Any, state: Path, results: dict[str, Any]
+    a: argparse.Namespace,
+    layout: str,
+    pg: Any,
+    state: Path,
+    results: dict[str, Any],
+    stage_rows: list[str],
 ) -> tuple[list[str], list[str], list[tuple[benchcheck.Counts, benchcheck.Claim]]]:
     """One layout's database, gateways and latency rows (and, for the first, the streaming run):
-    the table's rows, the notes under it, and each row's outcome check."""
+    the table's rows, the notes under it, and each row's outcome check; its rows of the stage table
+    appended to `stage_rows`."""
     from brain.local.up import stop
 
     dsn = pg.dsn_for(f"bench_{layout}")
@@ -533,76 +662,108 @@ async def layout_rows(
             Target("brain", gw_url, pair.key, "/healthz", h),
             Target("remote", remote_url, pair.key, "/healthz", h),
         ]
-        breakdown: dict[str, dict[str, tuple[float, int]]] = {}
-        for label, repeat in (
-            ("new question every request", False),
-            ("repeated question (agent loop)", True),
-        ):
-            rng = random.Random(11)
-
-            def ask(i: int, rng: random.Random = rng, repeat: bool = repeat) -> str:
-                return REPEATED if repeat else question(rng, memories)
-
-            async with httpx.AsyncClient() as c:
-                before = (await c.get(gw_url + "/metrics")).text
-                before_remote = (await c.get(remote_url + "/metrics")).text
-            load0 = os.getloadavg()
-            res, lag, counts = await latency(targets, a.requests, ask)
-            load1 = os.getloadavg()
-            if not repeat:
+        topologies = (("brain", "model in-process"), ("remote", "embedder process"))
+        gateways = targets[1:]  # the brain gateways: the hook's histograms are in their /metrics
+        cases = {
+            "new": ("new question every request", False),
+            "repeated": ("repeated question (agent loop)", True),
+        }
+        for case_key in a.cases.split(","):
+            label, repeat = cases[case_key]
+            for clients in a.concurrency:
+                # Questions drawn afresh for every level (its own seed), so no level re-asks another's
+                # within the gateways' 30 s injection cache; the k-th request to every arm asks the same.
+                rng = random.Random(11 + clients)
+                warmup = max(10, clients)
+                questions = [
+                    REPEATED if repeat else question(rng, memories) for _ in range(warmup + a.requests)
+                ]
                 async with httpx.AsyncClient() as c:
-                    after = (await c.get(gw_url + "/metrics")).text
-                    after_remote = (await c.get(remote_url + "/metrics")).text
-                for topology, b, e in (
-                    ("model in-process", before, after),
-                    ("embedder process", before_remote, after_remote),
-                ):
-                    breakdown[topology] = mean_ms(b, e, "brain_retrieval_stage_duration_seconds", "stage")
-                    breakdown[topology] |= mean_ms(b, e, "brain_gateway_hook_duration_seconds", "hook")
-            case = f"{label}, {words}"
-            b50, b95 = pct(res["bare"], 0.5), pct(res["bare"], 0.95)
-            rows.append(
-                f"| {case} | bare proxy | {b50:.1f} ms | | | | {b95:.1f} ms | | | "
-                f"{pct(lag['bare'], 0.5):.1f} / {pct(lag['bare'], 0.95):.1f} ms | {counts['bare'].summary()} |"
-            )
-            checks.append((counts["bare"], benchcheck.bare(f"{case}, bare proxy", a.requests)))
-            for name, topology in (("brain", "model in-process"), ("remote", "embedder process")):
-                g50, g95 = pct(res[name], 0.5), pct(res[name], 0.95)
-                rows.append(
-                    f"| {case} | {topology} | {b50:.1f} ms | {g50:.1f} ms | {g50 - b50:+.1f} ms | "
-                    f"{g50 / b50:.2f}× | {b95:.1f} ms | {g95:.1f} ms | {g95 - b95:+.1f} ms | "
-                    f"{pct(lag[name], 0.5):.1f} / {pct(lag[name], 0.95):.1f} ms | {counts[name].summary()} |"
+                    before = {t.name: (await c.get(t.url + "/metrics")).text for t in gateways}
+                load0, t0 = os.getloadavg(), time.monotonic()
+                lv = await level(
+                    targets,
+                    clients,
+                    a.requests,
+                    questions,
+                    turn=a.turn,
+                    deadline_s=a.level_timeout,
+                    warmup=warmup,
                 )
-                checks.append((counts[name], benchcheck.memory_on(f"{case}, {topology}", a.requests)))
-            results["rows"].append(
-                {
-                    "layout": layout,
-                    "case": label,
-                    "load_before": load0,
-                    "load_after": load1,
-                    **{
-                        name: {
-                            "p50_ms": pct(res[name], 0.5),
-                            "p95_ms": pct(res[name], 0.95),
-                            "p99_ms": pct(res[name], 0.99),
-                            "loop_probe_p50_ms": pct(lag[name], 0.5),
-                            "outcomes": counts[name].as_dict(),
-                        }
-                        for name in res
-                    },
+                load1, wall = os.getloadavg(), time.monotonic() - t0
+                async with httpx.AsyncClient() as c:
+                    after = {t.name: (await c.get(t.url + "/metrics")).text for t in gateways}
+                case = f"{label}, {words}"
+                print(f"  {case}, {clients} clients: {wall:.0f} s", file=sys.stderr, flush=True)
+                fig: dict[str, dict[str, Any]] = {
+                    t.name: {
+                        "n": len(lv.ms[t.name]),
+                        "p50_ms": pct(lv.ms[t.name], 0.5),
+                        "p95_ms": pct(lv.ms[t.name], 0.95),
+                        "p99_ms": pct(lv.ms[t.name], 0.99),
+                        "p99_rank": pct_rank(len(lv.ms[t.name]), 0.99),
+                        "throughput_rps": len(lv.ms[t.name]) / lv.busy_s[t.name]
+                        if lv.busy_s[t.name]
+                        else 0.0,
+                        "busy_s": lv.busy_s[t.name],
+                        "loop_probe_p50_ms": pct(lv.probe[t.name], 0.5),
+                        "loop_probe_p99_ms": pct(lv.probe[t.name], 0.99),
+                        "loop_probes": len(lv.probe[t.name]),
+                        "outcomes": lv.counts[t.name].as_dict(),
+                    }
+                    for t in targets
                 }
-            )
-        for topology, stages in breakdown.items():
-            results.setdefault("stages", {})[f"{layout}, {topology}"] = stages
-            lines += [
-                "",
-                f"Where a new question's time goes inside the gateway, {words}, {topology} (mean ms per "
-                "observation, observations in brackets, from its own histograms): "
-                + ", ".join(
-                    f"{k} {v:.1f} ({n})" for k, (v, n) in sorted(stages.items(), key=lambda kv: -kv[1][0])
+                bare_fig = fig["bare"]
+                for name, _ in topologies:
+                    fig[name]["p50_ratio"] = fig[name]["p50_ms"] / bare_fig["p50_ms"]
+                    fig[name]["p99_ratio"] = fig[name]["p99_ms"] / bare_fig["p99_ms"]
+                if not repeat:
+                    for name, topology in topologies:
+                        b, e = before[name], after[name]
+                        st = mean_ms(b, e, "brain_retrieval_stage_duration_seconds", "stage")
+                        st |= mean_ms(b, e, "brain_gateway_hook_duration_seconds", "hook")
+                        results.setdefault("stages", {})[f"{layout}, {clients} clients, {topology}"] = st
+                        stage_rows.append(
+                            f"| {words} | {clients} | {topology} | "
+                            + " | ".join(f"{st[k][0]:.1f}" if k in st else "–" for k in STAGES)
+                            + " |"
+                        )
+                results["rows"].append(
+                    {
+                        "layout": layout,
+                        "case": label,
+                        "concurrency": clients,
+                        "requests": a.requests,
+                        "warmup": warmup,
+                        "wall_s": wall,
+                        "cut_short": lv.cut_short,
+                        "load_before": load0,
+                        "load_after": load1,
+                        **fig,
+                    }
                 )
-                + ".",
-            ]
+                _write_json(a, results)  # after every level: a run stopped later keeps what it measured
+
+                rows.append(
+                    f"| {case} | {clients} | bare proxy | {bare_fig['n']} | {bare_fig['p50_ms']:.1f} ms | | "
+                    f"{bare_fig['p99_ms']:.1f} ms | | {_cells(bare_fig)} | {lv.counts['bare'].summary()} |"
+                )
+                checks.append(
+                    (lv.counts["bare"], benchcheck.bare(f"{case}, {clients} clients, bare proxy", a.requests))
+                )
+                for name, topology in topologies:
+                    f = fig[name]
+                    rows.append(
+                        f"| {case} | {clients} | {topology} | {f['n']} | {f['p50_ms']:.1f} ms | "
+                        f"{f['p50_ratio']:.2f}× | {f['p99_ms']:.1f} ms | {f['p99_ratio']:.2f}× | {_cells(f)} | "
+                        f"{lv.counts[name].summary()} |"
+                    )
+                    checks.append(
+                        (
+                            lv.counts[name],
+                            benchcheck.memory_on(f"{case}, {clients} clients, {topology}", a.requests),
+                        )
+                    )
         if a.skip_streaming or layout != a.layouts.split(",")[0]:
             return rows, lines, checks
         async with httpx.AsyncClient() as c:
@@ -653,7 +814,19 @@ async def main(a: argparse.Namespace) -> None:
         (state / layout).mkdir(parents=True)
     pg = EmbeddedPostgres(data_dir=data / "pgdata")
     pg.start()
-    results: dict[str, Any] = {"memories": a.memories, "requests": a.requests, "rows": []}
+    results: dict[str, Any] = {
+        "memories": a.memories,
+        "requests": a.requests,  # per arm and concurrency level
+        "concurrency": a.concurrency,
+        "turn": a.turn,
+        "level_timeout_s": a.level_timeout,
+        "cases": a.cases.split(","),
+        "layouts": layouts,
+        "percentile": "sample at sorted index floor(q*n), no interpolation",
+        "machine": _machine(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "rows": [],
+    }
     try:
         import asyncpg
 
@@ -662,38 +835,65 @@ async def main(a: argparse.Namespace) -> None:
             if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", f"bench_{layout}"):
                 await conn.execute(f"CREATE DATABASE bench_{layout}")
         await conn.close()
+        if a.seed_only:  # seed (and cache) every layout's database, time nothing
+            for layout in layouts:
+                await seed(pg.dsn_for(f"bench_{layout}"), a.memories, layout=layout)
+            return
         lines = [
             "## Gateway",
             "",
             f"{a.memories:,} memories stored (the model's own vectors of their text), in each layout its own "
             "database: all in the team's `shared` (the agent key, no header, sees all of it), and split over "
             "`shared` + three repos, all four asked for with `x-brain-namespaces`. Echo upstream; loopback; "
-            f"{os.cpu_count()} CPUs; sequential requests over the bare proxy, the gateway with the "
-            "model in-process (`brainctl up`) and the gateway with the embedder as its own process "
-            "(the cluster topology; here it shares the same cores), taking turns in a rotating order. New "
-            "questions are eight words of a seeded memory; the repeated one asks a seeded fact. Outcomes "
-            "from each reply's `x-brain-memory` / `x-brain-memory-degraded` headers (hack/benchcheck.py): the "
-            "run fails unless every brain request was injected with retrieval whole and no bare one was. "
+            f"{_machine()}. Three arms: the bare proxy, the gateway with the model in-process "
+            "(`brainctl up`) and the gateway with the embedder as its own process (the cluster topology; here "
+            "it shares the same cores). At each concurrency level C, C clients (one event loop, the same "
+            f"machine) drive one arm at a time in turns of {a.turn} requests per client (each sends its next "
+            "request when its last is answered); the arms take turns in an order rotating every round (bare, "
+            "in-process, embedder; then in-process, embedder, bare; …), so all three share the load's drift, "
+            f"until each has had {a.requests} requests (after a warm-up turn of max(10, C), not counted; at most "
+            f"{a.level_timeout:.0f} s a level). New questions are eight words of a seeded memory, new every "
+            "request; the repeated one asks a seeded fact. Throughput is an arm's requests over the seconds it "
+            "was driven (its turns end to end, the drain at each turn's end included). Percentiles are the "
+            "sample at sorted index ⌊q·n⌋, no interpolation: with n = "
+            f"{a.requests} the p99 is the {_ordinal(pct_rank(a.requests, 0.99))} of n. The loop probe GETs "
+            f"the driven proxy's health endpoint 2 ms into each turn, then {PROBE_EVERY_S * 1000:.0f} ms after each "
+            "answer: how long its event loop "
+            "takes to answer. Outcomes from each reply's `x-brain-memory` / `x-brain-memory-degraded` headers "
+            "(hack/benchcheck.py): the run fails unless every brain reply was injected with retrieval whole, "
+            "every bare one bare, none an error, and every row counted all its requests. "
             f"Load average at the start: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}.",
             "",
-            "| case | topology | bare p50 | brain p50 | added p50 | brain / bare p50 | bare p95 | brain p95 | "
-            "added p95 | loop probe p50 / p95 | outcomes |",
+            "| case | clients | topology | n | p50 | p50 × bare | p99 | p99 × bare | req/s | loop probe p50 / p99 "
+            "| outcomes |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         checks: list[tuple[benchcheck.Counts, benchcheck.Claim]] = []
         tails: list[str] = []
+        stage_rows: list[str] = []
         for layout in layouts:
-            rows, notes, more = await layout_rows(a, layout, pg, state, results)
+            rows, notes, more = await layout_rows(a, layout, pg, state, results, stage_rows)
             lines += rows
             tails += notes
             checks += more
+        if stage_rows:
+            lines += [
+                "",
+                "Where a new question's time goes inside each gateway, per level (mean ms per observation, "
+                "from its own histograms, warm-up included):",
+                "",
+                f"| layout | clients | topology | {' | '.join(STAGES)} |",
+                "|---|---|---|" + "---|" * len(STAGES),
+                *stage_rows,
+            ]
         lines += [*tails, ""]
         lines += [
             "`pre_call` is all the hook added before the request went upstream; stages overlap (the "
-            "lexical legs run while the query is embedded). The loop probe is a health GET sent 2 ms "
-            "into each request: how long that proxy's event loop was busy.",
+            "lexical legs run while the query is embedded). At more than one client a stage's time includes "
+            "its wait for the cores, Postgres and (embedder process) the embedder's one thread.",
         ]
         print("\n".join(lines))
+        results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         results["table"] = lines
         results["checks"] = [
             {
@@ -704,9 +904,7 @@ async def main(a: argparse.Namespace) -> None:
             }
             for counts, claim in checks
         ]
-        for path in (a.json, os.environ.get("BRAIN_BENCH_JSON")):
-            if path:
-                Path(path).write_text(json.dumps(results, indent=2))
+        _write_json(a, results)
         benchcheck.expect_all(checks)
     finally:
         pg.stop(remove=False)
@@ -718,7 +916,16 @@ if __name__ == "__main__":
         sys.exit(0)
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--memories", type=int, default=100_000)
-    ap.add_argument("--requests", type=int, default=300)
+    ap.add_argument("--requests", type=int, default=300, help="per arm, per concurrency level")
+    ap.add_argument(
+        "--concurrency",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[1, 10, 50],
+        help="comma-separated client counts, one level each (default 1,10,50)",
+    )
+    ap.add_argument("--turn", type=int, default=2, help="requests per client in each arm's turn")
+    ap.add_argument("--level-timeout", type=float, default=600.0, help="seconds a level may take at most")
+    ap.add_argument("--cases", default="new,repeated", help="comma-separated subset of new, repeated")
     ap.add_argument("--clients", type=int, default=100)
     ap.add_argument("--duration", type=float, default=60.0)
     ap.add_argument("--json", help="also write the numbers as JSON")
@@ -726,6 +933,7 @@ if __name__ == "__main__":
     ap.add_argument(
         "--layouts", default="shared,split", help=f"comma-separated subset of {', '.join(LAYOUTS)}"
     )
+    ap.add_argument("--seed-only", action="store_true", help="seed and cache the databases, time nothing")
     ap.add_argument(
         "--stop-embedder",
         action="store_true",

@@ -1,0 +1,107 @@
+"""hack/bench_gateway.py's load levels: every arm gets its requests at the level's concurrency, in rotating
+turns, bounded in count and time, each reply's outcome counted (#33)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "hack"))
+import bench_gateway as bg  # noqa: E402  (a bench script, not a package)
+import benchcheck as bc  # noqa: E402
+
+TARGETS = [
+    bg.Target("bare", "http://bare", "k", "/health"),
+    bg.Target("brain", "http://brain", "k", "/healthz"),
+    bg.Target("remote", "http://remote", "k", "/healthz"),
+]
+
+
+class Upstream:
+    """Three fake proxies: the brain ones say `injected`; counts what is in flight at each."""
+
+    def __init__(self, delay: float = 0.002) -> None:
+        self.delay = delay
+        self.in_flight = dict.fromkeys(("bare", "brain", "remote"), 0)
+        self.peak = dict.fromkeys(("bare", "brain", "remote"), 0)
+        self.order: list[str] = []  # the arm of each chat request, in arrival order
+        self.questions: dict[str, list[str]] = {"bare": [], "brain": [], "remote": []}
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        arm = request.url.host
+        if request.method == "GET":
+            return httpx.Response(200, json={"ok": True})
+        self.order.append(arm)
+        self.questions[arm].append(request.read().decode())
+        self.in_flight[arm] += 1
+        self.peak[arm] = max(self.peak[arm], sum(self.in_flight.values()))
+        await asyncio.sleep(self.delay)
+        self.in_flight[arm] -= 1
+        headers = {} if arm == "bare" else {"x-brain-memory": "injected"}
+        return httpx.Response(200, json={"choices": []}, headers=headers)
+
+
+@pytest.mark.parametrize("clients", [1, 4])
+def test_every_arm_gets_its_requests_at_the_level_in_rotating_turns(clients: int) -> None:
+    up = Upstream()
+    questions = [f"q{i}" for i in range(3 + 25)]
+    lv = asyncio.run(
+        bg.level(TARGETS, clients, 25, questions, turn=2, warmup=3, transport=httpx.MockTransport(up))
+    )
+    assert not lv.cut_short
+    for t in TARGETS:
+        assert len(lv.ms[t.name]) == 25
+        assert lv.busy_s[t.name] > 0
+        # one arm driven at a time, at the level's concurrency
+        assert up.peak[t.name] == clients
+        # the same questions to every arm, the warm-up's first
+        sent = [q.split('"content":"')[1].split('"')[0] for q in up.questions[t.name]]
+        assert sorted(sent[3:], key=lambda q: int(q[1:])) == questions[3:]
+    bc.expect(lv.counts["bare"], bc.bare("bare", 25))
+    bc.expect(lv.counts["brain"], bc.memory_on("brain", 25))
+    # turns rotate: after the warm-up, round r starts with arm r mod 3
+    turns = [arm for i, arm in enumerate(up.order[9:]) if i == 0 or up.order[9 + i - 1] != arm]
+    assert turns[:6] == ["bare", "brain", "remote", "brain", "remote", "bare"]
+
+
+def test_a_level_out_of_time_is_cut_short_and_fails_its_rows() -> None:
+    up = Upstream(delay=0.05)
+    lv = asyncio.run(
+        bg.level(
+            TARGETS, 2, 100, [f"q{i}" for i in range(100)], deadline_s=0.3, transport=httpx.MockTransport(up)
+        )
+    )
+    assert lv.cut_short
+    assert bc.mismatch(lv.counts["brain"], bc.memory_on("brain", 100)) is not None
+
+
+def test_a_failed_request_is_an_error_outcome() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return httpx.Response(200)
+        if request.url.host == "remote":
+            raise httpx.ConnectError("refused")
+        return httpx.Response(200, headers={"x-brain-memory": "injected"})
+
+    lv = asyncio.run(
+        bg.level(TARGETS, 3, 6, [f"q{i}" for i in range(6)], transport=httpx.MockTransport(handler))
+    )
+    assert lv.counts["remote"]["error"] == 6
+    assert lv.counts["remote"].causes == {"ConnectError": 6}
+    assert lv.counts["bare"]["injected"] == 6  # the mock says injected to all: the bare row's check fails
+    assert bc.mismatch(lv.counts["bare"], bc.bare("bare", 6)) is not None
+
+
+def test_pct_takes_the_sample_at_floor_q_n() -> None:
+    xs = [float(i) for i in range(1, 301)]
+    assert bg.pct(xs, 0.5) == 151.0
+    assert bg.pct(xs, 0.99) == 298.0  # the 3rd largest of 300
+    assert bg.pct_rank(300, 0.99) == 3
+    assert bg.pct_rank(50, 0.99) == 1
+    assert bg.pct_rank(100, 0.99) == 1
+    assert bg.pct_rank(150, 0.99) == 2
