@@ -21,6 +21,7 @@ uses the fixture ERROR (never skip: tests/skip_budget.py), with the build's outp
 from __future__ import annotations
 
 import base64
+import collections
 import ipaddress
 import json
 import os
@@ -489,3 +490,17 @@ def otel_collector(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[C
         yield collector
     finally:
         collector.stop()
+
+
+@pytest.fixture
+def span_fates(otel_collector: Collector) -> Iterator[collections.Counter[str]]:
+    """Tracing on in this process (brain.core.tracing), into the test's collector, every span's fate
+    counted (exported, queue_full, export_failed); off again afterwards, for the tests after it."""
+    from brain.core import tracing
+    from brain.core.tracing import TraceSettings
+
+    fates: collections.Counter[str] = collections.Counter()
+    settings = TraceSettings(endpoint=otel_collector.traces_url, service="brain-test", interval_s=0.1)
+    assert tracing.configure(settings, counted=lambda reason, n: fates.update({reason: n}))
+    yield fates
+    tracing.configure(TraceSettings())

@@ -17,10 +17,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from brain.core import tracing
 from brain.core.contract import Env
@@ -36,18 +33,6 @@ from tests.otel_fixtures import Collector
 
 BODY = "The nightly {tag} export writes to the quartz bucket in eu-west-3, never to the default region."
 QUESTION = "Where does the nightly {tag} export write to?"
-
-
-@pytest.fixture
-def traced(otel_collector: Collector) -> Iterator[collections.Counter[str]]:
-    """Tracing on in this process, into the test's collector; the span fates counted."""
-    fates: collections.Counter[str] = collections.Counter()
-    settings = TraceSettings(
-        endpoint=traces_url(otel_collector.endpoint), service="brain-test", interval_s=0.1
-    )
-    assert tracing.configure(settings, counted=lambda reason, n: fates.update({reason: n}))
-    yield fates
-    tracing.configure(TraceSettings())  # off again, for the tests after this one
 
 
 def _texts(spans: list[Any]) -> list[str]:
@@ -66,7 +51,7 @@ def test_off_there_is_no_exporter_and_no_context() -> None:
 
 
 async def test_a_retrieval_is_one_trace_of_its_stages_without_text(
-    traced: collections.Counter[str],
+    span_fates: collections.Counter[str],
     otel_collector: Collector,
     service: MemoryService,
     owner: Actor,
@@ -98,7 +83,11 @@ async def test_a_retrieval_is_one_trace_of_its_stages_without_text(
     assert all(s["parent_span_id"] in ids for s in mine if s["name"] != "test root")  # one tree
     leaked = [t for t in _texts(mine) if "quartz" in t or tag in t or "nightly" in t]
     assert not leaked, leaked  # content off: no memory text, no query text
-    assert traced["exported"] >= len(want) and not traced["queue_full"] and not traced["export_failed"]
+    assert (
+        span_fates["exported"] >= len(want)
+        and not span_fates["queue_full"]
+        and not span_fates["export_failed"]
+    )
 
 
 async def test_content_on_puts_the_injected_memory_on_the_compose_span(

@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import json
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -24,24 +23,11 @@ import pytest
 from brain.core import tracing
 from brain.core.errors import InstructionRejected
 from brain.core.models import Actor, MemoryIn
-from brain.core.tracing import TraceSettings
 from brain.gateway.placement import chain, conversation
 from brain.services.memory import MemoryService
-from brain_operator.render.common import traces_url
 from tests.gateway.test_traces import Traced, traced  # noqa: F401 (the fixture)
 from tests.gateway_fixtures import metric
 from tests.otel_fixtures import Collector, Span
-
-
-@pytest.fixture
-def fates(otel_collector: Collector) -> Iterator[collections.Counter[str]]:
-    counted: collections.Counter[str] = collections.Counter()
-    settings = TraceSettings(
-        endpoint=traces_url(otel_collector.endpoint), service="brain-test", interval_s=0.1
-    )
-    assert tracing.configure(settings, counted=lambda reason, n: counted.update({reason: n}))
-    yield counted
-    tracing.configure(TraceSettings())
 
 
 def _everything(spans: list[Span]) -> list[str]:
@@ -54,7 +40,7 @@ def _everything(spans: list[Span]) -> list[str]:
 
 
 async def test_a_refused_write_puts_no_writer_text_in_the_span_status(
-    fates: collections.Counter[str], otel_collector: Collector, service: MemoryService, agent: Actor
+    span_fates: collections.Counter[str], otel_collector: Collector, service: MemoryService, agent: Actor
 ) -> None:
     """An agent's memory whose attrs key is its text (a codename) and whose value the lint refuses:
     the refusal names the field, `attrs.<key>`; the memory.lint span may say it failed, not that."""
