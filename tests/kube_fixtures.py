@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 HACK = ROOT / "hack"
@@ -87,6 +88,16 @@ class KubeCluster:
     def apply(self, manifest: str, namespace: str | None = None) -> None:
         ns = ["-n", namespace] if namespace else []
         self.kubectl("apply", *ns, "-f", "-", input=manifest)
+
+    def ensure_crds(self) -> None:
+        """The chart's CRDs, created if missing and never replaced: other suites share the cluster,
+        and a test that needs them must not depend on one that ran before it."""
+        for path in sorted((ROOT / "charts" / "brain-operator" / "crds").glob("*.yaml")):
+            name = yaml.safe_load(path.read_text())["metadata"]["name"]
+            if self.kubectl("get", "crd", name, check=False).returncode != 0:
+                proc = self.kubectl("create", "-f", str(path), check=False)
+                assert proc.returncode == 0 or "AlreadyExists" in proc.stderr, proc.stderr
+            self.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
 
 
 def parse_exports(stdout: str) -> tuple[str, str]:

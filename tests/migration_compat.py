@@ -33,15 +33,19 @@ class Column:
 Schema = dict[str, dict[str, Column]]
 
 
-def previous_release() -> tuple[str, str]:
-    """The newest (tag, commit) of hack/releases.txt."""
+def releases() -> dict[str, str]:
+    """Every release of hack/releases.txt, tag -> commit."""
     rows = [
         line.split()
         for line in (ROOT / "hack" / "releases.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    tag, commit, *_ = max(rows, key=lambda r: tuple(int(p) for p in r[0][1:].split(".")))
-    return tag, commit
+    return {tag: commit for tag, commit, *_ in rows}
+
+
+def previous_release() -> tuple[str, str]:
+    """The newest (tag, commit) of hack/releases.txt."""
+    return max(releases().items(), key=lambda r: tuple(int(p) for p in r[0][1:].split(".")))
 
 
 def _git(*args: str) -> str:

@@ -27,16 +27,6 @@ def _has_crd(kube_cluster: Any, name: str) -> bool:
     return kube_cluster.kubectl("get", "crd", name, check=False).returncode == 0
 
 
-def _ensure_crds(kube_cluster: Any) -> None:
-    """The chart's CRDs, created if missing (never replaced: other suites share the cluster)."""
-    for path in sorted((CHART / "crds").glob("*.yaml")):
-        name = yaml.safe_load(path.read_text())["metadata"]["name"]
-        if not _has_crd(kube_cluster, name):
-            proc = kube_cluster.kubectl("create", "-f", str(path), check=False)
-            assert proc.returncode == 0 or "AlreadyExists" in proc.stderr, proc.stderr
-        kube_cluster.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
-
-
 def _can(kube_cluster: Any, sa: str, verb: str, res: str, ns: str | None) -> str:
     where = ["-n", ns] if ns else ["--all-namespaces"]
     proc = kube_cluster.kubectl("auth", "can-i", verb, res, "--as", sa, *where, check=False)
@@ -162,7 +152,7 @@ def test_default_install_reconciles_brains_of_its_namespace_only(
     ServiceAccount's own token (pods on this control plane are fake, so it runs as a process). A
     Brain in the release namespace gets its stack; a Brain in another namespace is never touched,
     and the operator meets no Forbidden on the way."""
-    _ensure_crds(kube_cluster)
+    kube_cluster.ensure_crds()
     rel, ns = _release(), kube_namespace
     other = f"t-{uuid.uuid4().hex[:10]}"
     kube_cluster.kubectl("create", "namespace", other)
@@ -238,7 +228,7 @@ def test_every_rendered_object_is_accepted_by_the_api_server(
     kube_cluster: Any, foreign_crds: Any, kube_namespace: str, scope: str
 ) -> None:
     """ServiceMonitor and PrometheusRule are checked against prometheus-operator's own CRDs."""
-    _ensure_crds(kube_cluster)
+    kube_cluster.ensure_crds()
     values: dict[str, Any] = {
         "watch.scope": scope,
         "monitoring.serviceMonitor.enabled": True,
@@ -286,7 +276,7 @@ def test_every_rendered_object_is_accepted_by_the_api_server(
 
 def test_samples_are_accepted_next_to_the_chart(kube_cluster: Any, kube_namespace: str) -> None:
     """What NOTES.txt tells people to apply next is valid against the CRDs the chart ships."""
-    _ensure_crds(kube_cluster)
+    kube_cluster.ensure_crds()
     for sample in ("brain.yaml", "memorysource-git.yaml", "routingpolicy.yaml"):
         proc = subprocess.run(
             [

@@ -982,6 +982,7 @@ class ClusterBox(Box):
         self.broken_ns = f"docs-{self.uid}-broken"
         self.kubeconfig = tmp / "kubeconfig"
         shutil.copy(cluster.kubeconfig, self.kubeconfig)
+        cluster.ensure_crds()  # the samples, the operator and the preflight need them
         op_ns = self.names(OPERATOR_MD)["team"]
         self.kubectl("create", "namespace", op_ns)
         self.created.append(op_ns)
@@ -1080,7 +1081,7 @@ class ClusterBox(Box):
         ]  # fmt: skip
         with (self.tmp / "operator.log").open("ab") as log:
             self.operator = subprocess.Popen(args, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 240  # two namespaces on a loaded CI machine
         while True:
             index = self.kubectl(
                 "-n", self.ns, "get", "brain", "team", "-o", "jsonpath={.status.index}", check=False
@@ -1092,11 +1093,29 @@ class ClusterBox(Box):
             if "totalEntries" in index and "Running" in pods and "ApplyFailed" in failed:
                 return
             if self.operator.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(
-                    f"the operator did not reconcile the runbook namespaces:\n"
-                    f"{(self.tmp / 'operator.log').read_text()[-4000:]}"
-                )
+                raise AssertionError(self._why_not_reconciled(index, pods, failed))
             time.sleep(1)
+
+    def _why_not_reconciled(self, index: str, pods: str, failed: str) -> str:
+        """What a reader needs when the runbook namespaces never settle: the three checks, both
+        Brains' status and events, and the operator's log without its per-second timer lines."""
+        log = (self.tmp / "operator.log").read_text().splitlines()
+        quiet = [x for x in log if "Timer '" not in x and "/brain/v1/health" not in x]
+        lines = [
+            f"the operator did not reconcile the runbook namespaces (exit {self.operator and self.operator.poll()}):",
+            f"status.index in {self.ns}: {index[:300]!r}",
+            f"pods in {self.ns}: {pods[-300:]!r}",
+            f"ApplyFailed events in {self.broken_ns}: {failed[-300:]!r}",
+        ]
+        for ns in (self.ns, self.broken_ns):
+            lines.append(f"--- {ns}: Brain status, events")
+            lines.append(
+                self.kubectl("-n", ns, "get", "brain", "team", "-o", "jsonpath={.status}", check=False)
+            )
+            lines.append(self.kubectl("-n", ns, "get", "events", check=False)[-1500:])
+        lines.append(f"--- operator log, {len(log) - len(quiet)} timer lines left out")
+        lines.extend(quiet[-60:])
+        return "\n".join(lines)
 
     def close(self) -> None:
         if self.operator is not None:

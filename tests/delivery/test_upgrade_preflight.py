@@ -1,10 +1,10 @@
 """Before an upgrade, the preflight names every stored object the new CRDs would refuse (#29).
 
-Real kube-apiserver. The "stored" objects are created under the previous release's CRDs (v0.1.0,
-read from git at hack/releases.txt's commit) installed under a group of the test's own, so the
-cluster's live brain.dev CRDs, which other tests use at the same time, are never replaced. Two
-objects were valid in v0.1.0 and are not in HEAD (#26 tightened both rules); a third is valid in
-both.
+Real kube-apiserver. The "stored" objects are created under v0.1.0's CRDs (read from git at
+hack/releases.txt's commit) installed under a group of the test's own, so the cluster's live
+brain.dev CRDs, which other tests use at the same time, are never replaced. Two objects were valid
+in v0.1.0 and are not in HEAD (#26 tightened both rules; v0.2.0 already holds them, so v0.1.0 is
+the release that can still store such objects); a third is valid in both.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from typing import Any
 import yaml
 
 from brain_operator.preflight import rename_crd
-from tests.migration_compat import previous_release
+from tests.migration_compat import releases
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD_CRDS = ROOT / "charts" / "brain-operator" / "crds"
 
 
 def _old_crds(group: str) -> list[dict[str, Any]]:
-    _, commit = previous_release()
+    commit = releases()["v0.1.0"]  # the last release before #26's rules
     out = []
     for kind in ("brains", "memorysources", "routingpolicies"):
         text = subprocess.run(
