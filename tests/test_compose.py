@@ -7,7 +7,10 @@ memories keep their rank order in what is left, and nothing is injected for noth
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
+
+import pytest
 
 from brain.core.models import Hit
 from brain.retrieval.compose import PERSONA_TOKENS, Injection, InjectionCache, assemble
@@ -73,3 +76,82 @@ def test_the_cache_forgets_after_its_ttl_and_on_clear() -> None:
     assert len(cache) == 2 and cache.get(key, 101.0) is None  # the oldest went first
     cache.clear()
     assert len(cache) == 0
+
+
+class Retrievals:
+    """A retrieval that waits until released, counting how often it was started."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.cancelled = 0
+        self.release = asyncio.Event()
+        self.fail: Exception | None = None
+
+    async def __call__(self) -> Injection:
+        self.started += 1
+        n = self.started
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        if self.fail is not None:
+            raise self.fail
+        return Injection(text=f"t{n}", ids=["a"], tokens=1, degraded=[])
+
+
+KEY = ("key", ("shared",), "q")
+
+
+async def test_ten_concurrent_askers_of_one_question_share_one_retrieval() -> None:
+    cache, compute = InjectionCache(ttl_s=30), Retrievals()
+    askers = [asyncio.create_task(cache.fetch(KEY, 100.0, compute)) for _ in range(10)]
+    await asyncio.sleep(0)
+    compute.release.set()
+    got = await asyncio.gather(*askers)
+    assert compute.started == 1 and {g.text for g in got} == {"t1"}
+    assert (await cache.fetch(KEY, 101.0, compute)).text == "t1" and compute.started == 1  # cached
+
+
+async def test_one_askers_timeout_leaves_the_others_their_answer() -> None:
+    cache, compute = InjectionCache(ttl_s=30), Retrievals()
+    impatient = asyncio.create_task(asyncio.wait_for(cache.fetch(KEY, 100.0, compute), 0.01))
+    patient = asyncio.create_task(cache.fetch(KEY, 100.0, compute))
+    with pytest.raises(TimeoutError):
+        await impatient
+    compute.release.set()
+    assert (await patient).text == "t1" and compute.started == 1 and compute.cancelled == 0
+
+
+async def test_a_retrieval_every_asker_gave_up_on_is_cancelled_and_the_next_starts_afresh() -> None:
+    cache, compute = InjectionCache(ttl_s=30), Retrievals()
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(cache.fetch(KEY, 100.0, compute), 0.01)
+    await asyncio.sleep(0)
+    assert compute.cancelled == 1, "an abandoned retrieval keeps no connection busy"
+    compute.release.set()
+    assert (await cache.fetch(KEY, 100.0, compute)).text == "t2" and compute.started == 2
+
+
+async def test_a_failed_retrieval_reaches_every_asker_and_is_not_cached() -> None:
+    cache, compute = InjectionCache(ttl_s=30), Retrievals()
+    compute.fail = ConnectionError("database down")
+    askers = [asyncio.create_task(cache.fetch(KEY, 100.0, compute)) for _ in range(3)]
+    await asyncio.sleep(0)
+    compute.release.set()
+    results = await asyncio.gather(*askers, return_exceptions=True)
+    assert all(isinstance(r, ConnectionError) for r in results) and compute.started == 1
+    compute.fail = None
+    assert (await cache.fetch(KEY, 100.0, compute)).text == "t2"
+
+
+async def test_a_write_during_a_retrieval_keeps_its_answer_out_of_the_cache() -> None:
+    cache, compute = InjectionCache(ttl_s=30), Retrievals()
+    before = asyncio.create_task(cache.fetch(KEY, 100.0, compute))
+    await asyncio.sleep(0)
+    cache.clear()  # a write landed while the retrieval ran
+    after = asyncio.create_task(cache.fetch(KEY, 100.0, compute))
+    await asyncio.sleep(0)
+    compute.release.set()
+    assert (await before).text == "t1" and (await after).text == "t2", "the asker after the write never joins"
+    assert cache.get(KEY, 101.0) is not None and cache.get(KEY, 101.0).text == "t2"  # type: ignore[union-attr]

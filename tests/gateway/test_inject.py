@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from brain.local.fakeupstream import transcript
@@ -112,3 +113,19 @@ async def test_confined_key_sees_only_its_namespaces(gw: Gateway, ns: str) -> No
     assert secret_fact not in json.dumps(gw.upstream_bodies()[-1])
     r = await gw.rest("GET", "/search", key="confined", params={"q": "bluefin codename", "namespace": ns})
     assert r.status_code == 403 and r.json()["code"] == "forbidden"
+
+
+async def test_concurrent_askers_of_one_new_question_share_one_retrieval(gw: Gateway, ns: str) -> None:
+    """Ten agents of a team sending the same new question at once: one retrieval, ten injected replies."""
+    mid = await _note(gw, ns)
+    question = f"{QUESTION} ({ns})"  # new to the injection cache
+    before = metric(await gw.metrics(), "brain_retrieval_stage_duration_seconds_count", stage="total")
+    replies = await asyncio.gather(
+        *(gw.chat(question, headers={"x-brain-namespaces": ns}) for _ in range(10))
+    )
+    assert [r.status_code for r in replies] == [200] * 10, [r.text[:200] for r in replies]
+    assert all(
+        r.headers["x-brain-memory"] == "injected" and mid in r.headers["x-brain-memory-ids"] for r in replies
+    )
+    after = metric(await gw.metrics(), "brain_retrieval_stage_duration_seconds_count", stage="total")
+    assert after - before == 1, f"{after - before:.0f} retrievals for one question asked ten times at once"

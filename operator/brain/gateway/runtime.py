@@ -237,15 +237,17 @@ class Runtime:
             raise ConnectionError("database not connected")
         if self.db_watch.hung:
             raise ConnectionError("the database does not answer; retrieval skipped until it does")
-        try:
-            injection = await compose(
-                service.retriever, self.catalog, scope, query, self.compose_config, self._redact
+        try:  # concurrent askers of the same question share one retrieval
+            return await self.injections.fetch(
+                key,
+                now,
+                lambda: compose(
+                    service.retriever, self.catalog, scope, query, self.compose_config, self._redact
+                ),
             )
         except (asyncio.CancelledError, TimeoutError):  # the budget ran out: is the database there at all?
             self.db_watch.suspect(self.store)
             raise
-        self.injections.put(key, now, injection)
-        return injection
 
     def invalidate(self, *, catalog: bool = False) -> None:
         """Forget cached injections after a write, so the next request sees it (and reload personas/skills)."""

@@ -4,14 +4,17 @@ This is the one place that turns a retrieval result into the system text an agen
 gateway's hooks and `brainctl eval --mode gateway` measure the same thing. `assemble` is pure (the
 budget arithmetic and rendering); `compose` adds the two effects around it, the secret check of the
 query and the retrieval itself; `InjectionCache` is the short-lived cache agent loops need (they
-resend the same question with every tool call), with the clock passed in so it is testable.
+resend the same question with every tool call), with the clock passed in so it is testable. It
+also lets concurrent askers of one question share one retrieval (`fetch`): ten agents of a team
+sending the same question at once would otherwise run ten retrievals on the same cores.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from brain.core import tracing
@@ -105,6 +108,15 @@ async def compose(
 CacheKey = tuple[str, tuple[str, ...], str]
 
 
+@dataclass
+class _Flight:
+    """One retrieval in progress and how many askers wait on it."""
+
+    task: asyncio.Task[Injection]
+    generation: int
+    waiters: int = 0
+
+
 class InjectionCache:
     """Injections by (key name, namespaces, query) for `ttl_s`; cleared on every write."""
 
@@ -112,6 +124,9 @@ class InjectionCache:
         self.ttl_s = ttl_s
         self.size = size
         self._items: OrderedDict[CacheKey, tuple[float, Injection]] = OrderedDict()
+        self._flights: dict[CacheKey, _Flight] = {}
+        # Bumped by every clear: a retrieval that began before a write must not be cached after it.
+        self._generation = 0
 
     def get(self, key: CacheKey, now: float) -> Injection | None:
         cached = self._items.get(key)
@@ -125,8 +140,47 @@ class InjectionCache:
         while len(self._items) > self.size:
             self._items.popitem(last=False)
 
+    async def fetch(
+        self, key: CacheKey, now: float, compute: Callable[[], Awaitable[Injection]]
+    ) -> Injection:
+        """The cached injection, else the one being computed for the same key, else a new one.
+
+        The retrieval runs as its own task so that one asker's timeout does not fail the others
+        who joined it; it is cancelled when its last asker gives up, so a hung database does not
+        collect abandoned retrievals. A failure reaches every asker and is not cached.
+        """
+        cached = self.get(key, now)
+        if cached is not None:
+            return cached
+        flight = self._flights.get(key)
+        if flight is None:
+            flight = _Flight(asyncio.ensure_future(compute()), self._generation)
+            self._flights[key] = flight
+            flight.task.add_done_callback(lambda task: self._landed(key, now, flight, task))
+        flight.waiters += 1
+        try:
+            return await asyncio.shield(flight.task)
+        finally:
+            flight.waiters -= 1
+            if flight.waiters == 0 and not flight.task.done():
+                flight.task.cancel()
+                if (
+                    self._flights.get(key) is flight
+                ):  # a later asker starts afresh, never joins a cancelled one
+                    del self._flights[key]
+
+    def _landed(self, key: CacheKey, now: float, flight: _Flight, task: asyncio.Task[Injection]) -> None:
+        if self._flights.get(key) is flight:
+            del self._flights[key]
+        if task.cancelled() or task.exception() is not None:  # retrieved: no "never retrieved" warning
+            return
+        if flight.generation == self._generation:
+            self.put(key, now, task.result())
+
     def clear(self) -> None:
         self._items.clear()
+        self._flights.clear()
+        self._generation += 1
 
     def __len__(self) -> int:
         return len(self._items)
