@@ -254,12 +254,17 @@ def router_policy() -> RoutingPolicySpec:
 
 
 async def start_gateway(
-    tmp: Path, dsn: str, upstream_url: str, embedder_url: str, env: dict[str, str] | None = None
+    tmp: Path,
+    dsn: str,
+    upstream_url: str,
+    embedder_url: str,
+    env: dict[str, str] | None = None,
+    name: str = "gateway",
 ) -> tuple[subprocess.Popen[bytes], str, Path]:
     """`python -m brain.gateway` on a free port with the test Brain's rendered config, once its
-    database is connected: (process, URL, log)."""
+    database is connected: (process, URL, log). `name` tells replicas' files apart in one `tmp`."""
     config = render_litellm_config(brain_spec(upstream_url), [router_policy()])
-    config_path = tmp / "litellm.yaml"
+    config_path = tmp / f"{name}.yaml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
     port = free_port()
     full = {
@@ -273,7 +278,7 @@ async def start_gateway(
         "BRAIN_BACKLOG_REFRESH_S": "0.5",  # the pending-proposal gauges follow a test within a second
         **(env or {}),
     }
-    log = tmp / "gateway.log"
+    log = tmp / f"{name}.log"
     proc = spawn(gateway_command(config_path, "127.0.0.1", port), full, log)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -30,20 +30,18 @@ from typing import Any
 import httpx
 import pytest
 import pytest_asyncio
-import yaml
 
 from brain.embedder import LocalEmbedder
 from brain.embedder.model import DEFAULT_MODEL
 from brain.embedder.server import create_app as embedder_app
 from brain.embedder.variants import load_embedder
-from brain.local.devdb import EmbeddedPostgres, free_port
+from brain.local.devdb import EmbeddedPostgres
 from brain.local.fakeupstream import FakeState
 from brain.local.fakeupstream import create_app as fake_app
-from brain.local.up import gateway_command, spawn, stop, wait_http
+from brain.local.up import stop
 from brain.services.keys import KeyStore
 from brain.store import Store
-from brain_operator.render.litellm_config import render_litellm_config
-from tests.gateway_fixtures import MASTER, Served, brain_spec, metric, router_policy
+from tests.gateway_fixtures import Served, metric, start_gateway
 
 NEW = f"{DEFAULT_MODEL}@rp384"
 NS = "shared"
@@ -80,21 +78,10 @@ class Brain:
 
     async def start_gateway(self, model: str) -> str:
         """A gateway as the Deployment renders it for `model`; the URL it serves."""
-        config = self.tmp / f"litellm-{len(self.gateways)}.yaml"
-        config.write_text(yaml.safe_dump(render_litellm_config(brain_spec(self.fake.url), [router_policy()])))
-        port = free_port()
-        env = {**os.environ, "BRAIN_DATABASE_URL": self.dsn, "BRAIN_EMBEDDER_URL": self.embedder.url,
-               "BRAIN_MASTER_KEY": MASTER, "BRAIN_EMBEDDING_MODEL": model, "BRAIN_EMBEDDING_DIM": "384"}  # fmt: skip
-        log = self.tmp / f"gateway-{len(self.gateways)}.log"
-        proc = spawn(gateway_command(config, "127.0.0.1", port), env, log)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            await wait_http(
-                url + "/brain/v1/health", proc=proc, timeout=300, check=lambda d: d["database"] == "ok"
-            )
-        except Exception:
-            print(log.read_text()[-4000:])
-            raise
+        proc, url, _ = await start_gateway(
+            self.tmp, self.dsn, self.fake.url, self.embedder.url,
+            env={"BRAIN_EMBEDDING_MODEL": model}, name=f"gateway-{len(self.gateways)}",
+        )  # fmt: skip
         self.gateways.append((url, proc))
         return url
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -24,15 +23,13 @@ from pathlib import Path
 import httpx
 import pytest
 import pytest_asyncio
-import yaml
 
 from brain.core.errors import Unauthorized
-from brain.local.devdb import EmbeddedPostgres, free_port
-from brain.local.up import gateway_command, spawn, stop, wait_http
+from brain.local.devdb import EmbeddedPostgres
+from brain.local.up import stop
 from brain.services.keys import KeyInfo, KeyStore, KeyVerifier
 from brain.store import Store
-from brain_operator.render.litellm_config import render_litellm_config
-from tests.gateway_fixtures import MASTER, brain_spec, router_policy
+from tests.gateway_fixtures import MASTER, start_gateway
 
 REVOKED_BEFORE_STOP_S = 10.0
 TTL_S = 30.0  # KeyVerifier's default verdict TTL: past it, only the stale window serves a verdict
@@ -84,31 +81,20 @@ async def test_a_key_revoked_10s_before_postgres_stops_stays_refused_by_both_rep
     valid, _ = await ks.create(f"valid-{uuid.uuid4().hex[:6]}", "agent")
     await store.close()
 
-    config = render_litellm_config(brain_spec("http://127.0.0.1:9"), [router_policy()])
-    config_path = tmp_path / "litellm.yaml"
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    env = {
-        **os.environ,
-        "BRAIN_DATABASE_URL": dsn,
-        "BRAIN_EMBEDDER_URL": "http://127.0.0.1:9",  # nothing here embeds: listing reads rows only
-        "BRAIN_MASTER_KEY": MASTER,
-        "BRAIN_EMBEDDING_DIM": "384",
-    }
+    nowhere = "http://127.0.0.1:9"  # nothing here embeds or answers: listing reads rows only
     procs, replicas = [], {}
     try:
-        for name in ("a", "b"):
-            port = free_port()
-            log = tmp_path / f"{name}.log"
-            procs.append((spawn(gateway_command(config_path, "127.0.0.1", port), env, log), log))
-            replicas[name] = f"http://127.0.0.1:{port}"
-        for (proc, log), url in zip(procs, replicas.values(), strict=True):
-            try:
-                await wait_http(
-                    url + "/brain/v1/health", proc=proc, timeout=300, check=lambda d: d["database"] == "ok"
-                )
-            except Exception:
-                print(log.read_text()[-4000:])
-                raise
+        started = await asyncio.gather(
+            *(start_gateway(tmp_path, dsn, nowhere, nowhere, name=n) for n in ("a", "b")),
+            return_exceptions=True,
+        )
+        for name, got in zip(("a", "b"), started, strict=True):
+            if not isinstance(got, BaseException):  # stopped below, even if the other failed
+                procs.append((got[0], got[2]))
+                replicas[name] = got[1]
+        failed = [got for got in started if isinstance(got, BaseException)]
+        if failed:
+            raise failed[0]
         # Both replicas hold a verdict for both keys.
         assert await _answers(replicas, doomed, valid) == {"a": (200, 200), "b": (200, 200)}
 

@@ -8,19 +8,15 @@ replica's REST API; both refuse it within the bound (polled, never a sleep that 
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import uuid
 from pathlib import Path
 
 import httpx
-import yaml
 
-from brain.local.devdb import free_port
-from brain.local.up import gateway_command, spawn, stop, wait_http
+from brain.local.up import stop
 from brain.services.keys import KeyStore, KeyVerifier
-from brain_operator.render.litellm_config import render_litellm_config
-from tests.gateway_fixtures import MASTER, Gateway, brain_spec, router_policy
+from tests.gateway_fixtures import Gateway, start_gateway
 
 BOUND_S = 5.0
 
@@ -64,28 +60,10 @@ async def test_two_verifiers_on_one_database_both_refuse_a_revoked_key_within_5s
 async def test_a_key_revoked_through_rest_is_refused_by_both_replicas_within_5s(
     gw: Gateway, tmp_path: Path
 ) -> None:
-    config = render_litellm_config(brain_spec(gw.upstream_url), [router_policy()])
-    config_path = tmp_path / "litellm.yaml"
-    config_path.write_text(yaml.safe_dump(config, sort_keys=False))
-    port = free_port()
-    env = {
-        **os.environ,
-        "BRAIN_DATABASE_URL": gw.dsn,
-        "BRAIN_EMBEDDER_URL": gw.embedder_server.url,
-        "BRAIN_MASTER_KEY": MASTER,
-        "BRAIN_EMBEDDING_DIM": "384",
-    }
-    log = tmp_path / "replica.log"
-    proc = spawn(gateway_command(config_path, "127.0.0.1", port), env, log)
-    replica = f"http://127.0.0.1:{port}"
+    proc, replica, _ = await start_gateway(
+        tmp_path, gw.dsn, gw.upstream_url, gw.embedder_server.url, name="replica"
+    )
     try:
-        try:
-            await wait_http(
-                replica + "/brain/v1/health", proc=proc, timeout=300, check=lambda d: d["database"] == "ok"
-            )
-        except Exception:
-            print(log.read_text()[-4000:])
-            raise
         key, info = await KeyStore(gw.store).create(f"rep-{uuid.uuid4().hex[:8]}", "agent")
         for url in (gw.url, replica):  # both hold a fresh verdict for it (30 s TTL)
             assert await _status(url, key) == 200
