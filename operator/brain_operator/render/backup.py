@@ -37,7 +37,7 @@ from brain_operator.render.common import (
     resources,
 )
 from brain_operator.render.gateway import data_plane_env
-from brain_operator.render.jobs import JOB_DEADLINE_SECONDS, _cronjob
+from brain_operator.render.jobs import JOB_DEADLINE_SECONDS, cronjob
 
 COMPONENT = "backup"
 BACKUP_DIR = "/backups"
@@ -148,6 +148,6 @@ def render_backup(inp: RenderInput) -> list[Manifest]:
         return []  # the API refuses backup of an external database; render nothing if one slips by
     out: list[Manifest] = [] if spec.claim_name else [_pvc(inp)]
     out.append(
-        _cronjob(inp, names.cronjob(inp.name, COMPONENT), COMPONENT, spec.schedule, spec.suspend, _job(inp))
+        cronjob(inp, names.cronjob(inp.name, COMPONENT), COMPONENT, spec.schedule, spec.suspend, _job(inp))
     )
     return out

@@ -66,7 +66,7 @@ def _job_spec(
     }
 
 
-def _cronjob(
+def cronjob(
     inp: RenderInput,
     name: str,
     component: str,
@@ -75,6 +75,8 @@ def _cronjob(
     job: dict[str, Any],
     **extra: str,
 ) -> Manifest:
+    """The one CronJob shape of every scheduled job (ingest, distill, digest, backup), so their
+    time zone, overlap and history rules cannot drift apart."""
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",
@@ -111,9 +113,9 @@ def render_scheduled_jobs(inp: RenderInput) -> list[Manifest]:
                         env=_llm_env(inp, spec.distill.model))  # fmt: skip
     digest = _job_spec(inp, "digest", ["brain.jobs.digest"], spec.digest.resources)
     return [
-        _cronjob(inp, names.cronjob(inp.name, "distill"), "distill", spec.distill.schedule,
+        cronjob(inp, names.cronjob(inp.name, "distill"), "distill", spec.distill.schedule,
                  spec.distill.suspend, distill),
-        _cronjob(inp, names.cronjob(inp.name, "digest"), "digest", spec.digest.schedule,
+        cronjob(inp, names.cronjob(inp.name, "digest"), "digest", spec.digest.schedule,
                  spec.digest.suspend, digest),
     ]  # fmt: skip
 
@@ -166,7 +168,7 @@ def render_ingest(inp: RenderInput, source: MemorySource) -> list[Manifest]:
         "metadata": meta(inp, names.source_config(inp.name, src), "ingest", extra_labels={SOURCE_LABEL: src}),
         "data": {SOURCE_KEY: json.dumps(source_document(source, inp.name), sort_keys=True, indent=2)},
     }
-    cron = _cronjob(
+    cron = cronjob(
         inp,
         names.ingest_cronjob(inp.name, src),
         "ingest",
