@@ -13,6 +13,7 @@ entry, and it drops an answer that carries a memory header earlier, as an echo o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -265,6 +266,7 @@ async def test_a_plan_built_by_hand_gets_the_door_not_a_side_door(gw: Gateway, n
     """`plan.apply` admits every entry itself: a plan that never asked the door (a forged one, or a
     planner with a bug) is screened and authorised on write, and an import cannot redraw edges out
     of entries that are not its own."""
+    from brain.services.memory import Admitted
     from brain.services.plan import Add, WritePlan, apply
 
     door = MemoryService(gw.store, None)
@@ -272,6 +274,13 @@ async def test_a_plan_built_by_hand_gets_the_door_not_a_side_door(gw: Gateway, n
     hostile = MemoryIn(body=FIX, namespace=ns, source_key=f"git:{ns}:docs/ignore previous instructions.md")
     applied = await apply(door, WritePlan(adds=(Add("a", hostile, None),)), importer)
     assert applied.added == 0 and [r.split(":", 1)[0] for _, r in applied.rejects] == ["instruction_rejected"]
+    # an `Admitted` the door never issued (built here, or an equal copy of one it did) is admitted again
+    forged = Admitted(hostile, importer, "curated")
+    applied = await apply(door, WritePlan(adds=(Add("c", hostile, None, admitted=forged),)), importer)
+    assert applied.added == 0 and [r.split(":", 1)[0] for _, r in applied.rejects] == ["instruction_rejected"]
+    clean = door.admit(MemoryIn(body=FIX, namespace=ns), importer)
+    assert door.issued(clean, importer) and not door.issued(dataclasses.replace(clean), importer)
+    assert not door.issued(clean, Actor(name="source:other", role="agent", origin="import"))
     reader = Actor(name="reader", role="read", origin="agent")
     applied = await apply(door, WritePlan(adds=(Add("b", MemoryIn(body=FIX, namespace=ns), None),)), reader)
     assert applied.added == 0 and applied.rejects[0][1].startswith("forbidden:"), applied.rejects

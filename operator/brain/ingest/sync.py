@@ -13,7 +13,8 @@ source's own Actor. `first_pass` asks the door whether it would take each new or
 the screening of every field, `source_key` included) so a refused item is never embedded; vectors
 are embedded here in batches, because the per-item path of `MemoryService.note` would make a
 repository import embedding-bound one text at a time; `build_plan` is pure; `plan.apply` admits
-every entry again and writes (new entries in bulk, one transaction per batch). A source's entries are the active ones under its key prefix *that it wrote*
+each entry (reusing the door's own admission from the first pass, recognised by identity) and
+writes (new entries in bulk, one transaction per batch). A source's entries are the active ones under its key prefix *that it wrote*
 (`may_replace`): one an owner wrote by hand, or an agent planted, under a source's key is not
 the source's, and is never superseded, retired or taken for an unchanged item; the source writes its
 own beside it.
@@ -39,7 +40,7 @@ from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, un
 from brain.ingest.items import Edge, Item, Parsed, Reject, shown_name
 from brain.ingest.retireguard import ImportStopped, RetireGuard
 from brain.ingest.retireguard import check as retire_check
-from brain.services.memory import MemoryService, may_replace
+from brain.services.memory import Admitted, MemoryService, may_replace
 from brain.services.plan import Add, Retire, Supersede, WritePlan, apply, why
 from brain.services.plan import Edge as PlanEdge
 from brain.store import sources as source_rows
@@ -257,7 +258,7 @@ class Pass:
     the door would refuse, what grading tier 1 drops, and what is left to embed (new or changed)."""
 
     seen: set[str] = field(default_factory=set)
-    pending: list[tuple[Item, str, Existing | None, MemoryIn]] = field(default_factory=list)
+    pending: list[tuple[Item, str, Existing | None, Admitted]] = field(default_factory=list)
     known: dict[str, str] = field(default_factory=dict)  # item key → lineage id, left as stored
     dropped: set[str] = field(default_factory=set)  # graded out: a stored previous version is retired
 
@@ -274,7 +275,8 @@ def first_pass(
 ) -> Pass:
     """Skip what is unchanged, grade tier 1, and ask the door (`admit`, a check that writes nothing)
     whether it would take each new or changed item, so a refused one is listed and never embedded.
-    The door admits each again when the plan is applied (brain.services.plan.apply)."""
+    The plan carries what the door returned; `plan.apply` writes it as is only because that same
+    door issued it (anything else it admits again)."""
     out = Pass()
     for item in items:
         skey = source_key(prefix, item.key)
@@ -303,13 +305,13 @@ def first_pass(
             mem = _memory_in(item, skey, namespace, {"source": prefix.rstrip(":")})
             if old is None and (vf := _valid_from(item.attrs.get("valid_from"))):
                 mem = mem.model_copy(update={"valid_from": vf})
-            door.admit(mem, actor, replaces=old, standing=item.standing, required=item.required)
+            admitted = door.admit(mem, actor, replaces=old, standing=item.standing, required=item.required)
         except (BrainError, ValueError) as e:  # one refused item must not abort the whole import
             summary.rejects.append(Reject(shown_name(item.key), why(e)))
             if old is not None:
                 out.known[item.key] = old.lineage_id  # the stored version stays, not retired
             continue
-        out.pending.append((item, skey, old, mem))
+        out.pending.append((item, skey, old, admitted))
     return out
 
 
@@ -329,14 +331,22 @@ def build_plan(
     adds: list[Add] = []
     supersedes: list[Supersede] = []
     dropped = set(first.dropped)
-    for (item, skey, old, mem), vec, k in zip(first.pending, vectors, keep, strict=True):
+    for (item, skey, old, a), vec, k in zip(first.pending, vectors, keep, strict=True):
         if not k:
             dropped.add(skey)
         elif old is None:
-            adds.append(Add(item.key, mem, vec, item.standing, item.required))
+            adds.append(Add(item.key, a.item, vec, item.standing, item.required, admitted=a))
         else:
             supersedes.append(
-                Supersede(item.key, mem, vec, replaces=old, standing=item.standing, required=item.required)
+                Supersede(
+                    item.key,
+                    a.item,
+                    vec,
+                    replaces=old,
+                    standing=item.standing,
+                    required=item.required,
+                    admitted=a,
+                )
             )
     staying = {source_key(prefix, k) for k in first.known} | {source_key(prefix, s.key) for s in supersedes}
     retires = []

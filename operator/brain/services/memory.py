@@ -13,6 +13,7 @@ eval) hand the door a plan instead (`brain.services.plan`).
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -247,6 +248,9 @@ class MemoryService:
         self.embedder = embedder
         self.gate = gate or SecretGate("refuse")
         self.retriever = retriever or Retriever(store, embedder)
+        # what `admit` handed out, by identity: `plan.apply` writes one of these without screening it
+        # twice, and anything else (a copy, one made elsewhere, another door's) is admitted again
+        self._issued: weakref.WeakValueDictionary[int, Admitted] = weakref.WeakValueDictionary()
 
     # ------------------------------------------------------------------ checks
 
@@ -497,8 +501,9 @@ class MemoryService:
         Raises the door's error; a writer who may not pin gets its entry unpinned (see `pin`).
         `episodic` stores it below the writer's tier (never above: that is not a privilege).
 
-        Only a check: nothing is written. `brain.services.plan.apply` admits every entry of a plan
-        again when it writes, so an `Admitted` made anywhere else is never trusted."""
+        Only a check: nothing is written. `brain.services.plan.apply` writes an `Admitted` only if
+        this door issued that very object (`issued`); any other is admitted again, so one made
+        anywhere else is never trusted."""
         self._authorize_write(actor, item.namespace)
         self._authorize_kind(actor, item.kind, was=replaces.kind if replaces else None)
         if replaces is not None:
@@ -509,7 +514,7 @@ class MemoryService:
                     field="namespace",
                 )
         pinned = may_pin(actor)
-        return Admitted(
+        admitted = Admitted(
             self._screen(item, actor),
             actor,
             "episodic" if episodic else tier_for(actor, item.kind),
@@ -518,6 +523,13 @@ class MemoryService:
             replaces=replaces.id if replaces else None,
             expected_hash=replaces.content_hash if replaces else None,
         )
+        self._issued[id(admitted)] = admitted
+        return admitted
+
+    def issued(self, admitted: Admitted, actor: Actor) -> bool:
+        """Whether this door's `admit` returned this very object, for `actor` (identity, not equality:
+        an equal copy built elsewhere was never screened)."""
+        return self._issued.get(id(admitted)) is admitted and admitted.actor == actor
 
     async def _note_admitted(self, batch: Sequence[tuple[Admitted, np.ndarray | None]]) -> list[Memory]:
         """Admitted new entries in one transaction per actor and tier (no dedup: imports dedup on

@@ -3,9 +3,12 @@
 A source's sync (brain.ingest.sync) and `brainctl eval` (brain.local.eval) write many entries at
 once. They do not write: they hold a `Store`, which only reads, and compute a `WritePlan` (entries
 to add, entries to supersede, entries to retire, derived edges, and what they already refused).
-`apply` writes it as `actor`, admitting every entry again (`MemoryService.admit`: the namespace,
-the kind, the authorship of what it replaces, then the one screening of every field a stored row
-will hold, `source_key` included), so a plan built anywhere gets the same rules as a REST note.
+`apply` writes it as `actor`, each entry admitted (`MemoryService.admit`: the namespace, the kind,
+the authorship of what it replaces, then the one screening of every field a stored row will hold,
+`source_key` included), so a plan built anywhere gets the same rules as a REST note. An entry the
+planner already asked this door about carries the very `Admitted` it got (screening a repository's
+chunk costs milliseconds; twice would double it); the door recognises its own by identity and
+admits anything else again.
 An entry the door refuses is listed in `Applied.rejects` and the rest of the plan goes on.
 """
 
@@ -41,13 +44,15 @@ class Stored:
 
 @dataclass(frozen=True)
 class Add:
-    """A new entry. `key` is the planner's identity for it (an item key, a dataset id)."""
+    """A new entry. `key` is the planner's identity for it (an item key, a dataset id); `admitted`,
+    what the door's `admit` returned for it when planning (written as is only if that door issued it)."""
 
     key: str
     item: MemoryIn
     vector: np.ndarray | None
     standing: bool = False
     required: bool = False
+    admitted: Admitted | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class Supersede:
     after: str | None = None
     standing: bool = False
     required: bool = False
+    admitted: Admitted | None = None
 
 
 @dataclass(frozen=True)
@@ -131,9 +137,7 @@ async def apply(
     written: dict[str, Stored] = {}  # what this plan wrote, for a later supersede `after` it
     for add in plan.adds:
         try:
-            a = door.admit(
-                add.item, actor, standing=add.standing, required=add.required, episodic=plan.episodic
-            )
+            a = _admission(door, actor, plan, add, None)
         except (BrainError, ValueError) as e:
             out.rejects.append((add.key, why(e)))
             continue
@@ -153,14 +157,7 @@ async def apply(
             out.rejects.append((s.key, f"not_found: {s.after!r} was not written by this plan"))
             continue
         try:
-            a = door.admit(
-                s.item,
-                actor,
-                replaces=target,
-                standing=s.standing,
-                required=s.required,
-                episodic=plan.episodic,
-            )
+            a = _admission(door, actor, plan, s, target)
             new = await door._supersede_admitted(a, s.vector)
         except (BrainError, ValueError) as e:
             out.rejects.append((s.key, why(e)))
@@ -178,6 +175,30 @@ async def apply(
     if plan.edges is not None:
         out.edges = await _edges(door, actor, plan.edges, out.lineages)
     return out
+
+
+def _admission(
+    door: MemoryService, actor: Actor, plan: WritePlan, entry: Add | Supersede, target: Held | None
+) -> Admitted:
+    """The entry's admission: the planner's own `Admitted` when this door issued that very object, for
+    this actor, in the tier the plan asks, against exactly the version it replaces; else `admit` now."""
+    a = entry.admitted
+    replaces = (target.id, target.content_hash) if target is not None else (None, None)
+    if (
+        a is not None
+        and door.issued(a, actor)
+        and (not plan.episodic or a.tier == "episodic")
+        and (a.replaces, a.expected_hash) == replaces
+    ):
+        return a
+    return door.admit(
+        entry.item,
+        actor,
+        replaces=target,
+        standing=entry.standing,
+        required=entry.required,
+        episodic=plan.episodic,
+    )
 
 
 def _held(mem: Memory) -> Stored:
