@@ -232,6 +232,7 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
     from brain.retrieval.render import within_budget
     from brain.store import Store
     from brain.store.store import embed_text
+    from brain.store.writer import StoreWriter
 
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     embedder = LocalEmbedder()
@@ -288,7 +289,7 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
                             )
                         )
                     for j in range(0, len(batch), 1000):
-                        await store.note_many(batch[j : j + 1000], actor=actor)
+                        await StoreWriter(store).note_many(batch[j : j + 1000], actor=actor)
                     n += len(batch)
                     copy += 1
                 t0 = time.perf_counter()
@@ -406,6 +407,7 @@ async def ingest(runs: int) -> str:
     from brain.local.eval import load_dataset
     from brain.store import Store
     from brain.store.store import embed_text
+    from brain.store.writer import StoreWriter
 
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     corpora = {
@@ -436,7 +438,7 @@ async def ingest(runs: int) -> str:
                 for i in range(0, len(notes), 128):
                     chunk = notes[i : i + 128]
                     vecs = await embedder.embed(texts[i : i + 128])
-                    await store.note_many(list(zip(chunk, vecs, strict=True)), actor=actor)
+                    await StoreWriter(store).note_many(list(zip(chunk, vecs, strict=True)), actor=actor)
                 e2e_rates.append(len(notes) / (time.perf_counter() - t0))
                 await store.close()
             tokens = _tokens(texts) / len(texts)

@@ -84,6 +84,7 @@ async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) 
 
     from brain.core.models import Actor, MemoryIn
     from brain.local.eval import load_dataset
+    from brain.store.writer import StoreWriter
 
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     actor = Actor(name="bench", role="owner", origin="import")
@@ -102,7 +103,7 @@ async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) 
                 for j, m in enumerate(ds.memories[i : i + batch])
             ]
             t = time.perf_counter()
-            await store.note_many(items, actor=actor)
+            await StoreWriter(store).note_many(items, actor=actor)
             spent[side] += time.perf_counter() - t
     on, off = notes / spent["on"], notes / spent["off"]
     return (
@@ -123,6 +124,7 @@ async def main(
     from brain.store import Scope, Store
     from brain.store.lexical import DIMENSIONS, bm25
     from brain.store.store import AbandoningPool
+    from brain.store.writer import StoreWriter
 
     AbandoningPool.release_timeout = 30.0  # a shared, loaded machine: do not count slow resets as hangs
     ds = load_dataset(json.loads(LOCOMO.read_text()))
@@ -155,7 +157,7 @@ async def main(
                             for i, m in enumerate(ds.memories[: size - n])
                         ]
                         for j in range(0, len(batch), 1000):
-                            await store.note_many(batch[j : j + 1000], actor=actor)
+                            await StoreWriter(store).note_many(batch[j : j + 1000], actor=actor)
                         n += len(batch)
                         copy += 1
                     load_s = time.perf_counter() - t0

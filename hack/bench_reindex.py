@@ -163,6 +163,7 @@ async def main() -> int:
     from brain.retrieval import Retriever
     from brain.store import Scope, reindex
     from brain.store.store import embed_text
+    from brain.store.writer import StoreWriter
 
     base = offline_embedder(threads=args.threads)
     target = load_embedder(f"{base.model}@rp{base.dim}", base=base)
@@ -209,7 +210,7 @@ async def main() -> int:
         store = await held.enter_async_context(open_store(dsn, dim=base.dim))
         actor = Actor(name="bench", role="owner", origin="import")
         for j in range(0, len(rows), 1000):
-            await store.note_many(rows[j : j + 1000], actor=actor)
+            await StoreWriter(store).note_many(rows[j : j + 1000], actor=actor)
             print(f"stored {j + len(rows[j : j + 1000])}/{len(rows)}", file=sys.stderr, flush=True)
         await store.pool_for_tests.execute("VACUUM (ANALYZE) memories, lexeme_stats")
 

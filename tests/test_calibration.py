@@ -12,6 +12,7 @@ from brain.retrieval.calibration import MAX_SAMPLING, PROBES, calibrated_floor
 from brain.retrieval.pipeline import Floor, RetrievalConfig, Retriever
 from brain.store import Store
 from brain.store.store import Scope, embed_text
+from brain.store.writer import StoreWriter
 
 ACTOR = Actor(name="t", role="owner", origin="import")
 
@@ -35,7 +36,7 @@ def test_calibrated_floor_only_lowers() -> None:
 
 async def _load(store: Store, embedder: LocalEmbedder, namespace: str, notes: list[tuple[str, str]]) -> None:
     vecs = await embedder.embed([embed_text(t, b) for t, b in notes])
-    await store.note_many(
+    await StoreWriter(store).note_many(
         [(MemoryIn(title=t, body=b, namespace=namespace), v) for (t, b), v in zip(notes, vecs, strict=True)],
         actor=ACTOR,
     )

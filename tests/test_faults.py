@@ -20,6 +20,7 @@ from brain.local.devdb import EmbeddedPostgres
 from brain.local.up import supervise_postgres
 from brain.store import Scope, Store
 from brain.store.lexical import bm25
+from brain.store.writer import StoreWriter
 
 AGENT = Actor(name="claude-mac", role="agent", origin="agent")
 
@@ -69,7 +70,9 @@ async def test_a_hanging_database_does_not_hold_callers(own_pg: EmbeddedPostgres
     dsn = await own_pg.create_database("hang")
     store = await Store.open(dsn, dim=384, timeout=2.0, statement_timeout_ms=1000, command_timeout=1.5)
     try:
-        await store.note(MemoryIn(body="The ledger export runs hourly.", namespace="repo:a"), actor=AGENT)
+        await StoreWriter(store).note(
+            MemoryIn(body="The ledger export runs hourly.", namespace="repo:a"), actor=AGENT
+        )
         scope = Scope.of(["repo:a"])
         async with Frozen(own_pg) as frozen:
             # A retrieval leg whose budget runs out returns at once: its connection is abandoned, not
@@ -78,7 +81,9 @@ async def test_a_hanging_database_does_not_hold_callers(own_pg: EmbeddedPostgres
                 leg = asyncio.wait_for(bm25(store, "ledger export", scope, 5), 0.3)
                 assert await frozen.outcome(leg) == ("TimeoutError", True)
             # A write in a transaction gives up at the command timeout instead of waiting on ROLLBACK.
-            write = store.note(MemoryIn(body="The ledger export moved.", namespace="repo:a"), actor=AGENT)
+            write = StoreWriter(store).note(
+                MemoryIn(body="The ledger export moved.", namespace="repo:a"), actor=AGENT
+            )
             assert await frozen.outcome(write) == ("TimeoutError", True)
             # So do plain pool reads (key lookups, proposals) that set no deadline of their own.
             assert await frozen.outcome(store.pool_for_tests.fetchval("SELECT 1")) == ("TimeoutError", True)
@@ -141,7 +146,9 @@ async def test_brainctl_up_restarts_a_crashed_postgres() -> None:
     stop = asyncio.Event()
     supervisor = asyncio.create_task(supervise_postgres(own_pg, stop, interval=0.2, say=said.append))
     try:
-        mem = (await store.note(MemoryIn(body="Crash-safe fact.", namespace="repo:a"), actor=AGENT)).memory
+        mem = (
+            await StoreWriter(store).note(MemoryIn(body="Crash-safe fact.", namespace="repo:a"), actor=AGENT)
+        ).memory
         old_pid = own_pg.pid
         own_pg.crash()  # kill -9 of the postmaster
         back = None

@@ -22,6 +22,7 @@ from brain.store import lexical_weights as weights
 from brain.store.base import LexicalStats
 from brain.store.lexical import Lexical, bm25
 from brain.store.migrate import migrate
+from brain.store.writer import StoreWriter
 from tests import lexical_reference as reference
 from tests.pg_fixtures import fresh_database, open_store
 
@@ -48,7 +49,9 @@ COLLIDING = ("k15231", "k25525")
 
 
 async def _write(store: Store, items: list[tuple[str, str]], owner: Actor) -> None:
-    await store.note_many([(MemoryIn(body=body, namespace=ns), None) for ns, body in items], actor=owner)
+    await StoreWriter(store).note_many(
+        [(MemoryIn(body=body, namespace=ns), None) for ns, body in items], actor=owner
+    )
 
 
 async def _stale_rows(store: Store) -> int:
@@ -138,7 +141,7 @@ async def test_lexemes_sharing_a_dimension_are_summed(store: Store, owner: Actor
         "SELECT brain_lexeme_dim(l) AS d FROM unnest($1::text[]) l", [a, b]
     )
     assert dims[0]["d"] == dims[1]["d"]
-    await store.note_many([(MemoryIn(body="build cache notes", tags=[a, b]), None)], actor=owner)
+    await StoreWriter(store).note_many([(MemoryIn(body="build cache notes", tags=[a, b]), None)], actor=owner)
     await store.settle_weights()
     row = await store.pool_for_tests.fetchrow(
         "SELECT bm25::text AS v, length(tsv) AS n, tsv::text AS t FROM memories"
@@ -152,7 +155,7 @@ async def test_a_body_of_more_lexemes_than_a_sparsevec_holds_is_stored(store: St
     """pgvector keeps at most 16,000 non-zero elements: a 32 KB body of distinct words keeps its
     16,000 heaviest weights instead of failing the write."""
     body = " ".join(chr(0x4E00 + i) for i in range(16_300))
-    await store.note_many([(MemoryIn(body=body), None)], actor=owner)
+    await StoreWriter(store).note_many([(MemoryIn(body=body), None)], actor=owner)
     row = await store.pool_for_tests.fetchrow("SELECT bm25::text AS v, length(tsv) AS n FROM memories")
     assert row["n"] > 16_000
     assert row["v"].count(":") == 16_000

@@ -15,6 +15,7 @@ from brain.embedder.variants import load_embedder
 from brain.services.memory import MemoryService
 from brain.store import Store, reindex
 from brain.store.store import Scope
+from brain.store.writer import StoreWriter
 
 AGENT = Actor(name="claude-mac", role="agent", origin="agent")
 TOPICS = [
@@ -46,7 +47,7 @@ async def seed(service: MemoryService, n: int) -> None:
             MemoryIn(title=f"{title} {i}", body=f"{body} (note {i} of the runbook)", namespace="shared")
         )
     vectors = await service.embedder.embed([f"{m.title}\n{m.body}" for m in items])  # type: ignore[union-attr]
-    await service.store.note_many(list(zip(items, vectors, strict=True)), actor=AGENT)
+    await StoreWriter(service.store).note_many(list(zip(items, vectors, strict=True)), actor=AGENT)
 
 
 async def models_in_index(store: Store) -> set[str | None]:

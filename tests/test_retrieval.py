@@ -18,6 +18,7 @@ from brain.retrieval.query import compound_names, identifier_tokens, shape_query
 from brain.retrieval.render import estimate_tokens, fence_for, render_block, render_hit, within_budget
 from brain.services.memory import MemoryService
 from brain.store import Scope
+from brain.store.writer import StoreWriter
 
 FACTS = [
     ("repo:payments", "The staging Postgres for payments listens on port 6543 behind pgbouncer."),
@@ -126,7 +127,7 @@ async def test_edge_expansion_pulls_connected_entries(service: MemoryService, ow
             MemoryIn(body="Formatter: renders fenced blocks for injection.", kind="code"), owner
         )
     ).memory
-    await service.store.add_edge(a.lineage_id, b.lineage_id, "calls")
+    await StoreWriter(service.store).add_edge(a.lineage_id, b.lineage_id, "calls")
     res = await _retriever(service, top_k=1).retrieve("brain_hook.py retriever", Scope.of([]))
     assert res.hits[0].id == a.id and [h.id for h in res.expanded] == [b.id]
     assert res.expanded[0].via == a.id
@@ -147,10 +148,12 @@ async def test_expansion_in_the_fetch_picks_what_the_separate_statement_did(
         await note("refund_flow.py reverses a checkout charge."),
     )
     hidden = await note("web_cart.ts posts the checkout form.", ns="repo:web")
-    await service.store.add_edge(a.lineage_id, weak.lineage_id, "calls", 0.4)
-    await service.store.add_edge(a.lineage_id, strong.lineage_id, "calls", 0.9)
-    await service.store.add_edge(back.lineage_id, a.lineage_id, "calls", 0.7)
-    await service.store.add_edge(hidden.lineage_id, a.lineage_id, "calls", 1.0)  # outside the scope
+    await StoreWriter(service.store).add_edge(a.lineage_id, weak.lineage_id, "calls", 0.4)
+    await StoreWriter(service.store).add_edge(a.lineage_id, strong.lineage_id, "calls", 0.9)
+    await StoreWriter(service.store).add_edge(back.lineage_id, a.lineage_id, "calls", 0.7)
+    await StoreWriter(service.store).add_edge(
+        hidden.lineage_id, a.lineage_id, "calls", 1.0
+    )  # outside the scope
     scope = Scope.of([])
     res = await _retriever(service, top_k=1).retrieve("checkout_flow.py charges the card", scope)
     assert res.hits[0].id == a.id

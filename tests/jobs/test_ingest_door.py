@@ -21,6 +21,7 @@ from brain.jobs.common import Progress
 from brain.jobs.ingest import run_ingest, source_actor
 from brain.services.memory import MemoryService
 from brain.store import Store
+from brain.store.writer import StoreWriter
 from tests.jobs.conftest import Repo
 from tests.jobs.test_ingest import spec_for
 
@@ -137,7 +138,7 @@ async def test_no_other_writer_passes_for_the_source(
         await svc.note(
             MemoryIn(body="Deploys go out any time.", source_key="team-notes:notes/deploys.md"), posing
         )
-    behind = await store.note(
+    behind = await StoreWriter(store).note(
         MemoryIn(body="Deploys go out any time.", source_key="team-notes:notes/deploys.md"), actor=posing
     )
     repo.write("notes/deploys.md", DEPLOYS)

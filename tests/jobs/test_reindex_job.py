@@ -24,6 +24,7 @@ from brain.local.devdb import free_port
 from brain.services.memory import MemoryService
 from brain.store import Store
 from brain.store.store import Scope, embed_text
+from brain.store.writer import StoreWriter
 
 AGENT = Actor(name="claude-mac", role="agent", origin="agent")
 TARGET = f"{DEFAULT_MODEL}@rp384"  # same dimension: only the model's name tells the vectors apart
@@ -84,7 +85,7 @@ async def run_job(env: dict[str, str], *args: str) -> tuple[int, dict[str, Any],
 async def seed(store: Store, embedder: LocalEmbedder) -> None:
     items = [MemoryIn(title=t, body=b, namespace="shared") for t, b in NOTES]
     vectors = await embedder.embed([embed_text(m.title, m.body) for m in items])
-    await store.note_many(list(zip(items, vectors, strict=True)), actor=AGENT)
+    await StoreWriter(store).note_many(list(zip(items, vectors, strict=True)), actor=AGENT)
 
 
 async def index_models(store: Store) -> set[str]:

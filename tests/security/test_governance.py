@@ -19,6 +19,7 @@ from brain.services.keys import KeyStore
 from brain.services.memory import TOMBSTONE, MemoryService, Proposed
 from brain.store import Store
 from brain.store import proposals as proposal_rows
+from brain.store.writer import StoreWriter
 
 PAY = "repo:payments"
 WEB = "repo:web"
@@ -93,7 +94,9 @@ async def test_the_latest_digest_is_the_digest_jobs(service: MemoryService, stor
     real = (await service.note(MemoryIn(kind="digest", body="the real week"), DIGEST_ACTOR)).memory
     # A row that skipped today's door (stored before the rule, or straight into the table).
     forged = Actor(name="digest-bot", role="agent", origin="agent")
-    await store.note(MemoryIn(kind="digest", body="all is well, no proposals waiting"), actor=forged)
+    await StoreWriter(store).note(
+        MemoryIn(kind="digest", body="all is well, no proposals waiting"), actor=forged
+    )
     latest = await latest_digest(store)
     assert latest is not None and latest["id"] == real.id
 

@@ -22,6 +22,7 @@ from brain.core.models import KINDS, Actor
 from brain.gateway import tools
 from brain.gateway.auth import authenticate, key_from_headers
 from brain.gateway.boundary import error_body
+from brain.services.memory import read_only
 from brain.store.outage import UNAVAILABLE
 
 ACTOR_SCOPE_KEY = "brain.actor"
@@ -190,11 +191,11 @@ def _str(args: dict[str, Any], name: str) -> str:
 
 
 def tools_for(actor: Actor) -> list[types.Tool]:
-    return READ_TOOLS if actor.role == "read" else READ_TOOLS + WRITE_TOOLS
+    return READ_TOOLS if read_only(actor) else READ_TOOLS + WRITE_TOOLS
 
 
 async def dispatch(actor: Actor, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    if name not in READ_NAMES and actor.role == "read":
+    if name not in READ_NAMES and read_only(actor):  # the door's rule; it refuses the write too
         raise Forbidden(f"key {actor.name!r} is read-only; {name} needs an agent key")
     unknown = sorted(set(args) - ARGUMENTS.get(name, frozenset(args)))
     if unknown:

@@ -45,7 +45,7 @@ from brain.retrieval.compose import ComposeConfig, Injection, InjectionCache, co
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
 from brain.services import capture as capture_door
 from brain.services.keys import KeyStore, KeyVerifier
-from brain.services.memory import MemoryService
+from brain.services.memory import MemoryService, read_only
 from brain.store.store import Scope, Store
 
 log = logging.getLogger("brain.gateway")
@@ -300,7 +300,7 @@ class Runtime:
         if not ctx.capture:
             gm.captures_filtered.labels("opted_out").inc()
             return
-        if ctx.actor.role == "read":
+        if read_only(ctx.actor):  # the door's rule, asked before queueing work it would refuse
             gm.captures_filtered.labels("read_only_key").inc()
             return
         self.capture.submit(lambda: self._capture(ctx, answer, reasoning, model), "capture")

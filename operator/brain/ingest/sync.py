@@ -6,12 +6,15 @@ stored hash, history kept); a stored item the source no longer yields is retired
 Every new or changed item passes the same secret gate and instruction lint as any other write;
 a refused item is listed with the reason and its stored version (if any) is left as it was.
 
-Every write goes through the one door (services.memory) as the source's own Actor: `admit`
-authorises each new or changed item once (the source's declared namespace, its kind, the authorship of
-what it replaces) and screens it, before it is embedded; `note_admitted` then writes new entries in
-bulk (`note_many`, one transaction per batch) with vectors embedded here in batches, because the
-per-item path of `MemoryService.note` would make a repository import embedding-bound one text at a
-time. A source's entries are the active ones under its key prefix *that it wrote*
+Ingest writes nothing itself: it holds a `Store`, which only reads, and computes a `WritePlan`
+(brain.services.plan: adds, supersedes, retires, edges, rejects) that the door applies as the
+source's own Actor. `first_pass` asks the door whether it would take each new or changed item
+(`admit`, a check: the source's declared namespace, its kind, the authorship of what it replaces,
+the screening of every field, `source_key` included) so a refused item is never embedded; vectors
+are embedded here in batches, because the per-item path of `MemoryService.note` would make a
+repository import embedding-bound one text at a time; `build_plan` is pure; `plan.apply` admits
+each entry (reusing the door's own admission from the first pass, recognised by identity) and
+writes (new entries in bulk, one transaction per batch). A source's entries are the active ones under its key prefix *that it wrote*
 (`may_replace`): one an owner wrote by hand, or an agent planted, under a source's key is not
 the source's, and is never superseded, retired or taken for an unchanged item; the source writes its
 own beside it.
@@ -38,14 +41,14 @@ from brain.ingest.items import Edge, Item, Parsed, Reject, shown_name
 from brain.ingest.retireguard import ImportStopped, RetireGuard
 from brain.ingest.retireguard import check as retire_check
 from brain.services.memory import Admitted, MemoryService, may_replace
+from brain.services.plan import Add, Retire, Supersede, WritePlan, apply, why
+from brain.services.plan import Edge as PlanEdge
 from brain.store import sources as source_rows
 from brain.store.store import Store
 
 log = logging.getLogger("brain.ingest")
 EMBED_BATCH = 64
-WRITE_BATCH = 500
 MAX_REJECTS_LISTED = 100
-RELATIONS = ("contains", "calls", "imports", "rationale_for")
 Progress = Callable[[str, int, int], None]
 
 
@@ -111,13 +114,6 @@ def source_key(prefix: str, key: str) -> str:
         return full
     digest = hashlib.sha256(full.encode()).hexdigest()[:16]
     return full[:480] + "…" + digest
-
-
-def _why(e: BrainError | ValueError) -> str:
-    """A refused item's reason for the summary: the door's code and message, or pydantic's first line."""
-    if isinstance(e, BrainError):
-        return f"{e.code}: {e.message}"
-    return f"invalid: {str(e).splitlines()[0]}"
 
 
 def as_vector(value: Any) -> np.ndarray | None:
@@ -256,6 +252,120 @@ def grade(
     return keep
 
 
+@dataclass
+class Pass:
+    """The first pass over a source's items, before anything is embedded: what is unchanged, what
+    the door would refuse, what grading tier 1 drops, and what is left to embed (new or changed)."""
+
+    seen: set[str] = field(default_factory=set)
+    pending: list[tuple[Item, str, Existing | None, Admitted]] = field(default_factory=list)
+    known: dict[str, str] = field(default_factory=dict)  # item key → lineage id, left as stored
+    dropped: set[str] = field(default_factory=set)  # graded out: a stored previous version is retired
+
+
+def first_pass(
+    door: MemoryService,
+    actor: Actor,
+    prefix: str,
+    namespace: str,
+    items: Sequence[Item],
+    existing: dict[str, Existing],
+    cfg: GradingConfig,
+    summary: Summary,
+) -> Pass:
+    """Skip what is unchanged, grade tier 1, and ask the door (`admit`, a check that writes nothing)
+    whether it would take each new or changed item, so a refused one is listed and never embedded.
+    The plan carries what the door returned; `plan.apply` writes it as is only because that same
+    door issued it (anything else it admits again)."""
+    out = Pass()
+    for item in items:
+        skey = source_key(prefix, item.key)
+        if skey in out.seen:
+            summary.rejects.append(Reject(item.key, "duplicate item identity in this source"))
+            continue
+        out.seen.add(skey)
+        old = existing.get(skey)
+        if old is not None and old.namespace != namespace:
+            old = None  # the source moved namespace: the old entry is retired below, this one added
+        item.attrs["ingest_hash"] = fp = item.fingerprint()  # before grading adds its score
+        if old is not None and old.fingerprint == fp:
+            summary.skipped += 1
+            out.known[item.key] = old.lineage_id
+            continue
+        if item.graded:
+            summary.grading.chunks += 1
+            quality = score_chunk(item.raw or item.body, str(item.attrs.get("symbol", "")))
+            item.attrs["quality"] = quality
+            floor = cfg.min_score - (0.10 if cfg.tuning else 0.0)
+            if quality < floor:
+                summary.grading.tier1_dropped += 1
+                out.dropped.add(skey)
+                continue
+        try:  # the door: the source's namespace, the kind, what it replaces, then the one screening
+            mem = _memory_in(item, skey, namespace, {"source": prefix.rstrip(":")})
+            if old is None and (vf := _valid_from(item.attrs.get("valid_from"))):
+                mem = mem.model_copy(update={"valid_from": vf})
+            admitted = door.admit(mem, actor, replaces=old, standing=item.standing, required=item.required)
+        except (BrainError, ValueError) as e:  # one refused item must not abort the whole import
+            summary.rejects.append(Reject(shown_name(item.key), why(e)))
+            if old is not None:
+                out.known[item.key] = old.lineage_id  # the stored version stays, not retired
+            continue
+        out.pending.append((item, skey, old, admitted))
+    return out
+
+
+def build_plan(
+    prefix: str,
+    namespace: str,
+    first: Pass,
+    keep: Sequence[bool],
+    vectors: np.ndarray,
+    existing: dict[str, Existing],
+    edges: Sequence[Edge],
+) -> WritePlan:
+    """The writes that make the store hold what the source says (pure: nothing is read or written).
+
+    A stored entry is retired when the source no longer yields it, grading dropped it, or the source
+    moved namespace; one left as stored (unchanged, or refused) or about to be superseded stays."""
+    adds: list[Add] = []
+    supersedes: list[Supersede] = []
+    dropped = set(first.dropped)
+    for (item, skey, old, a), vec, k in zip(first.pending, vectors, keep, strict=True):
+        if not k:
+            dropped.add(skey)
+        elif old is None:
+            adds.append(Add(item.key, a.item, vec, item.standing, item.required, admitted=a))
+        else:
+            supersedes.append(
+                Supersede(
+                    item.key,
+                    a.item,
+                    vec,
+                    replaces=old,
+                    standing=item.standing,
+                    required=item.required,
+                    admitted=a,
+                )
+            )
+    staying = {source_key(prefix, k) for k in first.known} | {source_key(prefix, s.key) for s in supersedes}
+    retires = []
+    for skey, old in existing.items():
+        if skey in staying and old.namespace == namespace:
+            continue
+        reason = f"removed upstream from source {prefix.rstrip(':')}"
+        if skey in dropped:
+            reason = f"dropped by chunk quality grading in source {prefix.rstrip(':')}"
+        retires.append(Retire(old, reason))
+    return WritePlan(
+        adds=tuple(adds),
+        supersedes=tuple(supersedes),
+        retires=tuple(retires),
+        edges=tuple(PlanEdge(e.source, e.target, e.relation, e.confidence) for e in edges),
+        known=dict(first.known),
+    )
+
+
 async def sync(
     store: Store,
     embedder: Embedder,
@@ -288,103 +398,22 @@ async def sync(
         log.warning(
             "%d entries under %s's keys were written by others; left as they are", summary.foreign, prefix
         )
-    seen: set[str] = set()
-    pending: list[tuple[Item, str, Admitted]] = []  # new or changed, admitted by the door
-    lineage: dict[str, str] = {}  # item key → lineage id (for edges)
-    dropped: set[str] = set()  # graded out: a stored previous version is retired
-    for item in parsed.items:
-        skey = source_key(prefix, item.key)
-        if skey in seen:
-            summary.rejects.append(Reject(item.key, "duplicate item identity in this source"))
-            continue
-        seen.add(skey)
-        old = existing.get(skey)
-        if old is not None and old.namespace != namespace:
-            old = None  # the source moved namespace: the old entry is retired below, this one added
-        item.attrs["ingest_hash"] = fp = item.fingerprint()  # before grading adds its score
-        if old is not None and old.fingerprint == fp:
-            summary.skipped += 1
-            lineage[item.key] = old.lineage_id
-            continue
-        if item.graded:
-            summary.grading.chunks += 1
-            quality = score_chunk(item.raw or item.body, str(item.attrs.get("symbol", "")))
-            item.attrs["quality"] = quality
-            floor = cfg.min_score - (0.10 if cfg.tuning else 0.0)
-            if quality < floor:
-                summary.grading.tier1_dropped += 1
-                dropped.add(skey)
-                continue
-        try:  # the door: the source's namespace, the kind, what it replaces, then the one screening
-            mem = _memory_in(item, skey, namespace, {"source": prefix.rstrip(":")})
-            if old is None and (vf := _valid_from(item.attrs.get("valid_from"))):
-                mem = mem.model_copy(update={"valid_from": vf})
-            admitted = door.admit(mem, actor, replaces=old, standing=item.standing, required=item.required)
-        except (BrainError, ValueError) as e:  # one refused item must not abort the whole import
-            summary.rejects.append(Reject(shown_name(item.key), _why(e)))
-            if old is not None:
-                lineage[item.key] = old.lineage_id  # the stored version stays, not retired
-            continue
-        pending.append((item, skey, admitted))
-    removed = [k for k in existing if k not in seen]
+    first = first_pass(door, actor, prefix, namespace, parsed.items, existing, cfg, summary)
+    removed = [k for k in existing if k not in first.seen]
     if (stop := retire_check(removed, len(existing), guard or RetireGuard())) is not None:
         raise ImportStopped(stop)
-    vectors = await embed_all(embedder, [_embed_text(i) for i, _, _ in pending], progress)
-    keep = grade([(i, k) for i, k, _ in pending], vectors, existing, cfg, summary.grading)
-    summary.grading.kept = sum(1 for (item, _, _), k in zip(pending, keep, strict=True) if item.graded and k)
-
-    adds: list[tuple[Admitted, np.ndarray | None, Item]] = []
-    for (item, skey, admitted), vec, k in zip(pending, vectors, keep, strict=True):
-        if not k:
-            dropped.add(skey)
-            continue
-        old = existing.get(skey)
-        if admitted.replaces is None:
-            adds.append((admitted, vec, item))
-            continue
-        assert old is not None
-        try:
-            new = await door.supersede_admitted(admitted, vec)
-        except BrainError as e:
-            summary.rejects.append(Reject(shown_name(item.key), _why(e)))
-            lineage[item.key] = old.lineage_id
-            continue
-        summary.superseded += 1
-        lineage[item.key] = new.lineage_id
-    for i in range(0, len(adds), WRITE_BATCH):
-        batch = adds[i : i + WRITE_BATCH]
-        mems = await door.note_admitted([(a, v) for a, v, _ in batch])
-        for stored, (_, _, item) in zip(mems, batch, strict=True):
-            lineage[item.key] = stored.lineage_id
-        summary.added += len(batch)
-        if progress:
-            progress("writing", min(i + WRITE_BATCH, len(adds)), len(adds))
-
-    kept_keys = {source_key(prefix, k) for k in lineage}
-    for skey, old in existing.items():
-        if skey in kept_keys and old.namespace == namespace:
-            continue
-        reason = f"removed upstream from source {prefix.rstrip(':')}"
-        if skey in dropped:
-            reason = f"dropped by chunk quality grading in source {prefix.rstrip(':')}"
-        try:
-            await door.retire_own(old, reason, actor)
-            summary.retired += 1
-        except BrainError as e:
-            log.warning("could not retire %s: %s", old.id, e.message)
-    summary.edges = await write_edges(store, parsed.edges, lineage)
+    vectors = await embed_all(embedder, [_embed_text(i) for i, _, _, _ in first.pending], progress)
+    keep = grade([(i, k) for i, k, _, _ in first.pending], vectors, existing, cfg, summary.grading)
+    summary.grading.kept = sum(
+        1 for (item, _, _, _), k in zip(first.pending, keep, strict=True) if item.graded and k
+    )
+    plan = build_plan(prefix, namespace, first, keep, vectors, existing, parsed.edges)
+    applied = await apply(door, plan, actor, progress=progress)
+    summary.rejects.extend(Reject(shown_name(key), reason) for key, reason in applied.rejects)
+    for memory_id, reason in applied.unretired:  # another writer's entry by now: logged, as before
+        log.warning("could not retire %s: %s", memory_id, reason)
+    summary.added, summary.superseded, summary.retired = applied.added, applied.superseded, applied.retired
+    summary.edges = applied.edges
     summary.rejected = len(summary.rejects)
     summary.seconds = time.monotonic() - t0
     return summary
-
-
-async def write_edges(store: Store, edges: Sequence[Edge], lineage: dict[str, str]) -> int:
-    """Replace this source's derived edges with the current set (edges join lineages)."""
-    rows = {}
-    for e in edges:
-        s, t = lineage.get(e.source), lineage.get(e.target)
-        if s and t and s != t:
-            rows[(s, t, e.relation)] = e.confidence
-    sources = sorted(set(lineage.values()))
-    await source_rows.replace_edges(store, sources, RELATIONS, rows)
-    return len(rows)

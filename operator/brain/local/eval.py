@@ -28,6 +28,8 @@ from brain.retrieval.catalog import Catalog
 from brain.retrieval.compose import ComposeConfig, compose
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
 from brain.retrieval.render import estimate_tokens, render_block
+from brain.services.memory import MemoryService
+from brain.services.plan import Add, Supersede, WritePlan, apply
 from brain.store.store import Scope, Store, embed_text
 
 MODES: dict[str, tuple[str, ...]] = {
@@ -191,7 +193,6 @@ async def load_into(
     ds: Dataset,
     *,
     episodes: Literal["field", "valid_from"] = "field",
-    batch: int = 256,
     progress: Any = None,
 ) -> dict[str, str]:
     """Insert every memory (supersedes applied in time order); returns dataset id → store id.
@@ -204,7 +205,6 @@ async def load_into(
     position = {m.id: i for i, m in enumerate(ds.memories)}
     plain = [m for m in ds.memories if not m.supersedes]
     chained = sorted((m for m in ds.memories if m.supersedes), key=lambda m: m.valid_from or datetime.min)
-    mapping: dict[str, str] = {}
 
     def episode_of(m: EvalMemory) -> str | None:
         if m.episode or episodes == "field" or m.valid_from is None:
@@ -225,19 +225,23 @@ async def load_into(
 
     ordered = plain + chained
     vectors = await embed_corpus(embedder, [embed_text(m.title, m.body) for m in ordered], progress=progress)
-    for i in range(0, len(plain), batch):
-        chunk = plain[i : i + batch]
-        stored = await store.note_many([(to_in(m), vectors[i + j]) for j, m in enumerate(chunk)], actor=actor)
-        mapping.update({m.id: s.id for m, s in zip(chunk, stored, strict=True)})
-    for j, m in enumerate(chained):
-        new = await store.supersede(
-            mapping[m.supersedes or ""],
-            to_in(m),
-            expected_hash=None,
-            actor=actor,
-            embedding=vectors[len(plain) + j],
+    # eval writes nothing itself: it plans the corpus and the door writes it, as it writes an import
+    # (the same checks and screening; episodic, as the corpus was always stored, so the figures hold)
+    plan = WritePlan(
+        adds=tuple(Add(m.id, to_in(m), vectors[i]) for i, m in enumerate(plain)),
+        supersedes=tuple(
+            Supersede(m.id, to_in(m), vectors[len(plain) + j], after=m.supersedes or "")
+            for j, m in enumerate(chained)
+        ),
+        episodic=True,
+    )
+    applied = await apply(MemoryService(store, embedder), plan, actor)
+    if applied.rejects:
+        key, reason = applied.rejects[0]
+        raise InvalidInput(
+            f"the door refused {len(applied.rejects)} memories; {key}: {reason}", field="memories"
         )
-        mapping[m.id] = new.id
+    mapping: dict[str, str] = applied.ids
     # Planner statistics, as autovacuum would gather them on a live brain; fresh tables plan badly.
     await store.analyze()
     return mapping

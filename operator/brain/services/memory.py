@@ -5,11 +5,15 @@ rules (who may write where, what may be stored, which tier) live in one place. `
 screening of a writer's entry: every field a writer controls (title, body, tags, attrs keys and
 values, source_key, episode, domain_keywords) passes the secret gate, then the instruction lint,
 after the model's normalisation (one-line NFKC titles, no control or invisible characters).
+The door holds the store's one writer (`brain.store.writer.StoreWriter`), which no other room may
+import (.importlinter, only-services-write): a `Store` alone only reads. Batch writers (ingest,
+eval) hand the door a plan instead (`brain.services.plan`).
 """
 
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +42,7 @@ from brain.retrieval.pipeline import Retriever
 from brain.retrieval.render import estimate_tokens
 from brain.store import sources as source_rows
 from brain.store.store import Scope, Store, embed_text
+from brain.store.writer import StoreWriter
 
 log = logging.getLogger("brain.services.memory")
 
@@ -164,24 +169,44 @@ def may_pin(actor: Actor) -> bool:
     return actor.origin in ("owner", "import")
 
 
-async def pin(store: Store, memory_id: str, actor: Actor, *, standing: bool, required: bool) -> bool:
+def read_only(actor: Actor) -> bool:
+    """A read key never writes, on any surface: the door refuses it (`_authorize_write`), and a
+    surface that would do work before reaching the door (the gateway's capture queue) asks here."""
+    return actor.role == "read"
+
+
+async def pin(writer: StoreWriter, memory_id: str, actor: Actor, *, standing: bool, required: bool) -> bool:
     """Set the front-matter flags of an entry a sync just wrote; whether they were set. A writer who
     may not pin gets its entry stored unpinned, not refused (its text is still worth retrieving)."""
     if not (standing or required) or not may_pin(actor):
         return False
-    await source_rows.set_flags(store, memory_id, standing=standing, required=required)
+    await writer.set_flags(memory_id, standing=standing, required=required)
     return True
 
 
 class Held(Protocol):
     """What the door needs of a stored entry an import means to replace (ingest's `Existing` rows)."""
 
-    id: str
-    content_hash: str
-    namespace: str
-    kind: str
-    author: str
-    origin: str
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def lineage_id(self) -> str: ...
+
+    @property
+    def content_hash(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def author(self) -> str: ...
+
+    @property
+    def origin(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -219,9 +244,13 @@ class MemoryService:
         retriever: Retriever | None = None,
     ) -> None:
         self.store = store
+        self.writer = StoreWriter(store)  # the only writer: no other room may import it (.importlinter)
         self.embedder = embedder
         self.gate = gate or SecretGate("refuse")
         self.retriever = retriever or Retriever(store, embedder)
+        # what `admit` handed out, by identity: `plan.apply` writes one of these without screening it
+        # twice, and anything else (a copy, one made elsewhere, another door's) is admitted again
+        self._issued: weakref.WeakValueDictionary[int, Admitted] = weakref.WeakValueDictionary()
 
     # ------------------------------------------------------------------ checks
 
@@ -235,7 +264,7 @@ class MemoryService:
                 "write under another name",
                 field="name",
             )
-        if actor.role == "read":
+        if read_only(actor):
             raise Forbidden(f"key {actor.name!r} is read-only; writing needs an agent or owner key")
         if not actor.can_write(namespace):
             allowed = ", ".join(actor.namespaces or ())
@@ -297,7 +326,7 @@ class MemoryService:
         if (standing or required) and not may_pin(actor):
             raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
         item = self._screen(item, actor)
-        return await self.store.note(
+        return await self.writer.note(
             item,
             actor=actor,
             tier=tier_for(actor, item.kind),
@@ -319,7 +348,7 @@ class MemoryService:
                 "and an owner will promote it)"
             )
         item = self._screen(item.model_copy(update={"namespace": current.namespace}), actor)
-        return await self.store.supersede(
+        return await self.writer.supersede(
             memory_id,
             item,
             expected_hash=expected_hash,
@@ -336,7 +365,7 @@ class MemoryService:
     ) -> NoteResult | Proposed:
         """REST and MCP's note: an entry of a curated kind that `actor` may not write is queued as a
         proposal for an owner (screened like any draft) instead of refused; everything else is `note`."""
-        if may_write_kind(actor, item.kind) or actor.role == "read" or item.kind == "digest":
+        if may_write_kind(actor, item.kind) or read_only(actor) or item.kind == "digest":
             return await self.note(item, actor, standing=standing, required=required)
         self._authorize_write(actor, item.namespace)
         if standing or required:  # a proposal carries no pin: asking for one is refused, not dropped
@@ -350,7 +379,7 @@ class MemoryService:
         becomes a proposal to supersede (drafted against the hash it read), for an owner to approve."""
         current = (await self.store.get(memory_id)).memory
         kinds = (item.kind, current.kind)
-        if actor.role == "read" or "digest" in kinds or all(may_write_kind(actor, k) for k in kinds):
+        if read_only(actor) or "digest" in kinds or all(may_write_kind(actor, k) for k in kinds):
             return await self.supersede(memory_id, item, expected_hash, actor)
         self._authorize_write(actor, current.namespace)
         if current.status != "active":
@@ -408,7 +437,7 @@ class MemoryService:
         self._authorize_replace(actor, memory_id, current.author, current.origin)
         if current.tier == "curated" and actor.role != "owner":
             raise Forbidden(f"memory {memory_id} is curated; only an owner can forget it")
-        return await self.store.set_status(
+        return await self.writer.set_status(
             memory_id,
             "forgotten",
             self.gate.check("reason", reason),
@@ -422,7 +451,7 @@ class MemoryService:
             raise Forbidden("only an owner key can restore a memory")
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)
-        return await self.store.restore(memory_id, self.gate.check("reason", reason), actor=actor)
+        return await self.writer.restore(memory_id, self.gate.check("reason", reason), actor=actor)
 
     async def retire(self, memory_id: str, reason: str, actor: Actor) -> Memory:
         if actor.role != "owner" and actor.origin != "import":
@@ -430,7 +459,7 @@ class MemoryService:
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)  # a confined owner retires only in its namespaces
         self._authorize_replace(actor, memory_id, current.author, current.origin)
-        return await self.store.set_status(
+        return await self.writer.set_status(
             memory_id, "retired", reason, actor=actor, only_author=actor.name if is_import(actor) else None
         )
 
@@ -453,7 +482,7 @@ class MemoryService:
                 domain_keywords=current.domain_keywords,
             )
             screen(stored, SecretGate("refuse"), origin=current.origin)
-        return await self.store.promote(memory_id, actor=actor, standing=standing, required=required)
+        return await self.writer.promote(memory_id, actor=actor, standing=standing, required=required)
 
     # ------------------------------------------------------------------ imports (a MemorySource's sync)
 
@@ -465,10 +494,16 @@ class MemoryService:
         replaces: Held | None = None,
         standing: bool = False,
         required: bool = False,
+        episodic: bool = False,
     ) -> Admitted:
         """Authorise and screen one entry of an import, with no round trip: the same checks as `note`
         and `supersede` (namespace, kind, authorship of what it replaces), then the one screening.
-        Raises the door's error; a writer who may not pin gets its entry unpinned (see `pin`)."""
+        Raises the door's error; a writer who may not pin gets its entry unpinned (see `pin`).
+        `episodic` stores it below the writer's tier (never above: that is not a privilege).
+
+        Only a check: nothing is written. `brain.services.plan.apply` writes an `Admitted` only if
+        this door issued that very object (`issued`); any other is admitted again, so one made
+        anywhere else is never trusted."""
         self._authorize_write(actor, item.namespace)
         self._authorize_kind(actor, item.kind, was=replaces.kind if replaces else None)
         if replaces is not None:
@@ -479,43 +514,51 @@ class MemoryService:
                     field="namespace",
                 )
         pinned = may_pin(actor)
-        return Admitted(
+        admitted = Admitted(
             self._screen(item, actor),
             actor,
-            tier_for(actor, item.kind),
+            "episodic" if episodic else tier_for(actor, item.kind),
             standing=standing and pinned,
             required=required and pinned,
             replaces=replaces.id if replaces else None,
             expected_hash=replaces.content_hash if replaces else None,
         )
+        self._issued[id(admitted)] = admitted
+        return admitted
 
-    async def note_admitted(self, batch: Sequence[tuple[Admitted, np.ndarray | None]]) -> list[Memory]:
+    def issued(self, admitted: Admitted, actor: Actor) -> bool:
+        """Whether this door's `admit` returned this very object, for `actor` (identity, not equality:
+        an equal copy built elsewhere was never screened)."""
+        return self._issued.get(id(admitted)) is admitted and admitted.actor == actor
+
+    async def _note_admitted(self, batch: Sequence[tuple[Admitted, np.ndarray | None]]) -> list[Memory]:
         """Admitted new entries in one transaction per actor and tier (no dedup: imports dedup on
-        identity), each pinned as its front matter asked when its writer may pin."""
+        identity), each pinned as its front matter asked when its writer may pin. Private to the
+        door: `brain.services.plan.apply` admits, then calls it."""
         out: list[Memory] = []
         groups: dict[tuple[Actor, str], list[int]] = {}
         for i, (a, _) in enumerate(batch):
             if a.replaces is not None:
-                raise InvalidInput("an admitted supersede is written by supersede_admitted", field="id")
+                raise InvalidInput("an admitted supersede is written by _supersede_admitted", field="id")
             groups.setdefault((a.actor, a.tier), []).append(i)
         stored: dict[int, Memory] = {}
         for (actor, tier), idx in groups.items():
-            mems = await self.store.note_many(
+            mems = await self.writer.note_many(
                 [(batch[i][0].item, batch[i][1]) for i in idx], actor=actor, tier=tier
             )
             stored.update(zip(idx, mems, strict=True))
         for i, (a, _) in enumerate(batch):
             out.append(stored[i])
-            await pin(self.store, stored[i].id, a.actor, standing=a.standing, required=a.required)
+            await pin(self.writer, stored[i].id, a.actor, standing=a.standing, required=a.required)
         return out
 
-    async def supersede_admitted(self, admitted: Admitted, embedding: np.ndarray | None) -> Memory:
+    async def _supersede_admitted(self, admitted: Admitted, embedding: np.ndarray | None) -> Memory:
         """An admitted change of an entry: compare-and-set on the hash it was admitted against, and
         (for an import) only while the current version is still its own, checked in the store's
         transaction."""
         if admitted.replaces is None:
-            raise InvalidInput("an admitted new entry is written by note_admitted", field="id")
-        new = await self.store.supersede(
+            raise InvalidInput("an admitted new entry is written by _note_admitted", field="id")
+        new = await self.writer.supersede(
             admitted.replaces,
             admitted.item,
             expected_hash=admitted.expected_hash,
@@ -524,7 +567,7 @@ class MemoryService:
             embedding=embedding,
             only_author=admitted.actor.name if is_import(admitted.actor) else None,
         )
-        await pin(self.store, new.id, admitted.actor, standing=admitted.standing, required=admitted.required)
+        await pin(self.writer, new.id, admitted.actor, standing=admitted.standing, required=admitted.required)
         return new
 
     async def retire_own(self, held: Held, reason: str, actor: Actor) -> Memory:
@@ -533,9 +576,29 @@ class MemoryService:
         if not is_import(actor):
             raise Forbidden("retire_own is an import's; an owner retires with retire")
         self._authorize_replace(actor, held.id, held.author, held.origin)
-        return await self.store.set_status(
+        return await self.writer.set_status(
             held.id, "retired", self.gate.check("reason", reason), actor=actor, only_author=actor.name
         )
+
+    async def replace_edges(
+        self,
+        actor: Actor,
+        lineages: Sequence[str],
+        relations: Sequence[str],
+        rows: dict[tuple[str, str, str], float],
+    ) -> None:
+        """An import's derived edges: out of its own lineages only, replaced in one transaction.
+
+        Every lineage named (as a source of the edges dropped, or an end of one kept) must be the
+        import's own, checked against the rows: a plan cannot drop or draw another writer's edges."""
+        if not is_import(actor):
+            raise Forbidden("derived edges are an import's; they come from a source's sync")
+        named = sorted({*lineages, *(s for s, _, _ in rows), *(t for _, t, _ in rows)})
+        owners = await source_rows.lineage_owners(self.store, named)
+        for lid in named:
+            author, origin = owners.get(lid, ("", ""))
+            self._authorize_replace(actor, lid, author, origin)
+        await self.writer.replace_edges(sorted(set(lineages)), relations, rows)
 
     # ------------------------------------------------------------------ reads
 
@@ -547,7 +610,7 @@ class MemoryService:
             raise Forbidden("only an owner key can purge a memory")
         current = (await self.store.get(memory_id)).memory
         self._authorize_write(actor, current.namespace)
-        await self.store.purge(memory_id, self.gate.check("reason", reason), TOMBSTONE, actor=actor)
+        await self.writer.purge(memory_id, self.gate.check("reason", reason), TOMBSTONE, actor=actor)
         return await self.store.get(memory_id)
 
     async def get(self, memory_id: str, actor: Actor) -> MemoryDetail:

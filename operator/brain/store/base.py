@@ -2,8 +2,8 @@
 
 `StoreBase` opens (and migrates) the database and hands out connections that are abandoned, not
 rolled back, when the server stops answering; the memories aggregate is split by job into
-`memory_writes`, `memory_reads`, `legs`, `lineage` and `events`, which `brain.store.store.Store`
-puts back together as one object for callers.
+`memory_reads`, `legs`, `lineage` and `events`, which `brain.store.store.Store` puts back together
+as one object for callers, and `writer`, which only the door (brain.services) holds.
 """
 
 from __future__ import annotations

@@ -104,14 +104,3 @@ class Lineage(StoreBase):
             *args,
         )
         return {r["id"]: (r["episode"], r["seq"]) for r in rows}
-
-    async def add_edge(self, source: str, target: str, relation: str, confidence: float = 1.0) -> None:
-        """Edges join lineages, so they survive a supersede."""
-        await self._pool.execute(
-            """INSERT INTO edges (source_id, target_id, relation, confidence) VALUES ($1, $2, $3, $4)
-               ON CONFLICT (source_id, target_id, relation) DO UPDATE SET confidence = excluded.confidence""",
-            source,
-            target,
-            relation,
-            confidence,
-        )

@@ -1,9 +1,10 @@
-"""What a source sync (ingest) reads and writes besides memories themselves: the entries a source
-already has, front-matter flags, and the source's derived edges."""
+"""What a source sync (ingest) reads besides memories themselves: the entries a source already has.
+Its writes (front-matter flags, derived edges) are the writer's (`brain.store.writer`), which only
+the door imports."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from brain.store.store import Store
@@ -20,24 +21,11 @@ async def active_under(store: Store, prefix: str, *, with_vectors: bool) -> list
     return rows
 
 
-async def set_flags(store: Store, memory_id: str, *, standing: bool, required: bool) -> None:
-    await store._pool.execute(
-        "UPDATE memories SET standing = $2, required = $3 WHERE id = $1", memory_id, standing, required
+async def lineage_owners(store: Store, lineage_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """(author, origin) of each lineage's newest version: whose edges a sync may replace."""
+    rows = await store._pool.fetch(
+        """SELECT DISTINCT ON (lineage_id) lineage_id, author, origin FROM memories
+            WHERE lineage_id = ANY($1::text[]) ORDER BY lineage_id, version DESC""",
+        list(lineage_ids),
     )
-
-
-async def replace_edges(
-    store: Store, sources: list[str], relations: Iterable[str], rows: Mapping[tuple[str, str, str], float]
-) -> None:
-    """In one transaction: drop the `relations` edges out of `sources`, insert `rows` (upserting)."""
-    async with store._pool.acquire() as conn, conn.transaction():
-        await conn.execute(
-            "DELETE FROM edges WHERE source_id = ANY($1::text[]) AND relation = ANY($2::text[])",
-            sources,
-            list(relations),
-        )
-        await conn.executemany(
-            """INSERT INTO edges (source_id, target_id, relation, confidence) VALUES ($1, $2, $3, $4)
-               ON CONFLICT (source_id, target_id, relation) DO UPDATE SET confidence = excluded.confidence""",
-            [(s, t, r, c) for (s, t, r), c in rows.items()],
-        )
+    return {r["lineage_id"]: (r["author"], r["origin"]) for r in rows}

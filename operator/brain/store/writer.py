@@ -1,4 +1,9 @@
-"""Memories, written: note, supersede (compare-and-set), forget/retire/restore, promote, embeddings.
+"""The store's one writer: memories (note, supersede with compare-and-set, forget/retire/restore,
+purge, promote), their front-matter flags and the edges between lineages.
+
+Only `brain.services` imports this module (`.importlinter`, contract only-services-write; pinned by
+tests/test_architecture_boundaries.py): the `Store` facade every room holds reads, and writes go
+through the door, which authorises and screens every field a row will hold before it gets here.
 
 Nothing is overwritten: supersede closes the old version (valid_to, status) and inserts the next one
 in the same lineage; forget and retire are status changes with a reason. Every change of another
@@ -8,7 +13,7 @@ author's entry is audited in the same transaction.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -90,8 +95,15 @@ async def _audit(
     )
 
 
-class MemoryWrites(StoreBase):
-    """The governed writes of the memories aggregate (the door, services.memory, calls them)."""
+class StoreWriter:
+    """The writes of the memories aggregate, over a store's pool (the door, services, holds one).
+
+    A `Store` alone cannot write: the facade has no write method, so a room that holds a store but
+    may not import this module (everything but `brain.services`) has no way to change a memory.
+    """
+
+    def __init__(self, store: StoreBase) -> None:
+        self._base = store
 
     async def _insert(
         self,
@@ -108,7 +120,9 @@ class MemoryWrites(StoreBase):
         required: bool = False,
     ) -> Memory:
         mid = new_id()
-        embedding = await vector_for_write(conn, self.embedding_model, self._check_embedding(embedding))
+        embedding = await vector_for_write(
+            conn, self._base.embedding_model, self._base._check_embedding(embedding)
+        )
         row = await conn.fetchrow(
             f"""INSERT INTO memories (id, lineage_id, version, kind, namespace, tier, origin, author, title, body,
                    tags, attrs, source_key, content_hash, valid_from, supersedes, importance, standing, required,
@@ -140,7 +154,7 @@ class MemoryWrites(StoreBase):
             required,
             [k.lower() for k in item.domain_keywords],
             embedding,
-            self.embedding_model if embedding is not None else None,
+            self._base.embedding_model if embedding is not None else None,
             actor.name if tier == "curated" else None,
             datetime.now(UTC) if tier == "curated" else None,
             item.episode,
@@ -160,7 +174,7 @@ class MemoryWrites(StoreBase):
     ) -> NoteResult:
         """Insert, unless an identical body already lives in the namespace: then return that entry."""
         h = content_hash(item.body)
-        async with self._tx() as conn:
+        async with self._base._tx() as conn:
             # Serialise writers of the same body so two concurrent identical notes cannot both insert.
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", f"{item.namespace}|{h}")
             existing = await conn.fetchrow(
@@ -181,7 +195,7 @@ class MemoryWrites(StoreBase):
     ) -> list[Memory]:
         """Bulk insert for imports and evaluation: one transaction, no dedup (callers dedup on identity)."""
         out = []
-        async with self._tx() as conn:
+        async with self._base._tx() as conn:
             for item, emb in items:
                 out.append(await self._insert(conn, item, actor=actor, tier=tier, embedding=emb))
         return out
@@ -199,8 +213,8 @@ class MemoryWrites(StoreBase):
     ) -> Memory:
         """Compare-and-set: refuse if the current version's hash is not the one the caller read (and,
         with `only_author`, if another author wrote the current version)."""
-        async with self._tx() as conn:
-            old = await self._current(conn, memory_id, lock=True)
+        async with self._base._tx() as conn:
+            old = await self._base._current(conn, memory_id, lock=True)
             if old["status"] != "active":
                 current = await conn.fetchval(
                     "SELECT id FROM memories WHERE lineage_id = $1 AND status = 'active'", old["lineage_id"]
@@ -260,8 +274,8 @@ class MemoryWrites(StoreBase):
         """forget / retire: a soft delete that keeps the row and says why and who (`restore` undoes it)."""
         if not reason.strip():
             raise InvalidInput(f"{status} needs a reason", field="reason")
-        async with self._tx() as conn:
-            old = await self._current(conn, memory_id, lock=True)
+        async with self._base._tx() as conn:
+            old = await self._base._current(conn, memory_id, lock=True)
             if old["status"] != "active":
                 raise Conflict(f"memory {memory_id} is already {old['status']}", field="id")
             _require_author(old, memory_id, only_author)
@@ -292,8 +306,8 @@ class MemoryWrites(StoreBase):
             raise Forbidden("only an owner key can restore a memory")
         if not reason.strip():
             raise InvalidInput("restore needs a reason", field="reason")
-        async with self._tx() as conn:
-            old = await self._current(conn, memory_id, lock=True)
+        async with self._base._tx() as conn:
+            old = await self._base._current(conn, memory_id, lock=True)
             if old["status"] not in ("forgotten", "retired"):
                 raise Conflict(
                     f"memory {memory_id} is {old['status']}; only a forgotten or retired entry can be restored",
@@ -328,8 +342,8 @@ class MemoryWrites(StoreBase):
             raise Forbidden("only an owner key can purge a memory")
         if not reason.strip():
             raise InvalidInput("purge needs a reason", field="reason")
-        async with self._tx() as conn:
-            old = await self._current(conn, memory_id, lock=True)
+        async with self._base._tx() as conn:
+            old = await self._base._current(conn, memory_id, lock=True)
             served = await conn.fetchval(
                 "SELECT id FROM memories WHERE lineage_id = $1 AND status = 'active' LIMIT 1",
                 old["lineage_id"],
@@ -371,8 +385,8 @@ class MemoryWrites(StoreBase):
         """Owner only. Untrusted text is never promoted and never standing."""
         if actor.role != "owner":
             raise Forbidden("only an owner key can promote a memory to the curated tier")
-        async with self._tx() as conn:
-            old = await self._current(conn, memory_id, lock=True)
+        async with self._base._tx() as conn:
+            old = await self._base._current(conn, memory_id, lock=True)
             if old["status"] != "active":
                 raise Conflict(
                     f"memory {memory_id} is {old['status']}; promote the current version", field="id"
@@ -389,3 +403,38 @@ class MemoryWrites(StoreBase):
                 required,
             )
             return _record_to_memory(row)
+
+    # ------------------------------------------------------------------ flags and edges
+
+    async def set_flags(self, memory_id: str, *, standing: bool, required: bool) -> None:
+        """A sync's front-matter pins on an entry it just wrote (the door decides who may pin)."""
+        await self._base._pool.execute(
+            "UPDATE memories SET standing = $2, required = $3 WHERE id = $1", memory_id, standing, required
+        )
+
+    async def add_edge(self, source: str, target: str, relation: str, confidence: float = 1.0) -> None:
+        """Edges join lineages, so they survive a supersede."""
+        await self._base._pool.execute(
+            """INSERT INTO edges (source_id, target_id, relation, confidence) VALUES ($1, $2, $3, $4)
+               ON CONFLICT (source_id, target_id, relation) DO UPDATE SET confidence = excluded.confidence""",
+            source,
+            target,
+            relation,
+            confidence,
+        )
+
+    async def replace_edges(
+        self, sources: list[str], relations: Iterable[str], rows: Mapping[tuple[str, str, str], float]
+    ) -> None:
+        """In one transaction: drop the `relations` edges out of `sources`, insert `rows` (upserting)."""
+        async with self._base._tx() as conn:
+            await conn.execute(
+                "DELETE FROM edges WHERE source_id = ANY($1::text[]) AND relation = ANY($2::text[])",
+                sources,
+                list(relations),
+            )
+            await conn.executemany(
+                """INSERT INTO edges (source_id, target_id, relation, confidence) VALUES ($1, $2, $3, $4)
+                   ON CONFLICT (source_id, target_id, relation) DO UPDATE SET confidence = excluded.confidence""",
+                [(s, t, r, c) for (s, t, r), c in rows.items()],
+            )

@@ -1,0 +1,74 @@
+"""The direction of the walls that `.importlinter` states, pinned from the import graph itself.
+
+One writer (issue #30): the `Store` facade every room holds only reads; `brain.store.writer` is
+imported by `brain.services` alone, so ingest, eval, the jobs and the surfaces write by handing the
+door a plan or a call. `make lint` enforces the rooms (contract only-services-write); this test
+also covers a module that does not exist yet (any new module of `brain` or `brain.store` that
+imports the writer fails here), and that no contract waves an import through.
+"""
+
+from __future__ import annotations
+
+import configparser
+from pathlib import Path
+
+import grimp
+import pytest
+
+from brain.store.store import Store
+from brain.store.writer import StoreWriter
+
+ROOT = Path(__file__).resolve().parents[1]
+WRITER = "brain.store.writer"
+
+
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("brain", "brain_operator")
+
+
+def test_only_services_import_the_writer(graph: grimp.ImportGraph) -> None:
+    importers = graph.find_modules_that_directly_import(WRITER)
+    assert importers, "the door no longer holds the writer"
+    assert all(m == "brain.services" or m.startswith("brain.services.") for m in importers), importers
+
+
+def test_the_rooms_that_plan_reach_the_writer_only_through_services(graph: grimp.ImportGraph) -> None:
+    """Ingest and eval plan; every chain from them to the writer passes through brain.services."""
+    for room in ("brain.ingest.sync", "brain.local.eval", "brain.gateway.runtime", "brain.jobs.ingest"):
+        chains = graph.find_shortest_chains(importer=room, imported=WRITER)
+        assert chains, f"{room} no longer reaches the writer at all (through the door)"
+        for chain in chains:
+            assert any(m.startswith("brain.services") for m in chain[1:-1]), chain
+
+
+def test_the_store_facade_cannot_write() -> None:
+    """Holding a Store gives no write: every write method is the writer's, none is the facade's."""
+    writes = {n for n in vars(StoreWriter) if not n.startswith("_")}
+    assert {"note", "note_many", "supersede", "set_status", "restore", "purge", "promote"} <= writes
+    assert {"set_flags", "add_edge", "replace_edges"} <= writes
+    assert not {n for n in writes if hasattr(Store, n)}
+
+
+def test_the_contract_says_only_services_write_and_waves_nothing_through() -> None:
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / ".importlinter")
+    contract = cfg["importlinter:contract:only-services-write"]
+    assert contract["type"] == "forbidden"
+    assert contract["forbidden_modules"].split() == [WRITER]
+    sources = set(contract["source_modules"].split())
+    rooms = {"core", "embedder", "retrieval", "ingest", "jobs", "gateway", "local", "cli"}
+    assert {f"brain.{r}" for r in rooms} | {"brain.store.store", "brain_operator"} <= sources
+    assert "brain.services" not in sources
+    assert not [s for s in cfg.sections() if cfg.has_option(s, "ignore_imports")]
+
+
+def test_no_module_outside_services_calls_the_doors_private_writes() -> None:
+    """`plan.apply` admits and then calls the door's private writes; nothing else may skip admission."""
+    private = ("_note_admitted", "_supersede_admitted")
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "operator").rglob("*.py")
+        if "brain/services/" not in p.as_posix() and any(name in p.read_text() for name in private)
+    ]
+    assert offenders == []
