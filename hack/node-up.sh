@@ -223,13 +223,19 @@ wait_for containerd 60 "${CTR[@]}" version
 
 # --- images: ours from Docker, pause and CoreDNS from node-build, by import -------------------
 # A cached root may hold what a killed run left: no container or sandbox may outlive a node.
-for c in $("${CTR[@]}" containers ls -q 2>/dev/null); do "${CTR[@]}" containers delete "$c" >/dev/null 2>&1 || true; done
-for sb in $("${CTR[@]}" sandboxes ls 2>/dev/null | awk 'NR > 1 {print $1}'); do
-  "${CTR[@]}" sandboxes rm -f "$sb" >/dev/null 2>&1 || true
+# Every step here is bounded and named: a CI run once sat in this section for its whole 1,500 s
+# with nothing said after containerd's start.
+for c in $(timeout 60 "${CTR[@]}" containers ls -q 2>/dev/null); do
+  timeout 60 "${CTR[@]}" containers delete "$c" >/dev/null 2>&1 || true
+done
+for sb in $(timeout 60 "${CTR[@]}" sandboxes ls 2>/dev/null | awk 'NR > 1 {print $1}'); do
+  timeout 60 "${CTR[@]}" sandboxes rm -f "$sb" >/dev/null 2>&1 || true
 done
 # pause and CoreDNS: small archives from node-build, imported every run (a second or two).
 ti=$(date +%s)
-for f in "$NODE_DIR"/images/*.tar; do "${CTR[@]}" images import --local "$f" >/dev/null; done
+for f in "$NODE_DIR"/images/*.tar; do
+  timeout 300 "${CTR[@]}" images import --local "$f" >/dev/null || die "importing $f into containerd failed or took over 300 s"
+done
 # Ours: only what changed. $CTRD_ROOT/imported lists "<ref> <Docker image ID>" (the digest of the
 # image's config, so a rebuilt image has a new one) of what is in containerd's store.
 STAMP=$CTRD_ROOT/imported
@@ -238,13 +244,14 @@ imported() { grep -qxF "$1 $2" "$STAMP" 2>/dev/null && grep -qxF "$1" <<<"$have"
 new_stamp=()
 todo=()
 for i in "${IMAGES[@]}"; do
-  id=$(docker image inspect -f '{{.Id}}' "$i")
+  id=$(timeout 60 docker image inspect -f '{{.Id}}' "$i") || die "docker image inspect $i failed or did not answer in 60 s (is dockerd up?)"
   imported "$i" "$id" || todo+=("$i")
   new_stamp+=("$i $id")
 done
 if ((${#todo[@]})); then
-  docker save "${todo[@]}" | "${CTR[@]}" images import --local - >/dev/null \
-    || die "importing ${todo[*]} into containerd failed"
+  log "importing ${#todo[@]} image(s) from Docker: ${todo[*]}"
+  timeout 900 docker save "${todo[@]}" | timeout 900 "${CTR[@]}" images import --local - >/dev/null \
+    || die "importing ${todo[*]} into containerd failed or took over 900 s (docker save | ctr images import)"
 fi
 printf '%s\n' "${new_stamp[@]}" >"$STAMP"
 log "images imported in $(($(date +%s) - ti)) s (${#todo[@]} of ${#IMAGES[@]} from Docker changed)"

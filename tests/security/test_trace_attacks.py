@@ -87,6 +87,11 @@ async def test_a_callers_model_name_cannot_poison_or_bloat_the_spans(traced: Tra
     # one after the other: parsing an 11 MB body holds the loop, and a chat beside it may time out
     answers.append(await _chat(traced, "echo", "ordinary", traceparent=f"00-{'ef' * 16}-{'12' * 8}-01"))
     assert answers[2].status_code == 200, answers[2].text
+    # refused at the key check, before LiteLLM's invalid-model path walks 11 MB (25 s of the loop)
+    assert answers[0].status_code == 400 and answers[0].json()["error"]["param"] == "model", answers[0].text[
+        :300
+    ]
+    assert "at most 256 characters" in answers[0].json()["error"]["message"]
     assert all(a.status_code < 500 for a in answers), [a.text[:300] for a in answers]
     spans = traced.collector.wait_until(
         lambda ss: any(s["trace_id"] == "ef" * 16 and s["name"] == "chat echo" for s in ss), timeout=30

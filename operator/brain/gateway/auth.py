@@ -93,6 +93,9 @@ async def user_api_key_auth(request: Request, api_key: str) -> Any:
         raise ProxyException(
             message=e.message, type="service_unavailable", param="api_key", code=503
         ) from None
+    problem = await _model_problem(request)
+    if problem is not None:
+        raise ProxyException(message=problem, type="invalid_request_error", param="model", code=400)
     digest = hash_key(api_key.removeprefix("Bearer ").strip())[:16]
     return UserAPIKeyAuth(
         api_key=f"brain-{digest}",
@@ -102,3 +105,22 @@ async def user_api_key_auth(request: Request, api_key: str) -> Any:
         user_id=actor.name,
         metadata={ACTOR_KEY: actor.model_dump(mode="json")},
     )
+
+
+#: Longer than any provider's model id (Bedrock ARNs reach ~150). LiteLLM's invalid-model path walks
+#: the name in several places: one 11 MB name held the gateway's event loop for 25 s on this CPU.
+MAX_MODEL_NAME_CHARS = 256
+
+
+async def _model_problem(request: Request) -> str | None:
+    """A `model` no deployment could have, refused before LiteLLM routes it (the body LiteLLM has
+    already parsed for its auth step is read back from its cache, not parsed again)."""
+    from litellm.proxy.common_utils.http_parsing_utils import read_request_body
+
+    model = (await read_request_body(request)).get("model")
+    if isinstance(model, str) and len(model) > MAX_MODEL_NAME_CHARS:
+        return (
+            f"field 'model': a model name is at most {MAX_MODEL_NAME_CHARS} characters, this one has "
+            f"{len(model)}; GET /v1/models lists the names this gateway serves"
+        )
+    return None
