@@ -212,8 +212,8 @@ class Held(Protocol):
 @dataclass(frozen=True)
 class Admitted:
     """An entry the door authorised for `actor` and screened (`MemoryService.admit`), to be written by
-    `note_admitted` or `supersede_admitted`: an import authorises each item once, before embedding,
-    and the writes keep the store's batching."""
+    `_note_admitted` or `_supersede_admitted` (through `plan.apply`): an import authorises each item
+    once, before embedding, and the writes keep the store's batching."""
 
     item: MemoryIn
     actor: Actor
