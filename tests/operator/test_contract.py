@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -100,13 +99,7 @@ def test_every_crd_valid_brain_renders_a_config_the_pods_accept(
     assert settings_.capture.filters.min_code_lines == spec.capture.filters.min_code_lines
     (distill,) = [c for _, c in _containers(render(b)) if c["name"] == "distill"]
     values = {e["name"]: e.get("value", "secret") for e in distill["env"]}
-    old = dict(os.environ)
-    try:
-        os.environ.update(values)
-        cfg = DistillConfig.from_env()
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
+    cfg = DistillConfig.from_env(values)
     assert cfg.model == values[Env.DISTILL_MODEL]
     assert cfg.api_base and cfg.api_base.endswith("/v1")
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
-import os
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
+from brain.cli.settings import CliSettings, load_cli_settings
 from brain.core.contract import DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import BrainError
 
@@ -33,8 +34,7 @@ def embedder_for(args: argparse.Namespace, model: str | None = None) -> Any:
     model = model or getattr(args, "embedding_model", None) or DEFAULT_EMBEDDING_MODEL
     url = getattr(args, "embedder_url", None)
     if url:
-        dim = int(os.environ.get("BRAIN_EMBEDDING_DIM", "384"))
-        return EmbeddingClient(url, model=model, dim=dim, timeout=30.0)
+        return EmbeddingClient(url, model=model, dim=settings_of(args).embedding_dim, timeout=30.0)
     return load_embedder(model)
 
 
@@ -63,8 +63,19 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, default=str))
 
 
-def progress(done: int, total: int) -> None:
-    if sys.stderr.isatty() or os.environ.get("BRAIN_PROGRESS"):
+def settings_of(args: argparse.Namespace) -> CliSettings:
+    """The process's settings, which `main` puts on every command's arguments."""
+    return getattr(args, "settings", None) or load_cli_settings()
+
+
+def progress_bar(args: argparse.Namespace) -> Callable[[int, int], None]:
+    """A progress callback: draws on a terminal, or when BRAIN_PROGRESS is set."""
+    enabled = sys.stderr.isatty() or bool(settings_of(args).progress)
+    return functools.partial(_progress, enabled)
+
+
+def _progress(enabled: bool, done: int, total: int) -> None:
+    if enabled:
         width = 30
         filled = width * done // max(total, 1)
         print(

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
-from brain.cli.common import command, owner, print_json
+from brain.cli.common import command, owner, print_json, settings_of
 from brain.core.errors import BrainError
 
 
@@ -17,7 +16,7 @@ async def cmd_memory(args: argparse.Namespace) -> int:
 
     if not args.dsn:
         raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL")
-    store = await Store.open(args.dsn, dim=int(os.environ.get("BRAIN_EMBEDDING_DIM", "384")))
+    store = await Store.open(args.dsn, dim=settings_of(args).embedding_dim)
     try:
         doc = await exposure(store, args.id, owner(args), limit=args.limit)
     finally:

@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from brain.cli.common import command, embedder_for, open_service, print_json, progress
+from brain.cli.common import command, embedder_for, open_service, print_json, progress_bar
 from brain.core.errors import BrainError, InvalidInput
 
 
@@ -71,7 +71,9 @@ async def cmd_eval(args: argparse.Namespace) -> int:
         try:
             print(f"loading {len(ds.memories)} memories from {ds.name} …", file=sys.stderr)
             t0 = time.monotonic()
-            mapping = await load_into(store, embedder, ds, episodes=args.episodes, progress=progress)
+            mapping = await load_into(
+                store, embedder, ds, episodes=args.episodes, progress=progress_bar(args)
+            )
             print(
                 f"\rloaded {len(mapping)} memories in {time.monotonic() - t0:.0f}s; running queries …",
                 file=sys.stderr,
@@ -108,7 +110,8 @@ async def cmd_reindex(args: argparse.Namespace) -> int:
         if args.abandon:
             print_json({"abandoned": await store.abandon_reindex()})
         elif args.to_model:
-            print_json(await store.migrate_model(embedder, progress=lambda _s, d, t: progress(d, t)))
+            bar = progress_bar(args)
+            print_json(await store.migrate_model(embedder, progress=lambda _s, d, t: bar(d, t)))
         else:
             print_json({"embedded": await store.fill_live(embedder), "model": embedder.model})
     finally:

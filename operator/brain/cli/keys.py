@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import datetime
 from typing import Any
 
-from brain.cli.common import command, print_json
+from brain.cli.common import command, print_json, settings_of
 from brain.core.errors import BrainError
 
 
@@ -22,7 +21,7 @@ async def cmd_keys(args: argparse.Namespace) -> int:
 
     if not args.dsn:
         raise BrainError("no database: pass --dsn or set BRAIN_DATABASE_URL")
-    store = await Store.open(args.dsn, dim=int(os.environ.get("BRAIN_EMBEDDING_DIM", "384")))
+    store = await Store.open(args.dsn, dim=settings_of(args).embedding_dim)
     try:
         ks = KeyStore(store)
         if args.keys_command == "create":

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from brain.cli.common import command, open_service, print_json
+from brain.cli.common import command, open_service, print_json, settings_of
 from brain.core.errors import BrainError, InvalidInput
 
 
@@ -33,7 +33,15 @@ async def _ingest_manifests(args: argparse.Namespace) -> int:
     for line in skipped:
         print(f"brainctl ingest: skipped {line}", file=sys.stderr)
     state = Path(args.state_dir) if args.state_dir else Path.home() / ".local" / "state" / "brain" / "ingest"
-    jobs = build_jobs(brain, sources, dsn=args.dsn, state=state, gateway_url=None, master_key=None)
+    jobs = build_jobs(
+        brain,
+        sources,
+        dsn=args.dsn,
+        state=state,
+        gateway_url=None,
+        master_key=None,
+        base_env=settings_of(args).local.environ,
+    )
     worst = 0
     for job in jobs:
         result = await run_job(job)
@@ -47,7 +55,9 @@ async def _ingest_manifests(args: argparse.Namespace) -> int:
 async def cmd_up(args: argparse.Namespace) -> int:
     from brain.local.up import up
 
-    return await up(args.file, state_dir=args.state_dir, host=args.host, port=args.port)
+    return await up(
+        args.file, state_dir=args.state_dir, host=args.host, port=args.port, settings=settings_of(args).local
+    )
 
 
 @command("ingest")
@@ -55,16 +65,19 @@ async def cmd_ingest(args: argparse.Namespace) -> int:
     """The ingest job, run by a person: same code as the CronJob, with a progress bar."""
     from brain.ingest.source import load_source_file
     from brain.jobs.ingest import run_ingest
+    from brain.jobs.settings.ingest import load_ingest_settings
 
     if args.file:
         return await _ingest_manifests(args)
 
-    spec = load_source_file(args.source_file)
+    jobs = load_ingest_settings()  # the ingest job's own variables (BRAIN_INLINE_DIR, BRAIN_CHUNK_*)
+    spec = load_source_file(args.source_file, inline_dir=jobs.inline_dir)
     async with open_service(args) as svc:
         summary = await run_ingest(
             svc.store,
             svc.embedder,
             spec,
+            settings=jobs,
             workdir=Path(args.workdir) if args.workdir else None,
             # a person's own command: a local path, file:// or http:// is theirs to read
             allow_insecure=True,

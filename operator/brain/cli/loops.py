@@ -13,8 +13,9 @@ from brain.cli.common import command, open_service
 async def cmd_distill(args: argparse.Namespace) -> int:
     from brain.jobs.common import finish_run, start_run
     from brain.jobs.distill import DistillConfig, run_distill
+    from brain.jobs.settings.distill import load_distill_config
 
-    cfg = DistillConfig.from_env()
+    cfg = load_distill_config()  # the distill job's own variables (BRAIN_DISTILL_*, BRAIN_GATEWAY_URL)
     if args.model:
         cfg = DistillConfig(**{**cfg.__dict__, "model": args.model})
     async with open_service(args) as svc:

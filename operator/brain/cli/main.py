@@ -10,34 +10,35 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 
 from brain.cli import exposure, index, keys, local, loops, memory, proposals, restore
-from brain.cli.common import COMMANDS, DEFAULT_EMBEDDING_MODEL
+from brain.cli.common import COMMANDS
+from brain.cli.settings import CliSettings, load_cli_settings
 from brain.core.errors import BrainError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(settings: CliSettings) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="brainctl",
         description="Run and inspect a brain: one shared, governed memory for a team's coding agents.",
         epilog="Connection: --dsn / BRAIN_DATABASE_URL, --embedder-url / BRAIN_EMBEDDER_URL "
         "(without it the offline model loads in-process).",
     )
-    p.add_argument("--dsn", default=os.environ.get("BRAIN_DATABASE_URL"), help="Postgres DSN of the brain")
-    p.add_argument("--embedder-url", default=os.environ.get("BRAIN_EMBEDDER_URL"), help="embedder base URL")
+    p.add_argument("--dsn", default=settings.database_url, help="Postgres DSN of the brain")
+    p.add_argument("--embedder-url", default=settings.embedder_url, help="embedder base URL")
     p.add_argument(
         "--embedding-model",
-        default=os.environ.get("BRAIN_EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
+        default=settings.embedding_model,
         help="the model this client embeds with (must be the brain's; default: BRAIN_EMBEDDING_MODEL)",
     )
     p.add_argument(
         "--as",
         dest="as_name",
-        default=os.environ.get("USER", "owner"),
+        default=settings.user,
         help="owner name recorded as author/promoter (default: $USER)",
     )
+    p.set_defaults(settings=settings)  # every command reads the process's settings from its args
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     # The order --help lists the commands in (unchanged since they lived in one module).
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(load_cli_settings()).parse_args(argv)
     try:
         return asyncio.run(COMMANDS[args.command](args))
     except BrainError as e:

@@ -8,8 +8,8 @@ Dropped chunks are counted per tier; they are not rejects (nothing was wrong wit
 
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,8 +35,8 @@ class GradingConfig:
     tuning_min_similarity: float = 0.70
 
     @staticmethod
-    def from_env() -> GradingConfig:
-        env = os.environ
+    def from_env(env: Mapping[str, str]) -> GradingConfig:
+        """From the job's environment (brain.jobs.settings reads it)."""
         return GradingConfig(
             min_score=float(env.get("BRAIN_CHUNK_MIN_SCORE", "0.3")),
             dedup=env.get("BRAIN_CHUNK_DEDUP_ENABLED", "true").lower() not in ("0", "false", "no"),

@@ -32,7 +32,9 @@ SKIP_DIRS = frozenset(
 MAX_DOC_FILE = 512_000
 MIN_SUMMARY_WORDS = 8
 MAX_CALLS = 30
-EMBED_CHARS = int(os.environ.get("BRAIN_CHUNK_EMBED_CHARS", "400"))
+#: What a code chunk is embedded as is cut here ($BRAIN_CHUNK_EMBED_CHARS, brain.jobs.settings).
+EMBED_CHARS = 400
+DEFAULT_INLINE_DIR = "/etc/brain/inline"  # where the ingest job mounts the inline ConfigMap
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class SourceSpec:
     ref: str = "main"
     paths: tuple[str, ...] = ()
     format: str = "markdown"  # git only: markdown | code
-    inline_dir: str = "/etc/brain/inline"
+    inline_dir: str = DEFAULT_INLINE_DIR
     brain: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     retire_guard: RetireGuard = field(default_factory=RetireGuard)
@@ -73,9 +75,8 @@ def parse_source(doc: dict[str, Any], *, inline_dir: str | None = None) -> Sourc
     body = spec[kind]
     if kind == "inline":
         return SourceSpec(
-            name, kind, namespace, origin, inline_dir=inline_dir or os.environ.get(
-                "BRAIN_INLINE_DIR", "/etc/brain/inline"
-            ), brain=doc.get("brain"), extra={"configMapName": body.get("configMapName")},
+            name, kind, namespace, origin, inline_dir=inline_dir or DEFAULT_INLINE_DIR,
+            brain=doc.get("brain"), extra={"configMapName": body.get("configMapName")},
             retire_guard=guard,
         )  # fmt: skip
     if not body.get("url"):
@@ -98,12 +99,13 @@ def parse_source(doc: dict[str, Any], *, inline_dir: str | None = None) -> Sourc
     )
 
 
-def load_source_file(path: str | Path) -> SourceSpec:
+def load_source_file(path: str | Path, *, inline_dir: str | None = None) -> SourceSpec:
+    """The mounted source document; an inline source's folder is `inline_dir` ($BRAIN_INLINE_DIR)."""
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as e:
         raise ValueError(f"cannot read source file {path}: {e}") from None
-    return parse_source(doc)
+    return parse_source(doc, inline_dir=inline_dir)
 
 
 # ---------------------------------------------------------------------- walking
@@ -192,8 +194,15 @@ def parse_documents(
     return out
 
 
-def parse_tree(spec: SourceSpec, root: Path, progress: Callable[[int, int], None] | None = None) -> Parsed:
-    """Everything a checked-out source (or the inline ConfigMap folder) yields."""
+def parse_tree(
+    spec: SourceSpec,
+    root: Path,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    embed_chars: int = EMBED_CHARS,
+) -> Parsed:
+    """Everything a checked-out source (or the inline ConfigMap folder) yields; a code chunk is
+    embedded as its first `embed_chars` characters (its card)."""
     if spec.kind == "inline":
         rels = [r for r in walk_files(root) if "/" not in r]
         return parse_documents(root, rels, _inline_memory)
@@ -203,7 +212,7 @@ def parse_tree(spec: SourceSpec, root: Path, progress: Callable[[int, int], None
     if spec.kind == "personas":
         return parse_documents(root, [r for r in rels if is_persona_file(r)], parse_persona)
     if spec.format == "code":
-        return parse_code(root, [r for r in rels if codemod.language_for(r)], progress)
+        return parse_code(root, [r for r in rels if codemod.language_for(r)], progress, embed_chars)
     return parse_documents(root, [r for r in rels if is_memory_file(r)], parse_memory)
 
 
@@ -228,18 +237,18 @@ def _code_body(sym: codemod.Symbol, fc: codemod.FileChunks) -> str:
     return f"{head}\n\n{fence}{fc.language}\n{text}\n{fence}"
 
 
-def _card(sym: codemod.Symbol) -> str:
-    """What a chunk is embedded as: name, docstring gist, then the code's start, cut at EMBED_CHARS.
+def _card(sym: codemod.Symbol, embed_chars: int = EMBED_CHARS) -> str:
+    """What a chunk is embedded as: name, docstring gist, then the code's start, cut at `embed_chars`.
 
     The encoder's cost grows with tokens (2000 characters of code cost ~7x what 300 do) while the
     full body stays searchable through the lexical and identifier legs; the card carries the
     meaning the vector leg needs.
     """
     doc = _first_paragraph(sym.doc)[:200] if sym.doc else ""
-    return f"{sym.name} ({sym.kind})\n{doc}\n{sym.text}"[:EMBED_CHARS]
+    return f"{sym.name} ({sym.kind})\n{doc}\n{sym.text}"[:embed_chars]
 
 
-def code_items(files: list[codemod.FileChunks]) -> Parsed:
+def code_items(files: list[codemod.FileChunks], embed_chars: int = EMBED_CHARS) -> Parsed:
     """Chunks, file map entries, docstring summaries and the contains / calls / imports edges."""
     out = Parsed()
     index = codemod.PathIndex(fc.path for fc in files)
@@ -290,7 +299,7 @@ def code_items(files: list[codemod.FileChunks]) -> Parsed:
                     importance=0.4,
                     graded=True,
                     raw=sym.text,
-                    embed_text=_card(sym),
+                    embed_text=_card(sym, embed_chars),
                 )
             )
             parent_key = f"{fc.path}#{sym.parent}" if sym.parent else fc.path
@@ -322,7 +331,12 @@ def code_items(files: list[codemod.FileChunks]) -> Parsed:
     return out
 
 
-def parse_code(root: Path, rels: list[str], progress: Callable[[int, int], None] | None = None) -> Parsed:
+def parse_code(
+    root: Path,
+    rels: list[str],
+    progress: Callable[[int, int], None] | None = None,
+    embed_chars: int = EMBED_CHARS,
+) -> Parsed:
     files: list[codemod.FileChunks] = []
     rejects: list[Reject] = []
     for i, rel in enumerate(rels):
@@ -338,6 +352,6 @@ def parse_code(root: Path, rels: list[str], progress: Callable[[int, int], None]
             files.append(fc)
         if progress and (i % 50 == 0 or i == len(rels) - 1):
             progress(i + 1, len(rels))
-    out = code_items(files)
+    out = code_items(files, embed_chars)
     out.rejects.extend(rejects)
     return out

@@ -1,4 +1,4 @@
-"""What every job needs: connections from the environment, a `job_runs` row, progress, the summary line."""
+"""What every job needs: connections from its settings, a `job_runs` row, progress, the summary line."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import collections
 import functools
 import json
 import logging
-import os
 import sys
 import time
 from collections.abc import AsyncIterator, Callable
@@ -15,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any, ParamSpec
 
 from brain.core import tracing
-from brain.core.contract import DEFAULT_EMBEDDING_MODEL, Env
+from brain.core.contract import DEFAULT_EMBEDDING_DIM, DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
+from brain.jobs.settings import JobSettings, trace_settings
 from brain.store import jobruns
 from brain.store.store import Store
 
@@ -30,25 +30,26 @@ class JobEnv:
     embedder: Embedder
 
 
-def make_embedder() -> Embedder:
+def make_embedder(settings: JobSettings) -> Embedder:
     """The brain's embedder service when BRAIN_EMBEDDER_URL is set; else the offline model in-process."""
     from brain.embedder import EmbeddingClient, LocalEmbedder
 
-    url = os.environ.get(Env.EMBEDDER_URL)
+    url = settings.embedder_url
     if url:
-        dim = int(os.environ.get(Env.EMBEDDING_DIM, "384"))
-        return EmbeddingClient(url, dim=dim, timeout=60.0, failure_threshold=5)
+        return EmbeddingClient(url, dim=settings.embedding_dim, timeout=60.0, failure_threshold=5)
     return LocalEmbedder()
 
 
 @asynccontextmanager
-async def job_env(dsn: str | None = None, embedder: Embedder | None = None) -> AsyncIterator[JobEnv]:
-    dsn = dsn or os.environ.get(Env.DATABASE_URL)
+async def job_env(
+    settings: JobSettings, dsn: str | None = None, embedder: Embedder | None = None
+) -> AsyncIterator[JobEnv]:
+    dsn = dsn or settings.database_url
     if not dsn:
         raise BrainError("no database: set BRAIN_DATABASE_URL (or pass --dsn)")
-    emb = embedder or make_embedder()
-    dim = int(getattr(emb, "dim", 384))
-    model = os.environ.get(Env.EMBEDDING_MODEL) or DEFAULT_EMBEDDING_MODEL
+    emb = embedder or make_embedder(settings)
+    dim = int(getattr(emb, "dim", DEFAULT_EMBEDDING_DIM))
+    model = settings.embedding_model or DEFAULT_EMBEDDING_MODEL
     store = await Store.open(dsn, dim=dim, embedding_model=model, max_size=4)
     try:
         yield JobEnv(store, emb)
@@ -68,15 +69,15 @@ async def finish_run(store: Store, run_id: int, status: str, summary: dict[str, 
     await jobruns.finish(store, run_id, status, summary)
 
 
-def progress_enabled() -> bool:
-    return sys.stderr.isatty() or os.environ.get("BRAIN_PROGRESS", "") not in ("", "0")
+def progress_enabled(settings: JobSettings) -> bool:
+    return sys.stderr.isatty() or settings.progress not in ("", "0")
 
 
 class Progress:
     """A one-line progress bar on stderr, redrawn at most ten times a second, only for a person."""
 
-    def __init__(self, enabled: bool | None = None) -> None:
-        self.enabled = progress_enabled() if enabled is None else enabled
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
         self._last = 0.0
         self._drawn = False
 
@@ -116,7 +117,7 @@ def traced(job: str) -> Callable[[Callable[P, int]], Callable[P, int]]:
         def run(*args: P.args, **kwargs: P.kwargs) -> int:
             fates: collections.Counter[str] = collections.Counter()
             tracing.configure(
-                tracing.TraceSettings.from_env(os.environ, f"brain-{job}"),
+                trace_settings(job),
                 counted=lambda reason, n: fates.update({reason: n}),
             )
             try:
@@ -146,9 +147,9 @@ def emit(summary: dict[str, Any]) -> None:
     print(json.dumps(summary, default=str), flush=True)
 
 
-def setup_logging() -> None:
+def setup_logging(settings: JobSettings) -> None:
     logging.basicConfig(
-        level=os.environ.get("BRAIN_LOG_LEVEL", "INFO"),
+        level=settings.log_level,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )

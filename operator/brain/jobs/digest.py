@@ -46,6 +46,7 @@ from brain.core import lint
 from brain.core.models import Actor, MemoryIn
 from brain.core.redact import SecretGate
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run, traced
+from brain.jobs.settings import JobSettings, load_job_settings
 from brain.services.digests import set_metrics
 from brain.store import digests as digest_rows
 from brain.store import exposure as exposure_rows
@@ -345,8 +346,8 @@ async def run_digest(
     return {"digests": ids, **counts}
 
 
-async def main_async(args: argparse.Namespace) -> int:
-    async with job_env(args.dsn) as env:
+async def main_async(args: argparse.Namespace, settings: JobSettings) -> int:
+    async with job_env(settings, args.dsn) as env:
         run_id = await start_run(env.store, "digest")
         try:
             summary = await run_digest(env.store, env.embedder, days=args.days, stale_days=args.stale_days)
@@ -360,14 +361,15 @@ async def main_async(args: argparse.Namespace) -> int:
 
 @traced("digest")
 def main(argv: Sequence[str] | None = None) -> int:
-    setup_logging()
+    settings = load_job_settings()
+    setup_logging(settings)
     p = argparse.ArgumentParser(prog="python -m brain.jobs.digest", description=__doc__.splitlines()[0])
     p.add_argument("--dsn", default=None, help="Postgres DSN (default: BRAIN_DATABASE_URL)")
     p.add_argument("--days", type=int, default=7, help="window length (default 7)")
     p.add_argument("--stale-days", type=int, default=30, help="never retrieved for this long = stale")
     args = p.parse_args(list(argv) if argv is not None else None)
     try:
-        return asyncio.run(main_async(args))
+        return asyncio.run(main_async(args, settings))
     except Exception as e:
         print(f"digest: failed: {type(e).__name__}: {e}", file=sys.stderr)
         emit({"error": f"{type(e).__name__}: {e}"})

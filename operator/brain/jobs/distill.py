@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import json
 import logging
-import os
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
@@ -29,12 +28,13 @@ from typing import Any
 import jsonschema
 import numpy as np
 
-from brain.core.contract import Env
 from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
 from brain.ingest.grading import unit
 from brain.ingest.sync import as_vector
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run, traced
+from brain.jobs.settings import JobSettings, load_job_settings
+from brain.jobs.settings.distill import DistillConfig, load_distill_config
 from brain.services.proposals import create as create_proposal
 from brain.services.proposals import screen_draft
 from brain.store import episodes as episode_rows
@@ -51,41 +51,6 @@ def load_prompt(version: str = PROMPT_VERSION) -> tuple[str, dict[str, Any]]:
     text = (base / f"{version}.md").read_text()
     schema = json.loads((base / f"{version}.schema.json").read_text())
     return text, schema
-
-
-@dataclass(frozen=True)
-class DistillConfig:
-    model: str = "default"
-    api_base: str | None = None
-    api_key: str | None = None
-    timeout_s: float = 60.0
-    attempts: int = 3
-    backoff_s: float = 2.0
-    lookback_days: int = 14
-    cluster_similarity: float = 0.6
-    min_evidence: int = 2
-    min_authors: int = 1
-    duplicate_similarity: float = 0.92
-    max_episodes: int = 2000
-    max_clusters: int = 50
-
-    @staticmethod
-    def from_env() -> DistillConfig:
-        env = os.environ
-        gateway = env.get(Env.GATEWAY_URL)
-        base = env.get("BRAIN_DISTILL_API_BASE") or (gateway.rstrip("/") + "/v1" if gateway else None)
-        return DistillConfig(
-            model=env.get(Env.DISTILL_MODEL, "default"),
-            api_base=base,
-            api_key=env.get("BRAIN_DISTILL_API_KEY") or env.get(Env.MASTER_KEY),
-            timeout_s=float(env.get("BRAIN_DISTILL_TIMEOUT_S", "60")),
-            attempts=int(env.get("BRAIN_DISTILL_ATTEMPTS", "3")),
-            backoff_s=float(env.get("BRAIN_DISTILL_BACKOFF_S", "2")),
-            lookback_days=int(env.get("BRAIN_DISTILL_LOOKBACK_DAYS", "14")),
-            cluster_similarity=float(env.get("BRAIN_DISTILL_CLUSTER_SIMILARITY", "0.6")),
-            min_evidence=int(env.get("BRAIN_DISTILL_MIN_EVIDENCE", "2")),
-            min_authors=int(env.get("BRAIN_DISTILL_MIN_AUTHORS", "1")),
-        )
 
 
 @dataclass
@@ -455,11 +420,10 @@ async def run_distill(
     return out
 
 
-async def main_async(args: argparse.Namespace) -> int:
-    cfg = DistillConfig.from_env()
+async def main_async(args: argparse.Namespace, settings: JobSettings, cfg: DistillConfig) -> int:
     if args.model:
         cfg = DistillConfig(**{**cfg.__dict__, "model": args.model})
-    async with job_env(args.dsn) as env:
+    async with job_env(settings, args.dsn) as env:
         run_id = await start_run(env.store, "distill")
         try:
             summary = await run_distill(env.store, env.embedder, cfg)
@@ -477,13 +441,14 @@ async def main_async(args: argparse.Namespace) -> int:
 
 @traced("distill")
 def main(argv: list[str] | None = None) -> int:
-    setup_logging()
+    settings, cfg = load_job_settings(), load_distill_config()
+    setup_logging(settings)
     p = argparse.ArgumentParser(prog="python -m brain.jobs.distill", description=__doc__.splitlines()[0])
     p.add_argument("--dsn", default=None, help="Postgres DSN (default: BRAIN_DATABASE_URL)")
     p.add_argument("--model", default=None, help="model name at the gateway (default: BRAIN_DISTILL_MODEL)")
     args = p.parse_args(argv)
     try:
-        return asyncio.run(main_async(args))
+        return asyncio.run(main_async(args, settings, cfg))
     except Exception as e:
         print(f"distill: failed: {type(e).__name__}: {e}", file=sys.stderr)
         emit({"error": f"{type(e).__name__}: {e}", "proposals": 0})

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from brain.core.contract import Env
 from brain.core.errors import BrainError
 from brain.core.models import Actor
 from brain.embedder.model import Embedder
@@ -25,7 +23,17 @@ from brain.ingest.grading import GradingConfig
 from brain.ingest.retireguard import ImportStopped
 from brain.ingest.source import SourceSpec, load_source_file, parse_tree
 from brain.ingest.sync import sync
-from brain.jobs.common import Progress, emit, finish_run, job_env, setup_logging, start_run, traced
+from brain.jobs.common import (
+    Progress,
+    emit,
+    finish_run,
+    job_env,
+    progress_enabled,
+    setup_logging,
+    start_run,
+    traced,
+)
+from brain.jobs.settings.ingest import IngestSettings, load_ingest_settings
 from brain.store.store import Store
 
 
@@ -43,6 +51,7 @@ async def run_ingest(
     embedder: Embedder,
     spec: SourceSpec,
     *,
+    settings: IngestSettings | None = None,
     workdir: Path | None = None,
     grading: GradingConfig | None = None,
     progress: Progress | None = None,
@@ -50,12 +59,14 @@ async def run_ingest(
 ) -> dict[str, Any]:
     """One import, recorded in job_runs. Returns the summary (also on failure, with `error`).
 
-    `allow_insecure` lets http://, file:// and local-path git URLs through; None reads
+    `allow_insecure` lets http://, file:// and local-path git URLs through; None takes the settings'
     BRAIN_GIT_ALLOW_INSECURE_URLS=1, which the operator sets only when started with
-    --allow-insecure-git-urls (and brainctl's local jobs set), so a cluster job refuses them by default."""
-    progress = progress or Progress()
+    --allow-insecure-git-urls (and brainctl's local jobs set), so a cluster job refuses them by default.
+    `settings` are the job process's (its `main` passes them); None loads them (tests, brainctl)."""
+    settings = settings or load_ingest_settings()
+    progress = progress or Progress(progress_enabled(settings))
     if allow_insecure is None:
-        allow_insecure = os.environ.get(Env.GIT_ALLOW_INSECURE_URLS) == "1"
+        allow_insecure = settings.git_allow_insecure_urls
     run_id = await start_run(store, "ingest", spec.name)
     try:
         commit = None
@@ -65,7 +76,7 @@ async def run_ingest(
                 raise BrainError(f"inline folder {root} does not exist (is the ConfigMap mounted?)")
         else:
             assert spec.url is not None
-            with_creds = os.environ.get(Env.SOURCE_CREDENTIALS)
+            with_creds = settings.source_credentials
             try:
                 co = checkout(
                     spec.url,
@@ -78,7 +89,13 @@ async def run_ingest(
             except ValueError as e:  # a bad spec.<kind>.ref / .url, refused before git ran
                 raise BrainError(str(e)) from None
             root, commit = co.path, co.commit
-        parsed = await asyncio.to_thread(parse_tree, spec, root, lambda d, t: progress("parsing", d, t))
+        parsed = await asyncio.to_thread(
+            parse_tree,
+            spec,
+            root,
+            lambda d, t: progress("parsing", d, t),
+            embed_chars=settings.chunk_embed_chars,
+        )
         summary = await sync(
             store,
             embedder,
@@ -86,7 +103,7 @@ async def run_ingest(
             spec.namespace,
             parsed,
             source_actor(spec),
-            grading=grading or GradingConfig.from_env(),
+            grading=grading or settings.grading,
             progress=progress,
             guard=spec.retire_guard,
         )
@@ -111,12 +128,12 @@ async def run_ingest(
         progress.close()
 
 
-async def main_async(args: argparse.Namespace) -> int:
-    spec = load_source_file(args.source_file)
-    async with job_env(args.dsn) as env:
+async def main_async(args: argparse.Namespace, settings: IngestSettings) -> int:
+    spec = load_source_file(args.source_file, inline_dir=settings.inline_dir)
+    async with job_env(settings, args.dsn) as env:
         workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="brain-ingest-"))
         try:
-            summary = await run_ingest(env.store, env.embedder, spec, workdir=workdir)
+            summary = await run_ingest(env.store, env.embedder, spec, settings=settings, workdir=workdir)
         except BrainError as e:
             emit({"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": e.message})
             return 1
@@ -134,10 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 @traced("ingest")
 def main(argv: list[str] | None = None) -> int:
-    setup_logging()
+    settings = load_ingest_settings()
+    setup_logging(settings)
     args = build_parser().parse_args(argv)
     try:
-        return asyncio.run(main_async(args))
+        return asyncio.run(main_async(args, settings))
     except (BrainError, ValueError) as e:
         message = getattr(e, "message", str(e))
         print(f"ingest: error: {message}", file=sys.stderr)

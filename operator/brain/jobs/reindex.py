@@ -19,17 +19,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import sys
 import time
 from typing import Any
 
 import numpy as np
 
-from brain.core.contract import Env
+from brain.core.contract import DEFAULT_EMBEDDING_DIM, Env
 from brain.core.errors import BrainError
 from brain.embedder.model import Embedder
 from brain.jobs.common import emit, setup_logging, traced
+from brain.jobs.settings import JobSettings, load_job_settings
 from brain.store import Store, reindex
 
 WAIT_SECONDS = 900.0  # an embedder rollout (image pull, model load) takes minutes, not hours
@@ -68,18 +68,25 @@ class PatientEmbedder:
         await self.client.aclose()
 
 
-def target_embedder(model: str, dim: int | None, wait_seconds: float = WAIT_SECONDS) -> Embedder:
+def target_embedder(
+    settings: JobSettings, model: str, dim: int | None, wait_seconds: float = WAIT_SECONDS
+) -> Embedder:
     """The client that embeds with `model`: the embedder Service when its URL is set, else in-process.
 
     The Service's client requires each answer to name `model` (require_model): an old pod that
     still serves during a rollout is waited out, never written as the new model's vector.
     """
-    url = os.environ.get(Env.EMBEDDER_URL)
+    url = settings.embedder_url
     if url:
         from brain.embedder import EmbeddingClient
 
         client = EmbeddingClient(
-            url, model=model, dim=dim or 384, timeout=60.0, failure_threshold=1000, require_model=True
+            url,
+            model=model,
+            dim=dim or DEFAULT_EMBEDDING_DIM,
+            timeout=60.0,
+            failure_threshold=1000,
+            require_model=True,
         )
         return PatientEmbedder(client, wait_seconds)
     from brain.embedder.variants import load_embedder
@@ -87,8 +94,10 @@ def target_embedder(model: str, dim: int | None, wait_seconds: float = WAIT_SECO
     return load_embedder(model)
 
 
-async def run(dsn: str, model: str, dim: int | None, wait_seconds: float = WAIT_SECONDS) -> dict[str, Any]:
-    embedder = target_embedder(model, dim, wait_seconds)
+async def run(
+    settings: JobSettings, dsn: str, model: str, dim: int | None, wait_seconds: float = WAIT_SECONDS
+) -> dict[str, Any]:
+    embedder = target_embedder(settings, model, dim, wait_seconds)
     if dim is not None and embedder.dim != dim:
         raise BrainError(f"{Env.EMBEDDING_DIM} is {dim} but {model} embeds {embedder.dim} dimensions")
     stored = await reindex.stored_dim(dsn)
@@ -108,9 +117,10 @@ async def run(dsn: str, model: str, dim: int | None, wait_seconds: float = WAIT_
 
 @traced("reindex")
 def main(argv: list[str] | None = None) -> int:
+    settings = load_job_settings()
     p = argparse.ArgumentParser(prog="python -m brain.jobs.reindex", description=__doc__)
-    p.add_argument("--dsn", default=os.environ.get(Env.DATABASE_URL))
-    p.add_argument("--to-model", default=os.environ.get(Env.EMBEDDING_MODEL))
+    p.add_argument("--dsn", default=settings.database_url)
+    p.add_argument("--to-model", default=settings.embedding_model)
     p.add_argument("--to-dim", type=int, default=None)
     p.add_argument(
         "--wait-seconds",
@@ -119,8 +129,8 @@ def main(argv: list[str] | None = None) -> int:
         help="how long to wait for the embedder Service to serve the target model (default %(default)s)",
     )
     args = p.parse_args(argv)
-    setup_logging()
-    dim = args.to_dim or (int(os.environ[Env.EMBEDDING_DIM]) if os.environ.get(Env.EMBEDDING_DIM) else None)
+    setup_logging(settings)
+    dim = args.to_dim or settings.embedding_dim_or_none
     if not args.dsn:
         emit({"ok": False, "error": f"no database: set {Env.DATABASE_URL} (or pass --dsn)"})
         return 2
@@ -128,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         emit({"ok": False, "error": f"no target model: set {Env.EMBEDDING_MODEL} (or pass --to-model)"})
         return 2
     try:
-        summary = asyncio.run(run(args.dsn, args.to_model, dim, args.wait_seconds))
+        summary = asyncio.run(run(settings, args.dsn, args.to_model, dim, args.wait_seconds))
     except BrainError as e:
         emit({"ok": False, "error": e.message})
         return 1

@@ -7,7 +7,6 @@ same SQL the gateway uses, so the numbers describe the product, not a model of i
 from __future__ import annotations
 
 import hashlib
-import os
 import statistics
 import time
 from collections import defaultdict
@@ -23,6 +22,7 @@ from brain.core.errors import InvalidInput
 from brain.core.models import KINDS, Actor, MemoryIn, check_namespace
 from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
+from brain.local.settings import load_local_settings
 from brain.local.splits import SPLITS, SplitRule, assign, rule_for
 from brain.retrieval.catalog import Catalog
 from brain.retrieval.compose import ComposeConfig, compose
@@ -161,17 +161,17 @@ def load_dataset(data: Any) -> Dataset:
     return ds
 
 
-def _cache_path(embedder: Embedder, texts: list[str]) -> Path:
+def _cache_path(embedder: Embedder, texts: list[str], cache: Path) -> Path:
     digest = hashlib.sha256("\x1e".join([embedder.model, *texts]).encode()).hexdigest()[:20]
-    root = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
-    return root / "eval-embeddings" / f"{digest}.npy"
+    return cache / "eval-embeddings" / f"{digest}.npy"
 
 
 async def embed_corpus(
-    embedder: Embedder, texts: list[str], *, batch: int = 256, progress: Any = None
+    embedder: Embedder, texts: list[str], *, batch: int = 256, progress: Any = None, cache: Path | None = None
 ) -> np.ndarray:
-    """Embeddings of a dataset's memories, cached on disk by model and text: reruns skip the slow part."""
-    path = _cache_path(embedder, texts)
+    """Embeddings of a dataset's memories, cached on disk by model and text: reruns skip the slow part.
+    They are kept under `cache` ($BRAIN_CACHE; None: brain.local.settings reads it)."""
+    path = _cache_path(embedder, texts, cache if cache is not None else load_local_settings().cache)
     if path.exists():
         cached = np.load(path)
         if cached.shape == (len(texts), embedder.dim):

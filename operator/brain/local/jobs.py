@@ -12,9 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +23,7 @@ import yaml
 
 from brain.core.contract import Env
 from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
+from brain.local.settings import load_local_settings
 
 _MACROS = {
     "@yearly": "0 0 1 1 *",
@@ -119,13 +119,14 @@ def build_jobs(
     state: Path,
     gateway_url: str | None,
     master_key: str | None,
-    base_env: dict[str, str] | None = None,
+    base_env: Mapping[str, str] | None = None,
 ) -> list[LocalJob]:
-    """The Brain's jobs as local processes, with the environment the operator renders for them."""
+    """The Brain's jobs as local processes, with the environment the operator renders for them, on
+    top of `base_env` (brainctl's own; None: brain.local.settings loads it)."""
     from brain_operator.render.jobs import source_document
 
     name = brain.metadata.name or "brain"
-    env = dict(base_env if base_env is not None else os.environ)
+    env = dict(base_env if base_env is not None else load_local_settings().environ)
     env.pop("BRAIN_EMBEDDER_URL", None)  # the offline model in the job's process, as in the gateway
     env |= {
         "HOME": env.get("HOME", "/tmp"),

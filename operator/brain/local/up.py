@@ -37,6 +37,7 @@ import yaml
 
 from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
 from brain.local.jobs import build_jobs, load_sources, run_schedules
+from brain.local.settings import LocalSettings, load_local_settings
 
 PROVIDERS: dict[str, tuple[str, str, str]] = {
     # env var → (provider prefix, model name offered, LiteLLM model)
@@ -46,10 +47,10 @@ PROVIDERS: dict[str, tuple[str, str, str]] = {
 }
 
 
-def default_state_dir(name: str) -> Path:
+def default_state_dir(name: str, settings: LocalSettings) -> Path:
     if os.geteuid() == 0:  # Postgres runs as `nobody`, which cannot enter /root
         return Path("/var/lib/brain") / name
-    base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    base = Path(settings.state_home or Path.home() / ".local" / "state")
     return base / "brain" / name
 
 
@@ -305,17 +306,20 @@ async def up(
     port: int = 4000,
     ready: asyncio.Event | None = None,
     stop_event: asyncio.Event | None = None,
+    settings: LocalSettings | None = None,
 ) -> int:
+    """The whole stack of a Brain manifest on this machine; `settings` are brainctl's (None: loaded)."""
     from brain.local.devdb import EmbeddedPostgres
 
+    settings = settings or load_local_settings()
     brain, policies = load_manifests(manifests)
     name = brain.metadata.name or "brain"
-    state = Path(state_dir) if state_dir else default_state_dir(name)
+    state = Path(state_dir) if state_dir else default_state_dir(name, settings)
     state.mkdir(parents=True, exist_ok=True)
     if port_in_use(port, host):
         print(f"brainctl up: {host}:{port} is already in use (another `brainctl up`?)", file=sys.stderr)
         return 1
-    env = dict(os.environ)
+    env = dict(settings.environ)
     config, model_env = local_config(brain, policies, env)
     config_path = state / "litellm.yaml"
     config_path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -387,7 +391,15 @@ async def up(
         models = [e["model_name"] for e in config["model_list"]]
         print(banner(stack, keys, models, echo_ports, dsn), flush=True)
         sources, skipped = load_sources(manifests, name)
-        jobs = build_jobs(brain, sources, dsn=dsn, state=state, gateway_url=stack.url, master_key=master)
+        jobs = build_jobs(
+            brain,
+            sources,
+            dsn=dsn,
+            state=state,
+            gateway_url=stack.url,
+            master_key=master,
+            base_env=settings.environ,
+        )
         for line in skipped:
             _say(f"brainctl up: skipped MemorySource {line}")
         if jobs:
