@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from brain.embedder import LocalEmbedder
-from brain.gateway.backlog import Backlog, BacklogCollector, refresh_interval
+from brain.gateway.backlog import Backlog, BacklogCollector
+from brain.gateway.settings import refresh_interval
 from brain.jobs.digest import run_digest
 from brain.services import proposals
 

@@ -120,7 +120,7 @@ def test_token_header_is_scoped_to_the_source_host() -> None:
     from brain.ingest.gitsrc import _env
 
     env = _env(
-        "tok-123456", Path("/nonexistent"), "https://git.example.com/team/r.git", False, "spec.git.url"
+        "tok-123456", Path("/nonexistent"), "https://git.example.com/team/r.git", False, "spec.git.url", {}
     )
     config = {
         env[f"GIT_CONFIG_KEY_{i}"]: env[f"GIT_CONFIG_VALUE_{i}"] for i in range(int(env["GIT_CONFIG_COUNT"]))

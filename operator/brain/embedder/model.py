@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from brain.core.contract import DEFAULT_EMBEDDING_MODEL, Env
+from brain.core.contract import DEFAULT_EMBEDDING_MODEL
+from brain.embedder.settings import THREADS_ENV, ModelSettings, load_model_settings
 
 DEFAULT_MODEL = DEFAULT_EMBEDDING_MODEL  # the one the embedder image bakes (images/embedder/model.txt)
 OFFLINE_MODEL_DIR = "models/all-minilm-l6-v2-int8-tryaii1.0.0-gt0.1.0"  # assembled by hack/model.sh
 
 
-THREADS_ENV = Env.EMBEDDER_THREADS
 # The gateway's in-process model embeds one short question per request. A second onnxruntime
 # thread buys little for ~15 tokens, and the pool's threads spin between operators, taking the two
 # cores from Postgres and the event loop for the rest of the request: at 100k memories, with other
@@ -26,9 +26,10 @@ THREADS_ENV = Env.EMBEDDER_THREADS
 QUERY_THREADS = 1
 
 
-def threads_from_env(default: int | None, env: dict[str, str] | None = None) -> int | None:
-    """onnxruntime threads from $BRAIN_EMBEDDER_THREADS: a positive count, 0 for all cores (None)."""
-    raw = (os.environ if env is None else env).get(THREADS_ENV, "").strip()
+def threads_from_env(default: int | None, env: Mapping[str, str] | None = None) -> int | None:
+    """onnxruntime threads from $BRAIN_EMBEDDER_THREADS: a positive count, 0 for all cores (None).
+    `env`: the variables to read it from; None: the process's (brain.embedder.settings)."""
+    raw = (env.get(THREADS_ENV, "") if env is not None else load_model_settings().threads).strip()
     if not raw:
         return default
     try:
@@ -47,13 +48,12 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str]) -> np.ndarray: ...
 
 
-def offline_model_path() -> Path | None:
-    """The model directory hack/model.sh assembled, if this machine has it."""
-    explicit = os.environ.get("BRAIN_EMBEDDING_MODEL_PATH")
-    if explicit:
-        return Path(explicit)
-    cache = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
-    path = cache / OFFLINE_MODEL_DIR
+def offline_model_path(settings: ModelSettings | None = None) -> Path | None:
+    """The model directory hack/model.sh assembled, if this machine has it (None: the process's settings)."""
+    settings = settings or load_model_settings()
+    if settings.model_path:
+        return Path(settings.model_path)
+    path = settings.cache / OFFLINE_MODEL_DIR
     return path if (path / "model.onnx").exists() else None
 
 
@@ -67,15 +67,21 @@ class LocalEmbedder:
         model_path: str | Path | None = None,
         cache_dir: str | None = None,
         threads: int | None = None,
+        settings: ModelSettings | None = None,
     ) -> None:
         from fastembed import TextEmbedding
 
-        path = Path(model_path) if model_path else (offline_model_path() if model == DEFAULT_MODEL else None)
+        settings = settings or load_model_settings()  # None: this process's (brain.embedder.settings)
+        path = (
+            Path(model_path)
+            if model_path
+            else (offline_model_path(settings) if model == DEFAULT_MODEL else None)
+        )
         kwargs: dict[str, Any] = {"threads": threads}
         if path is not None:
             kwargs.update(specific_model_path=str(path), local_files_only=True)
         elif cache_dir:
-            kwargs.update(cache_dir=cache_dir, local_files_only=bool(os.environ.get("HF_HUB_OFFLINE")))
+            kwargs.update(cache_dir=cache_dir, local_files_only=settings.hf_offline)
         self._model = TextEmbedding(model_name=model, **kwargs)
         self.model = model
         self._lock = threading.Lock()

@@ -17,7 +17,6 @@ the brain runtime has started, so the hooks find it on the first request.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -41,16 +40,8 @@ from brain.gateway.mcp_server import MCPEndpoint
 from brain.gateway.metrics import public_exposition
 from brain.gateway.readiness import public_health
 from brain.gateway.runtime import Runtime, get_runtime, set_runtime
-from brain.gateway.settings import GatewaySettings, load_settings
+from brain.gateway.settings import GatewaySettings, load_settings, prepare_litellm_env
 from brain.store.outage import UNAVAILABLE
-
-
-def prepare_litellm_env(config_path: str | Path) -> None:
-    """LiteLLM reads these at import and startup: our config, the bundled cost map, no telemetry."""
-    os.environ["CONFIG_FILE_PATH"] = str(config_path)
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_TELEMETRY", "False")
-    os.environ.setdefault("LITELLM_MODE", "PRODUCTION")  # do not load a .env from the working directory
 
 
 def create_app(

@@ -8,16 +8,15 @@ and labels see a digest prefix only).
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from fastapi import Request
 
-from brain.core.contract import Env
 from brain.core.errors import Forbidden, KeyStoreUnavailable, Unauthorized
 from brain.core.models import Actor
 from brain.gateway import metrics as gm
 from brain.gateway.runtime import get_runtime
+from brain.gateway.settings import fallback_master_key
 from brain.services.keys import KeyVerifier, hash_key
 
 ACTOR_KEY = "brain_actor"
@@ -30,7 +29,7 @@ def verifier() -> KeyVerifier:
         return rt.keys
     global _fallback
     if _fallback is None:  # LiteLLM loaded us without the brain runtime: only the master key works
-        _fallback = KeyVerifier(None, master_key=os.environ.get(Env.MASTER_KEY))
+        _fallback = KeyVerifier(None, master_key=fallback_master_key())
     return _fallback
 
 

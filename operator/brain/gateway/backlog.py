@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -29,11 +28,11 @@ from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from brain.gateway.settings import refresh_interval
 from brain.services import digests as digest
 from brain.store import proposals as proposal_rows
 
 log = logging.getLogger("brain.gateway.backlog")
-DEFAULT_REFRESH_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -98,17 +97,6 @@ class BacklogWatch:
             except Exception as e:  # the database is down: keep the last figures, try again
                 log.debug("backlog refresh failed: %s", e)
             await asyncio.sleep(self.interval)
-
-
-def refresh_interval() -> float:
-    raw = os.environ.get("BRAIN_BACKLOG_REFRESH_S", "")
-    try:
-        value = float(raw) if raw else DEFAULT_REFRESH_S
-    except ValueError:
-        raise ValueError(f"BRAIN_BACKLOG_REFRESH_S: a number of seconds, got {raw!r}") from None
-    if value <= 0:
-        raise ValueError(f"BRAIN_BACKLOG_REFRESH_S: a positive number of seconds, got {raw!r}")
-    return value
 
 
 _collector: BacklogCollector | None = None

@@ -8,6 +8,7 @@ secrets come from the environment only.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,8 @@ from brain.core.contract import CaptureFilters, EmbeddingSection, Env
 from brain.core.tracing import TraceSettings
 from brain.gateway.boundary import LimitSettings
 from brain.retrieval.pipeline import Floor
+
+DEFAULT_REFRESH_S = 30.0  # the backlog gauges' refresh (brain.gateway.backlog)
 
 
 class RetrievalSettings(BaseModel):
@@ -98,3 +101,28 @@ def load_settings(
     settings.master_key = env.get(Env.MASTER_KEY) or settings.master_key
     settings.traces = TraceSettings.from_env(env, "brain-gateway")
     return settings
+
+
+def refresh_interval(environ: Mapping[str, str] = os.environ) -> float:
+    """How often the gateway reads the backlog gauges (brain.gateway.backlog): $BRAIN_BACKLOG_REFRESH_S."""
+    raw = environ.get("BRAIN_BACKLOG_REFRESH_S", "")
+    try:
+        value = float(raw) if raw else DEFAULT_REFRESH_S
+    except ValueError:
+        raise ValueError(f"BRAIN_BACKLOG_REFRESH_S: a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"BRAIN_BACKLOG_REFRESH_S: a positive number of seconds, got {raw!r}")
+    return value
+
+
+def fallback_master_key(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The master key, for LiteLLM loading the auth hook without the brain runtime (brain.gateway.auth)."""
+    return environ.get(Env.MASTER_KEY)
+
+
+def prepare_litellm_env(config_path: str | Path, environ: MutableMapping[str, str] = os.environ) -> None:
+    """LiteLLM reads these at import and startup: our config, the bundled cost map, no telemetry."""
+    environ["CONFIG_FILE_PATH"] = str(config_path)
+    environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    environ.setdefault("LITELLM_TELEMETRY", "False")
+    environ.setdefault("LITELLM_MODE", "PRODUCTION")  # do not load a .env from the working directory

@@ -10,15 +10,16 @@ error text is scrubbed of the credential before it is shown to anyone.
 from __future__ import annotations
 
 import base64
-import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from brain.core.errors import BrainError
 from brain.core.gitrefs import check_ref, check_url, is_local_path, is_plain_http
+from brain.ingest.settings import git_base_env
 
 
 class GitError(BrainError):
@@ -49,12 +50,17 @@ def _protocols(allow_insecure: bool) -> str:
 
 
 def _env(
-    credentials: str | None, scratch: Path, remote: str, allow_insecure: bool, field: str
+    credentials: str | None,
+    scratch: Path,
+    remote: str,
+    allow_insecure: bool,
+    field: str,
+    base: Mapping[str, str],
 ) -> dict[str, str]:
     """Git's environment: no prompts, only the allowed transports, redirects never followed (a
     redirect could carry the credential to another host), and the credential scoped to `remote`'s
     host: the token header is `http.<scheme://host/>.extraHeader`, never a global one."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
+    env = {**base, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
     env["GIT_ALLOW_PROTOCOL"] = _protocols(allow_insecure)
     config = [("http.followRedirects", "false"), ("protocol.ext.allow", "never")]
     for i, (k, v) in enumerate(config):
@@ -110,13 +116,15 @@ def checkout(
     *,
     allow_insecure: bool = False,
     field: str = "spec.git",
+    base_env: Mapping[str, str] | None = None,
 ) -> Checkout:
     """Fetch `ref` (branch, tag or commit) of `url` into `dest` (reused when it already holds a clone).
 
     `ref` and `url` are checked before any git runs (ValueError naming `<field>.ref` / `<field>.url`),
     and every value passed to git follows `--end-of-options` or `--`, so none is read as an option.
     `allow_insecure` (the operator's test flag, brainctl's local commands) also accepts http://,
-    file:// and a plain local path (which only brainctl's manifests can name: the CRD refuses one)."""
+    file:// and a plain local path (which only brainctl's manifests can name: the CRD refuses one).
+    Git runs in `base_env` (None: this process's, brain.ingest.settings) with the overrides of `_env`."""
     check_ref(ref, f"{field}.ref")
     remote = normalize_url(
         url, allow_insecure=allow_insecure, allow_path=allow_insecure, field=f"{field}.url"
@@ -124,7 +132,8 @@ def checkout(
     target = Path(dest) if dest else Path(tempfile.mkdtemp(prefix="brain-src-"))
     target.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="brain-git-") as scratch:
-        env = _env(credentials, Path(scratch), remote, allow_insecure, f"{field}.url")
+        base = base_env if base_env is not None else git_base_env()
+        env = _env(credentials, Path(scratch), remote, allow_insecure, f"{field}.url", base)
         if not (target / ".git").exists():
             _run(["init", "-q"], target, env, credentials)
             _run(["remote", "add", "--", "origin", remote], target, env, credentials)

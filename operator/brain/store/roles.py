@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ import asyncpg
 
 from brain.core.contract import DB_OWNER_ROLE, DB_ROLE_PREFIX, DB_WORKLOAD_ROLES, Env
 from brain.store.migrate import migrate
+from brain.store.settings import load_migrate_settings
 
 JOBS = DB_WORKLOAD_ROLES
 #: Serialises bootstraps (CREATE ROLE and GRANT race otherwise); not migrate's lock, which it takes inside.
@@ -221,10 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         "--wait-seconds", type=float, default=300, help="wait this long for the database [%(default)s]"
     )
     args = p.parse_args(argv)
-    dsn = os.environ.get(Env.DATABASE_URL, "")
+    settings = load_migrate_settings()
+    dsn = settings.database_url
     if not dsn:
         p.error(f"{Env.DATABASE_URL} is not set")
-    dim = int(os.environ.get(Env.EMBEDDING_DIM, "384"))
+    dim = settings.embedding_dim
     passwords = None if args.as_owner else read_passwords(args.passwords_dir)
     version = asyncio.run(
         _run(dsn, prefix=args.prefix, passwords=passwords, dim=dim, wait_s=args.wait_seconds)

@@ -1,0 +1,27 @@
+"""The schema job's settings (`python -m brain.store.roles`, the migration step before every pod)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from brain.core.contract import DEFAULT_EMBEDDING_DIM, Env
+
+
+@dataclass(frozen=True)
+class MigrateSettings:
+    database_url: str = ""  # $BRAIN_DATABASE_URL: empty is refused by the job
+    embedding_dim_raw: str | None = None  # $BRAIN_EMBEDDING_DIM as written
+
+    @property
+    def embedding_dim(self) -> int:
+        return int(
+            self.embedding_dim_raw if self.embedding_dim_raw is not None else str(DEFAULT_EMBEDDING_DIM)
+        )
+
+
+def load_migrate_settings(environ: Mapping[str, str] = os.environ) -> MigrateSettings:
+    return MigrateSettings(
+        database_url=environ.get(Env.DATABASE_URL, ""), embedding_dim_raw=environ.get(Env.EMBEDDING_DIM)
+    )
