@@ -1,31 +1,17 @@
-"""Operator settings: command-line flags with environment-variable defaults (for the Deployment)."""
+"""Operator settings: command-line flags with environment-variable defaults (brain_operator.settings)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from brain_operator.render import names
-from brain_operator.render.common import DEFAULT_IMAGES, Images
+from brain_operator.render.common import Images
+from brain_operator.settings import images_from_env
 
 # {gateway} is the gateway Service (render/names.py: hashed when the Brain's name is long); {name} is
 # the Brain's own name, for templates that point elsewhere.
 DEFAULT_HEALTH_URL = "http://{gateway}.{namespace}.svc:4000/brain/v1/health"
 HEALTH_URL_ANNOTATION = "brain.dev/health-url"
-
-
-def _env(name: str, default: str) -> str:
-    return os.environ.get(name, default) or default
-
-
-def images_from_env() -> Images:
-    """``BRAIN_OPERATOR_<COMPONENT>_IMAGE`` overrides each image (air-gapped registries, pinning)."""
-    return Images(
-        **{
-            key: _env(f"BRAIN_OPERATOR_{key.upper()}_IMAGE", DEFAULT_IMAGES[key])
-            for key in Images.__dataclass_fields__
-        }
-    )
 
 
 #: kopf's own default, kept: a peer whose record is younger than this counts as alive.

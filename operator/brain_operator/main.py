@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import secrets
 from typing import Any, cast
 
@@ -21,6 +20,7 @@ from brain_operator.config import (
 from brain_operator.kube import Kube
 from brain_operator.metrics import start_http_server
 from brain_operator.runtime import Runtime, get_runtime, set_runtime
+from brain_operator.settings import OperatorEnv, load_operator_env
 
 DESCRIPTION = """\
 brain-operator: reconciles Brain, MemorySource and RoutingPolicy resources (brain.dev/v1alpha1)
@@ -46,10 +46,6 @@ examples:
 """
 
 
-def _env_list(name: str) -> list[str]:
-    return [x.strip() for x in os.environ.get(name, "").split(",") if x.strip()]
-
-
 def _lifetime(value: str) -> int:
     try:
         seconds = int(value)
@@ -63,8 +59,10 @@ def _lifetime(value: str) -> int:
     return seconds
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    env = os.environ.get
+def parse_args(argv: list[str] | None = None, settings: OperatorEnv | None = None) -> argparse.Namespace:
+    """The command line; each flag's default is its variable in `settings` (None: this process's)."""
+    settings = settings or load_operator_env()
+    env = settings.get
     p = argparse.ArgumentParser(
         prog="python -m brain_operator",
         description=DESCRIPTION,
@@ -159,7 +157,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     args = p.parse_args(argv)
     if args.namespaces is None and not args.all_namespaces:
-        args.namespaces = _env_list("BRAIN_OPERATOR_NAMESPACES")
+        args.namespaces = settings.list("BRAIN_OPERATOR_NAMESPACES")
     return args
 
 

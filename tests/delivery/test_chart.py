@@ -295,7 +295,7 @@ def test_data_plane_images_reach_the_operator_env(render: Render) -> None:
     assert {"name": "BRAIN_OPERATOR_GATEWAY_IMAGE", "value": "registry.local/gw:1"} in c["env"]
     assert not [e for e in c["env"] if e["name"] == "BRAIN_OPERATOR_EMBEDDER_IMAGE"]
     assert c["image"] == "ghcr.io/brain-operator/operator@sha256:" + "a" * 64
-    from brain_operator.config import images_from_env  # the names the operator reads
+    from brain_operator.settings import images_from_env  # the names the operator reads
 
     assert "gateway" in images_from_env().__dataclass_fields__
 
