@@ -72,3 +72,23 @@ def test_no_module_outside_services_calls_the_doors_private_writes() -> None:
         if "brain/services/" not in p.as_posix() and any(name in p.read_text() for name in private)
     ]
     assert offenders == []
+
+
+def test_the_environment_is_read_only_in_settings_modules() -> None:
+    """`make lint` bans os.environ / os.getenv (ruff TID251) under operator/ outside a settings
+    module or a `python -m` entry (docs/architecture.md, "Settings"); the rule stays configured."""
+    import tomllib
+
+    lint = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["lint"]
+    assert "TID251" in lint["select"]
+    banned = lint["flake8-tidy-imports"]["banned-api"]
+    assert {"os.environ", "os.getenv", "os.putenv"} <= set(banned)
+    assert all("settings.py" in banned[name]["msg"] for name in banned)
+    waived = {glob for glob, codes in lint["per-file-ignores"].items() if "TID251" in codes}
+    under_operator = {g for g in waived if g.startswith("operator/")}
+    assert under_operator == {
+        "operator/**/settings.py",
+        "operator/**/settings/*.py",
+        "operator/**/__main__.py",
+    }
+    assert all(g.startswith(("operator/", "tests/", "e2e/", "hack/")) for g in waived), waived
