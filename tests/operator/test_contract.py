@@ -257,3 +257,33 @@ def test_a_brain_name_at_the_crd_cap_keeps_every_child_name_plain() -> None:
         if m["kind"] in ("Service", "Secret", "Deployment", "StatefulSet", "ConfigMap", "CronJob", "Cluster"):
             assert name.startswith(longest + "-"), (m["kind"], name)
             assert len(name) <= (52 if m["kind"] == "CronJob" else 63), (m["kind"], name)
+
+
+# ---------------------------------------------------------------------- one model per shape
+
+
+def _bounds(model: type[Any]) -> dict[str, tuple[Any, ...]]:
+    """Each field's default and numeric bounds (ge, gt, le, lt), nested models by their own."""
+    out: dict[str, tuple[Any, ...]] = {}
+    for name, f in model.model_fields.items():
+        default = f.get_default(call_default_factory=True)
+        if hasattr(default, "model_dump"):
+            default = default.model_dump()
+        out[name] = (default, tuple(sorted(repr(m) for m in f.metadata)))  # Ge(ge=1), Le(le=50), ...
+    return out
+
+
+def test_the_crd_and_the_gateway_share_the_retrieval_section() -> None:
+    """api.Retrieval declares spec.gateway.retrieval for the CRD schema (descriptions, camelCase);
+    the gateway loads the rendered section with brain.core.contract.RetrievalSection. Same fields,
+    same defaults, same bounds: a value the CRD admits, the gateway admits, and no more."""
+    from brain.core.contract import RetrievalFloor, RetrievalSection
+    from brain.gateway.settings import RetrievalSettings
+    from brain.retrieval.pipeline import Floor
+    from brain_operator.api import Retrieval
+    from brain_operator.api import RetrievalFloor as CRDFloor
+
+    assert _bounds(Retrieval) == _bounds(RetrievalSection)
+    assert _bounds(CRDFloor) == _bounds(RetrievalFloor)
+    assert issubclass(RetrievalSettings, RetrievalSection) and Floor is RetrievalFloor
+    assert set(RetrievalSettings.model_fields) - set(RetrievalSection.model_fields) == {"cache_ttl_s"}

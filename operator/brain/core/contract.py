@@ -79,6 +79,50 @@ class CaptureSection(_Section):
     trusted_hosts: list[str] = Field(default_factory=list, max_length=100)
 
 
+class RetrievalFloor(_Section):
+    """`brain.retrieval.floor`: the least absolute evidence, per leg, for a memory to be injected at
+    all (each in [0, 1]); brain.retrieval.pipeline uses it as its `Floor`.
+
+    Evidence per leg: cosine similarity for `vector`, the share of the query's IDF its BM25 covers for
+    `lexical`, the share of the query's identifiers it contains for `trigram`. A memory passes when
+    those, each divided by its leg's floor, add up to 1: one leg at its floor, or weaker legs that agree. Episode
+    neighbours of a passing memory pass with it. 0 turns a leg's floor off (everything it finds
+    passes). Defaults and how they were chosen: docs/memory-core.md.
+
+    `calibration` lowers the vector floor, per scope, to that quantile of the best cosines generic
+    unrelated questions reach there, when that is lower (retrieval/calibration.py): 0.95 turns
+    away 95% of such questions in a quiet brain and admits the weaker paraphrases the fixed 0.3
+    would cut. 0 keeps the fixed floor.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    vector: float = Field(default=0.3, ge=0, le=1)
+    lexical: float = Field(default=0.5, ge=0, le=1)
+    trigram: float = Field(default=0.5, ge=0, le=1)
+    calibration: float = Field(default=0.95, ge=0, le=1)
+    # Answer only when some memory has an answer's evidence on one leg alone (its floor; for
+    # identifiers, all of them verbatim): fusion.gate_open. False: whatever the sum rule passes.
+    gate: bool = True
+
+    def legs(self) -> dict[str, float]:
+        return {"vector": self.vector, "lexical": self.lexical, "trigram": self.trigram}
+
+
+class RetrievalSection(_Section):
+    """`brain.retrieval`: spec.gateway.retrieval as the gateway reads it, with the CRD's bounds
+    (brain_operator.api.Retrieval declares the same fields for the schema; a test keeps them equal)."""
+
+    enabled: bool = True
+    top_k: int = Field(default=5, ge=1, le=50)
+    token_budget: int = Field(default=2000, ge=100, le=32000)
+    timeout_ms: int = Field(default=500, ge=50, le=10000)
+    skill_slots: int = Field(default=2, ge=0, le=10)
+    persona: bool = True
+    standout_ratio: float = Field(default=0.55, ge=0, le=1)  # spec.gateway.retrieval.standoutRatio
+    floor: RetrievalFloor = Field(default_factory=RetrievalFloor)
+
+
 class EmbeddingSection(_Section):
     model: str = DEFAULT_EMBEDDING_MODEL
     dim: int = Field(default=DEFAULT_EMBEDDING_DIM, ge=1)

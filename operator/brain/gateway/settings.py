@@ -13,25 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from brain.core.contract import CaptureFilters, EmbeddingSection, Env
+from brain.core.contract import CaptureFilters, EmbeddingSection, Env, RetrievalSection
 from brain.core.tracing import TraceSettings
 from brain.gateway.boundary import LimitSettings
-from brain.retrieval.pipeline import Floor
 
 DEFAULT_REFRESH_S = 30.0  # the backlog gauges' refresh (brain.gateway.backlog)
 
 
-class RetrievalSettings(BaseModel):
-    enabled: bool = True
-    top_k: int = Field(default=5, ge=1, le=50)
-    token_budget: int = Field(default=2000, ge=100)
-    timeout_ms: int = Field(default=500, ge=1)
-    skill_slots: int = Field(default=2, ge=0, le=10)
-    persona: bool = True
-    standout_ratio: float = Field(default=0.55, ge=0, le=1)  # spec.gateway.retrieval.standoutRatio
-    floor: Floor = Field(default_factory=Floor)
+class RetrievalSettings(RetrievalSection):
+    """The rendered `brain.retrieval` section (brain.core.contract, the CRD's bounds) and the
+    gateway's own cache knob; a key this gateway does not know is ignored, as before."""
+
+    model_config = ConfigDict(extra="ignore")
+
     cache_ttl_s: float = 30.0  # agent loops resend the same question with every tool call
 
 

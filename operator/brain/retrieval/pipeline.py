@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from brain.core import tracing
+from brain.core.contract import RetrievalFloor
 from brain.core.models import Hit
 from brain.embedder.client import EmbedderUnavailable
 from brain.embedder.model import Embedder
@@ -67,33 +68,8 @@ async def _none() -> None:
     return None
 
 
-class Floor(BaseModel):
-    """The least absolute evidence, per leg, for a memory to be injected at all (each in [0, 1]).
-
-    Evidence per leg: cosine similarity for `vector`, the share of the query's IDF its BM25 covers for
-    `lexical`, the share of the query's identifiers it contains for `trigram`. A memory passes when
-    those, each divided by its leg's floor, add up to 1: one leg at its floor, or weaker legs that agree. Episode
-    neighbours of a passing memory pass with it. 0 turns a leg's floor off (everything it finds
-    passes). Defaults and how they were chosen: docs/memory-core.md.
-
-    `calibration` lowers the vector floor, per scope, to that quantile of the best cosines generic
-    unrelated questions reach there, when that is lower (retrieval/calibration.py): 0.95 turns
-    away 95% of such questions in a quiet brain and admits the weaker paraphrases the fixed 0.3
-    would cut. 0 keeps the fixed floor.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    vector: float = Field(default=0.3, ge=0, le=1)
-    lexical: float = Field(default=0.5, ge=0, le=1)
-    trigram: float = Field(default=0.5, ge=0, le=1)
-    calibration: float = Field(default=0.95, ge=0, le=1)
-    # Answer only when some memory has an answer's evidence on one leg alone (its floor; for
-    # identifiers, all of them verbatim): fusion.gate_open. False: whatever the sum rule passes.
-    gate: bool = True
-
-    def legs(self) -> dict[str, float]:
-        return {"vector": self.vector, "lexical": self.lexical, "trigram": self.trigram}
+#: The floor of the `brain.retrieval` section (brain.core.contract), one model for the operator and the pods.
+Floor = RetrievalFloor
 
 
 class RetrievalConfig(BaseModel):

@@ -18,7 +18,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from brain.core.contract import CaptureFilters, CaptureSection, EmbeddingSection, Env, check_env_references
+from brain.core.contract import (
+    CaptureFilters,
+    CaptureSection,
+    EmbeddingSection,
+    Env,
+    RetrievalFloor,
+    RetrievalSection,
+    check_env_references,
+)
 from brain_operator.api import Brain, BrainSpec, RoutingPolicy, RoutingPolicySpec
 from brain_operator.render.common import env_name
 
@@ -146,17 +154,17 @@ def render_litellm_config(
         "litellm_settings": {"callbacks": list(CALLBACKS), "drop_params": True},
         "general_settings": {"custom_auth": CUSTOM_AUTH, "master_key": f"os.environ/{MASTER_KEY_ENV}"},
         "brain": {
-            "retrieval": {
-                "enabled": r.enabled,
-                "top_k": r.top_k,
-                "token_budget": r.token_budget,
-                "timeout_ms": r.timeout_ms,
-                "skill_slots": r.skill_slots,
-                "persona": r.persona,
-                "standout_ratio": r.standout_ratio,
-                "floor": r.floor.model_dump(),
-            },
             # Built with the pods' own models (brain.core.contract), so a value they would refuse fails here.
+            "retrieval": RetrievalSection(
+                enabled=r.enabled,
+                top_k=r.top_k,
+                token_budget=r.token_budget,
+                timeout_ms=r.timeout_ms,
+                skill_slots=r.skill_slots,
+                persona=r.persona,
+                standout_ratio=r.standout_ratio,
+                floor=RetrievalFloor(**r.floor.model_dump()),
+            ).model_dump(),
             "capture": CaptureSection(
                 enabled=c.enabled,
                 filters=CaptureFilters(
