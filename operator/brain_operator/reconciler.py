@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from brain.core.contract import ingest_counts
 from brain.core.gitrefs import check_url
 from brain_operator import API_VERSION
 from brain_operator.api import Brain, MemorySource, RoutingPolicy
@@ -796,8 +797,7 @@ class Reconciler:
         if outcome == "succeeded":
             doc = self._job_result(ns, meta["name"])
             if doc is not None:
-                keys = ("added", "superseded", "skipped", "retired", "rejected")
-                fields["counts"] = {k: int(doc.get(k, 0) or 0) for k in keys}
+                fields["counts"] = ingest_counts(doc)
                 stopped = _retire_stop(doc.get("stopped"))
             check = Check("True", "ImportSucceeded", f"Job {meta['name']} finished")
             if stopped is not None:

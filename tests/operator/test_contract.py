@@ -287,3 +287,20 @@ def test_the_crd_and_the_gateway_share_the_retrieval_section() -> None:
     assert _bounds(CRDFloor) == _bounds(RetrievalFloor)
     assert issubclass(RetrievalSettings, RetrievalSection) and Floor is RetrievalFloor
     assert set(RetrievalSettings.model_fields) - set(RetrievalSection.model_fields) == {"cache_ttl_s"}
+
+
+def test_the_ingest_counts_are_one_shape() -> None:
+    """The job prints them, the operator copies them into MemorySource.status.counts: one list."""
+    from brain.core.contract import INGEST_COUNTS, IngestCounts, ingest_counts
+    from brain.ingest.sync import Summary
+    from brain_operator.api import IngestCounts as CRDCounts
+
+    assert _bounds(CRDCounts) == _bounds(IngestCounts)
+    assert tuple(Summary(added=2, retired=1).as_dict())[: len(INGEST_COUNTS)] == INGEST_COUNTS
+    assert ingest_counts({"added": 3, "rejected": None, "source": "x"}) == {
+        "added": 3,
+        "superseded": 0,
+        "skipped": 0,
+        "retired": 0,
+        "rejected": 0,
+    }

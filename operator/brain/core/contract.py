@@ -9,6 +9,9 @@ Brains through the pods' own loaders; a rendered env var that no pod reads fails
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 # The one default embedding model, and its dimension. The CRD's spec.embedding default, the
@@ -121,6 +124,29 @@ class RetrievalSection(_Section):
     persona: bool = True
     standout_ratio: float = Field(default=0.55, ge=0, le=1)  # spec.gateway.retrieval.standoutRatio
     floor: RetrievalFloor = Field(default_factory=RetrievalFloor)
+
+
+class IngestCounts(BaseModel):
+    """The counts of the ingest job's summary line (its last stdout line, brain.jobs.ingest): what an
+    import did. The operator copies them into MemorySource.status.counts (brain_operator.api declares
+    the same fields for the CRD schema; tests/operator/test_contract.py keeps them equal)."""
+
+    model_config = ConfigDict(extra="ignore")  # the summary line holds more than the counts
+
+    added: int = Field(default=0, ge=0)  # new entries
+    superseded: int = Field(default=0, ge=0)  # changed entries (the old version kept as history)
+    skipped: int = Field(default=0, ge=0)  # unchanged entries
+    retired: int = Field(default=0, ge=0)  # entries whose source item disappeared
+    rejected: int = Field(default=0, ge=0)  # items refused by the secret gate or lint
+
+
+#: The summary line's count keys, in the order it prints them.
+INGEST_COUNTS = tuple(IngestCounts.model_fields)
+
+
+def ingest_counts(summary: Mapping[str, Any]) -> dict[str, int]:
+    """The counts of a summary line as the operator records them (a missing or empty one is 0)."""
+    return {k: int(summary.get(k, 0) or 0) for k in INGEST_COUNTS}
 
 
 class EmbeddingSection(_Section):

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from brain.core.contract import IngestCounts
 from brain.core.errors import BrainError
 from brain.core.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
 from brain.core.redact import SecretGate
@@ -79,12 +80,15 @@ class Summary:
     foreign: int = 0  # others' entries under this source's keys, left as they are
 
     def as_dict(self) -> dict[str, Any]:
+        counts = IngestCounts(
+            added=self.added,
+            superseded=self.superseded,
+            skipped=self.skipped,
+            retired=self.retired,
+            rejected=self.rejected,
+        )
         return {
-            "added": self.added,
-            "superseded": self.superseded,
-            "skipped": self.skipped,
-            "retired": self.retired,
-            "rejected": self.rejected,
+            **counts.model_dump(),
             "rejects": [{"item": r.item, "reason": r.reason} for r in self.rejects[:MAX_REJECTS_LISTED]],
             "grading": self.grading.as_dict(),
             "edges": self.edges,

@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from brain.core.contract import IngestCounts
 from brain.core.errors import BrainError
 from brain.core.models import Actor
 from brain.embedder.model import Embedder
@@ -114,14 +115,14 @@ async def run_ingest(
         return out
     except ImportStopped as e:
         # Not a failure: the job did its work, which was to stop and ask (no retry would help).
-        out = {"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0}
+        out = IngestCounts().model_dump()
         out |= {"source": spec.name, "kind": spec.kind, "stopped": e.stop.as_dict()}
         if commit:
             out["commit"] = commit
         await finish_run(store, run_id, "stopped", out)
         return out
     except BrainError as e:
-        out = {"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": e.message}
+        out = {**IngestCounts().model_dump(), "error": e.message}
         await finish_run(store, run_id, "failed", out)
         raise
     finally:
@@ -135,7 +136,7 @@ async def main_async(args: argparse.Namespace, settings: IngestSettings) -> int:
         try:
             summary = await run_ingest(env.store, env.embedder, spec, settings=settings, workdir=workdir)
         except BrainError as e:
-            emit({"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": e.message})
+            emit({**IngestCounts().model_dump(), "error": e.message})
             return 1
     emit(summary)
     return 0
@@ -159,11 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     except (BrainError, ValueError) as e:
         message = getattr(e, "message", str(e))
         print(f"ingest: error: {message}", file=sys.stderr)
-        emit({"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": message})
+        emit({**IngestCounts().model_dump(), "error": message})
         return 2
     except Exception as e:  # the database or embedder is down: still end with a summary line
         print(f"ingest: failed: {type(e).__name__}: {e}", file=sys.stderr)
-        emit({"added": 0, "superseded": 0, "skipped": 0, "retired": 0, "rejected": 0, "error": str(e)})
+        emit({**IngestCounts().model_dump(), "error": str(e)})
         return 1
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from brain.core.contract import Env
+from brain.core.contract import INGEST_COUNTS, Env
 from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
 from brain.local.settings import load_local_settings
 
@@ -209,11 +209,7 @@ def describe(result: dict[str, Any]) -> str:
         return f"{result['job']}: stopped by the retire guard: {s['stopped'].get('message', '')}"
     if result["rc"] != 0:
         return f"{result['job']}: failed (exit {result['rc']}): {s.get('error', 'see its log')}"
-    keys = [
-        k
-        for k in ("added", "superseded", "skipped", "retired", "rejected", "proposals", "sessions")
-        if k in s
-    ]
+    keys = [k for k in (*INGEST_COUNTS, "proposals", "sessions") if k in s]
     return f"{result['job']}: " + (", ".join(f"{k} {s[k]}" for k in keys) or "done")
 
 
