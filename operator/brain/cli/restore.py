@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from brain.cli.common import command, print_json
-from brain.core.contract import DB_ROLE_PREFIX
+from brain.core.contract import DB_ROLE_PREFIX, DEFAULT_EMBEDDING_DIM
 from brain.core.errors import BrainError
 
 #: TOC entries left out of the restore: the target keeps its own extensions (see the module doc).
@@ -187,7 +187,11 @@ async def restore_database(args: argparse.Namespace) -> int:
             f"the restore into {_where(args.into)} failed and was rolled back (one transaction): "
             f"{_last_line(proc.stderr)}"
         )
-    grants = "skipped" if args.no_grants else await db.regrant(args.into, args.prefix, dump.dim or 384)
+    grants = (
+        "skipped"
+        if args.no_grants
+        else await db.regrant(args.into, args.prefix, dump.dim or DEFAULT_EMBEDDING_DIM)
+    )
     print_json(
         {
             "restored": str(path),

@@ -9,6 +9,7 @@ import httpx
 import numpy as np
 
 from brain.core import tracing
+from brain.core.contract import DEFAULT_EMBEDDING_DIM
 
 
 class EmbedderUnavailable(Exception):
@@ -25,7 +26,7 @@ class EmbeddingClient:
         base_url: str,
         *,
         model: str = "default",
-        dim: int = 384,
+        dim: int = DEFAULT_EMBEDDING_DIM,
         timeout: float = 2.0,
         failure_threshold: int = 3,
         cooldown: float = 10.0,

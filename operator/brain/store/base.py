@@ -22,7 +22,7 @@ import numpy as np
 from pgvector.asyncpg import register_vector
 from ulid import ULID
 
-from brain.core.contract import DEFAULT_EMBEDDING_MODEL
+from brain.core.contract import DEFAULT_EMBEDDING_DIM, DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import InvalidInput, NotFound
 from brain.core.models import SHARED, Hit, Memory
 from brain.store import lexical_weights
@@ -160,7 +160,7 @@ class StoreBase:
         cls,
         dsn: str,
         *,
-        dim: int = 384,
+        dim: int = DEFAULT_EMBEDDING_DIM,
         embedding_model: str = DEFAULT_EMBEDDING_MODEL,
         min_size: int = 1,
         max_size: int = 10,
