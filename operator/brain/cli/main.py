@@ -18,7 +18,9 @@ from brain.cli.settings import CliSettings, load_cli_settings
 from brain.core.errors import BrainError
 
 
-def build_parser(settings: CliSettings) -> argparse.ArgumentParser:
+def build_parser(settings: CliSettings | None = None) -> argparse.ArgumentParser:
+    """brainctl's parser; the flags' defaults come from `settings` (None: this process's)."""
+    settings = settings or load_cli_settings()
     p = argparse.ArgumentParser(
         prog="brainctl",
         description="Run and inspect a brain: one shared, governed memory for a team's coding agents.",
