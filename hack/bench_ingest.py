@@ -28,8 +28,9 @@ sys.path.insert(0, str(ROOT / "operator"))
 from brain.embedder import LocalEmbedder  # noqa: E402
 from brain.ingest.code import language_for  # noqa: E402
 from brain.ingest.source import parse_source, walk_files  # noqa: E402
-from brain.jobs.common import Progress  # noqa: E402
+from brain.jobs.common import Progress, progress_enabled  # noqa: E402
 from brain.jobs.ingest import run_ingest  # noqa: E402
+from brain.jobs.settings import load_job_settings  # noqa: E402
 from brain.local.devdb import EmbeddedPostgres  # noqa: E402
 from brain.store import Store  # noqa: E402
 
@@ -87,7 +88,9 @@ async def bench_tree(
 ) -> dict[str, Any]:
     spec = parse_source({"name": name, "spec": {"git": {"url": str(repo), "format": "code"}}})
     t0 = time.perf_counter()
-    s = await run_ingest(store, embedder, spec, workdir=work / name, progress=Progress())
+    s = await run_ingest(
+        store, embedder, spec, workdir=work / name, progress=Progress(progress_enabled(load_job_settings()))
+    )
     s["wall"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     again = await run_ingest(store, embedder, spec, workdir=work / name, progress=Progress(enabled=False))
