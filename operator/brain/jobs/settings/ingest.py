@@ -15,7 +15,7 @@ from brain.jobs.settings import JobSettings, common_fields
 @dataclass(frozen=True)
 class IngestSettings(JobSettings):
     git_allow_insecure_urls: bool = False  # BRAIN_GIT_ALLOW_INSECURE_URLS=1 (brain.core.gitrefs)
-    source_credentials: str | None = None
+    source_credentials: str | None = field(default=None, repr=False)  # a token or SSH key: never in a repr
     inline_dir: str = DEFAULT_INLINE_DIR  # BRAIN_INLINE_DIR
     chunk_embed_chars: int = EMBED_CHARS  # BRAIN_CHUNK_EMBED_CHARS
     grading: GradingConfig = field(default_factory=GradingConfig)  # BRAIN_CHUNK_*
