@@ -17,7 +17,7 @@ from brain.local.settings import LocalSettings, load_local_settings
 
 @dataclass(frozen=True)
 class CliSettings:
-    database_url: str | None = None  # --dsn's default
+    database_url: str | None = field(default=None, repr=False)  # --dsn's default (holds the password)
     embedder_url: str | None = None  # --embedder-url's default
     embedding_model: str = DEFAULT_EMBEDDING_MODEL  # --embedding-model's default
     user: str = "owner"  # --as's default: $USER

@@ -19,7 +19,7 @@ def _default_cache() -> Path:
 @dataclass(frozen=True)
 class LocalSettings:
     #: what the local gateway and job processes start from (provider API keys, PATH, HOME, ...)
-    environ: Mapping[str, str] = field(default_factory=dict)
+    environ: Mapping[str, str] = field(default_factory=dict, repr=False)  # provider keys among them
     #: $XDG_STATE_HOME: where a Brain's state folder goes (None: ~/.local/state)
     state_home: str | None = None
     #: $BRAIN_CACHE: the model and the eval embeddings

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from brain.core.contract import DEFAULT_EMBEDDING_DIM, Env
 
 
 @dataclass(frozen=True)
 class MigrateSettings:
-    database_url: str = ""  # $BRAIN_DATABASE_URL: empty is refused by the job
+    database_url: str = field(default="", repr=False)  # $BRAIN_DATABASE_URL (holds the password)
     embedding_dim_raw: str | None = None  # $BRAIN_EMBEDDING_DIM as written
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from brain.core.contract import DEFAULT_EMBEDDING_DIM, Env
@@ -20,7 +20,7 @@ from brain.core.tracing import TraceSettings
 
 @dataclass(frozen=True)
 class JobSettings:
-    database_url: str | None = None
+    database_url: str | None = field(default=None, repr=False)  # holds the password
     embedder_url: str | None = None
     embedding_model: str | None = None  # None: unset (each job says what that means)
     # as written (None: unset); parsed where a job needs it, so a bad value fails only there
