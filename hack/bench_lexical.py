@@ -37,6 +37,8 @@ sys.path.insert(0, str(ROOT / "hack"))
 import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts)
 import benchcorpus  # noqa: E402
 
+from brain.local.stats import percentile  # noqa: E402
+
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 STALE = (0.5, 0.8, 1.25, 2.0)  # live mean / reference
 
@@ -50,11 +52,6 @@ HNSW_SQL = """WITH q AS (
              FROM (SELECT brain_lexeme_dim(lexeme) AS dim, sum(idf) AS idf FROM q GROUP BY 1) d)
     SELECT m.id, -(m.bm25 <#> qv.v) AS score FROM memories m, qv
      WHERE {where} ORDER BY m.bm25 <#> qv.v LIMIT $3"""
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def interleaved(
@@ -71,8 +68,8 @@ async def interleaved(
                 await fn(q)
                 lat[label].append((time.perf_counter() - t) * 1000)
         for label, values in lat.items():
-            p50s[label].append(pct(values, 0.5))
-            p95s[label].append(pct(values, 0.95))
+            p50s[label].append(percentile(values, 0.5))
+            p95s[label].append(percentile(values, 0.95))
     return {k: (statistics.median(p50s[k]), statistics.median(p95s[k])) for k in fns}
 
 
@@ -302,10 +299,18 @@ async def main(
 
 
 if __name__ == "__main__":
-    # `--writes` alone: only the write cost
-    sizes = [int(a) for a in sys.argv[1:] if a != "--writes"] or (
-        [] if "--writes" in sys.argv else [10_000, 100_000]
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Prints Markdown for docs/benchmarks.md; BRAIN_BENCH_JSON=<file> also writes make bench's record.",
     )
+    ap.add_argument("sizes", nargs="*", type=int, help="corpus sizes in memories (default: 10000 100000)")
+    ap.add_argument(
+        "--writes", action="store_true", help="with no sizes, time only the write cost (every run times it)"
+    )
+    args = ap.parse_args()
+    sizes = args.sizes or ([] if args.writes else [10_000, 100_000])
     text, checks = asyncio.run(main(sizes))
     print(text)
     if os.environ.get("BRAIN_BENCH_JSON"):  # make bench's record (hack/bench.py)

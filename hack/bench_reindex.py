@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from brain.local.stats import percentile
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/pg_fixtures.py)
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
@@ -141,11 +143,6 @@ def short_queries() -> list[str]:
         "what broke {s}?",
     ]
     return [a.format(s=s) for s in SERVICES for a in asks][:100]
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
 async def main() -> int:
@@ -278,8 +275,8 @@ async def main() -> int:
         "",
         "| retrieval | queries | p50 ms | p95 ms |",
         "|---|---|---|---|",
-        f"| idle | {len(idle)} | {statistics.median(idle):.1f} | {pct(idle, 0.95):.1f} |",
-        f"| during the migration | {len(during)} | {statistics.median(during):.1f} | {pct(during, 0.95):.1f} |",
+        f"| idle | {len(idle)} | {statistics.median(idle):.1f} | {percentile(idle, 0.95):.1f} |",
+        f"| during the migration | {len(during)} | {statistics.median(during):.1f} | {percentile(during, 0.95):.1f} |",
     ]
     print("\n".join(out))
     return 0

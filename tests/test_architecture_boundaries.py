@@ -72,3 +72,31 @@ def test_no_module_outside_services_calls_the_doors_private_writes() -> None:
         if "brain/services/" not in p.as_posix() and any(name in p.read_text() for name in private)
     ]
     assert offenders == []
+
+
+def test_no_module_imports_its_way_back_to_itself(graph: grimp.ImportGraph) -> None:
+    """A cycle hidden by a function-level import (the memory door and the proposal queue had one,
+    `store.base` and `store.lexical_weights` another) is a wall a layers contract cannot state for a
+    room it does not list; this holds every room to it, including rooms added later."""
+    ours = ("brain", "brain_operator")
+    cycles = [
+        f"{m} -> {d} -> … -> {m}"
+        for m in sorted(graph.modules)
+        for d in sorted(graph.find_modules_directly_imported_by(m))
+        if d.split(".")[0] in ours and d != m and graph.chain_exists(d, m)
+    ]
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_every_room_with_modules_of_its_own_has_inner_walls() -> None:
+    """The rooms whose modules call each other the most keep a layers contract each (#30 item 3)."""
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / ".importlinter")
+    walled = {
+        cfg[s]["containers"].strip()
+        for s in cfg.sections()
+        if s.startswith("importlinter:contract:")
+        and cfg[s].get("type") == "layers"
+        and "containers" in cfg[s]
+    }
+    assert {"brain.store", "brain.services", "brain.gateway", "brain.jobs"} <= walled

@@ -18,7 +18,8 @@ from brain.core.errors import (
 )
 from brain.core.models import MAX_BODY, Actor, MemoryIn
 from brain.local.devdb import EmbeddedPostgres
-from brain.services.memory import MemoryService, parse_memory
+from brain.services.memory import MemoryService
+from brain.services.screening import parse_memory
 from brain.store import Scope, Store
 from brain.store import migrate as mig
 from tests.secret_corpus import POSITIVES

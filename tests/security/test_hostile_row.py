@@ -18,7 +18,8 @@ import pytest
 from brain.core.errors import InvalidInput
 from brain.core.models import Actor, MemoryIn
 from brain.retrieval.render import PREAMBLE
-from brain.services.memory import MemoryService, parse_memory
+from brain.services.memory import MemoryService
+from brain.services.screening import parse_memory
 from tests.gateway_fixtures import Gateway, injected_block
 
 HOSTILE_TIMES = [

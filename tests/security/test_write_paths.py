@@ -28,7 +28,8 @@ from brain.ingest.items import Item, Parsed
 from brain.ingest.sync import sync
 from brain.jobs.distill import DistillConfig, run_distill
 from brain.services import proposals
-from brain.services.memory import MemoryService, screen
+from brain.services.memory import MemoryService
+from brain.services.screening import screen
 from brain.store.writer import StoreWriter
 from tests.gateway.test_auth_mcp_rest import call
 from tests.gateway_fixtures import Gateway, metric

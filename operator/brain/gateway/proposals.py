@@ -47,11 +47,11 @@ async def show_proposal(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
 
 @router.post("/{proposal_id}/approve", summary="write the proposed memory as this owner (curated)")
 async def approve_proposal(proposal_id: str, actor: OwnerDep, body: Decision | None = None) -> dict[str, Any]:
-    from brain.services import proposals as logic
+    from brain.services.approval import approve
 
     check_inputs(id=proposal_id, reason=body.reason if body else None)
     rt = _service()
-    out = await logic.approve(rt.service, proposal_id, actor, reason=body.reason if body else None)
+    out = await approve(rt.service, proposal_id, actor, reason=body.reason if body else None)
     rt.invalidate(catalog=True)  # an approved persona or skill shapes prompts from the next request on
     return out
 

@@ -13,7 +13,8 @@ from brain.core.errors import BrainError, InvalidInput
 from brain.core.models import KINDS, Actor, Hit, Memory
 from brain.gateway.boundary import LimitSettings, input_problem, problem_field
 from brain.gateway.runtime import Runtime, get_runtime
-from brain.services.memory import MemoryService, Proposed, parse_memory
+from brain.services.memory import MemoryService, Proposed
+from brain.services.screening import parse_memory
 
 WRITE_FIELDS = (
     "body",

@@ -23,7 +23,8 @@ from typing import Any, Protocol
 from brain.core.errors import BrainError
 from brain.core.models import Actor, MemoryIn
 from brain.core.redact import SecretGate
-from brain.services.memory import MemoryService, gate_fields
+from brain.services.memory import MemoryService
+from brain.services.screening import gate_fields
 
 
 class CapturedItem(Protocol):
