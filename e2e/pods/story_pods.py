@@ -229,6 +229,15 @@ class Gateway:
             method, f"{self.url}/brain/v1{path}", headers=self.headers(key), timeout=30, **kw
         )
 
+    def health_ok(self, part: str = "status") -> bool:
+        """Whether /brain/v1/health answers with `part` ok: `status` (the database and the embedder)
+        or `database` alone (a failover, where only the database's return is the point)."""
+        try:
+            r = httpx.get(f"{self.url}/brain/v1/health", headers=self.headers(self.master), timeout=5)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200 and r.json().get(part) == "ok"
+
     def make_key(self, name: str, role: str) -> str:
         # A run-unique name: a rerun on a kept node (BRAIN_NODE_KUBECONFIG) cannot reuse a revoked one.
         unique = f"{name}-{uuid.uuid4().hex[:6]}"

@@ -95,14 +95,6 @@ class HA:
         return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
-def _health_ok(gw: Gateway) -> bool:
-    try:
-        r = httpx.get(f"{gw.url}/brain/v1/health", headers=gw.headers(gw.master), timeout=5)
-    except httpx.HTTPError:
-        return False
-    return r.status_code == 200 and r.json().get("database") == "ok"
-
-
 def _fast_operator_liveness(node: RealNode) -> None:
     """The chart probes liveness every 20 s, 3 failures; here every second, one failure restarts.
     Any "recently reconciled" rule would restart an idle replica within seconds."""
@@ -165,7 +157,7 @@ def ha(real_node: RealNode) -> Iterator[HA]:
     node.kubectl("rollout", "status", "deploy/fake-llm", "-n", NS, "--timeout=180s", timeout=200)
     master = node.kubectl("get", "secret", "team-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}")
     gw = Gateway(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
-    wait_for("the gateway answers with its database", lambda: _health_ok(gw), timeout=300)
+    wait_for("the gateway answers with its database", lambda: gw.health_ok("database"), timeout=300)
     for name, role in (("agent", "agent"), ("owner", "owner")):
         gw.make_key(name, role)
     noted = gw.mcp_tool("agent", "brain_note", {"body": NOTE, "title": "Staging DB port", "kind": "fact"})
@@ -508,7 +500,9 @@ def test_pg_dump_into_a_new_managed_brain_and_pg_restore(ha: HA) -> None:
     master = ha.node.kubectl("get", "secret", "team-master-key", "-n", ns, "-o", "jsonpath={.data.masterKey}")
     restored = Gateway(service_url(ha.node, ns, "team-gateway", 4000), base64.b64decode(master).decode())
     restored.keys["agent"] = ha.gw.keys["agent"]  # restored with the database
-    wait_for("the restored gateway answers with its database", lambda: _health_ok(restored), timeout=300)
+    wait_for(
+        "the restored gateway answers with its database", lambda: restored.health_ok("database"), timeout=300
+    )
 
     def served() -> bool:
         r = restored.chat(ASK)

@@ -159,18 +159,10 @@ def _stack(node: RealNode, collector: Collector) -> Iterator[Stack]:
         node.kubectl("rollout", "status", f"deploy/{name}", "-n", NS, "--timeout=180s", timeout=200)
     master = node.kubectl("get", "secret", "team-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}")
     gw = Gateway(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
-    wait_for("the gateway Service answers from the host", lambda: _health_ok(gw), timeout=180)
+    wait_for("the gateway Service answers from the host", gw.health_ok, timeout=180)
     for name, role in (("agent", "agent"), ("codex-ci", "agent"), ("owner", "owner")):
         gw.make_key(name, role)
     yield Stack(node, gw, Upstream(service_url(node, NS, "fake-llm", 4001)), t0, collector)
-
-
-def _health_ok(gw: Gateway) -> bool:
-    try:
-        r = httpx.get(f"{gw.url}/brain/v1/health", headers=gw.headers(gw.master), timeout=5)
-    except httpx.HTTPError:
-        return False
-    return r.status_code == 200 and r.json().get("status") == "ok"
 
 
 def index_when(s: Stack, what: str, ok: Any, timeout: float = 90) -> dict[str, Any]:
