@@ -198,6 +198,39 @@ def run_job(node: RealNode, ns: str, cronjob: str, timeout: float = 300) -> tupl
     return summary, log
 
 
+#: the chart's release and namespace in the pod stories (helm install brain-operator -n brain-system)
+OPERATOR_NS = "brain-system"
+RELEASE = "brain-operator"
+
+
+def scale_gateway(node: RealNode, ns: str, replicas: int) -> None:
+    """Change the Brain `team`'s spec.gateway.replicas: the smallest spec change an operator converges."""
+    patch = json.dumps({"spec": {"gateway": {"replicas": replicas}}})
+    node.kubectl("patch", "brain", "team", "-n", ns, "--type=merge", "-p", patch)
+
+
+def kill_active_operator(node: RealNode, ns: str, replicas: int, timeout: float) -> tuple[str, float]:
+    """Force-delete the active operator replica (the highest priority in the namespace's KopfPeering,
+    the chart's default peering) and change the Brain at once: the standby must take over and scale
+    the gateway to `replicas`. Returns the killed pod and the seconds from the kill to the change."""
+    peering = node.json("get", "kopfpeering", RELEASE, "-n", ns)
+    peers = sorted(
+        (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
+        for k, v in (peering.get("status") or {}).items()
+    )
+    assert len(peers) == 2, peering.get("status")
+    active = peers[-1][1]
+    t_kill = time.monotonic()
+    node.kubectl("delete", "pod", active, "-n", OPERATOR_NS, "--grace-period=0", "--force")
+    scale_gateway(node, ns, replicas)
+    wait_for(
+        f"the standby to take over and scale the gateway to {replicas}",
+        lambda: node.json("get", "deploy", "team-gateway", "-n", ns)["spec"]["replicas"] == replicas,
+        timeout=timeout,
+    )
+    return active, time.monotonic() - t_kill
+
+
 @dataclass
 class Gateway:
     """The user's side of the gateway: its Service address from the host, and keys made by the owner."""

@@ -50,13 +50,17 @@ from .ha_pods import (
 )
 from .story_pods import (
     CHART,
+    OPERATOR_NS,
+    RELEASE,
     Gateway,
     Upstream,
     brain_manifest,
     helm_values,
     helpers_manifest,
+    kill_active_operator,
     pods_ready,
     run_job,
+    scale_gateway,
     service_url,
 )
 
@@ -71,8 +75,6 @@ pytestmark = [
 NS = "ha"
 #: where test_pg_dump_into_a_new_managed_brain_and_pg_restore restores into (watched from the install on)
 RESTORE_NS = "ha-restore"
-OPERATOR_NS = "brain-system"
-RELEASE = "brain-operator"
 #: docs/security.md: "Revocation reaches every replica within 30 s" (the key cache's TTL).
 REVOCATION_BOUND_S = 30
 #: kopf forgets a peer that stopped touching the peering object after its lifetime (60 s), then
@@ -406,32 +408,7 @@ def test_operator_replicas_stay_live_while_idle_and_hand_over(ha: HA) -> None:
     assert any(a is None or a > 30 for a in ages.values()), ages
 
     children = _children(ha)
-    # the chart's default peers per watched namespace (a KopfPeering there, no ClusterKopfPeering)
-    peering = ha.node.json("get", "kopfpeering", RELEASE, "-n", NS)
-    peers = sorted(
-        (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
-        for k, v in (peering.get("status") or {}).items()
-    )
-    assert len(peers) == 2, peering.get("status")
-    active = peers[-1][1]
-    t_kill = time.monotonic()
-    ha.k("delete", "pod", active, "-n", OPERATOR_NS, "--grace-period=0", "--force")
-    ha.k(
-        "patch",
-        "brain",
-        "team",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"gateway": {"replicas": 3}}}),
-    )
-    wait_for(
-        "the standby to take over and scale the gateway to 3",
-        lambda: ha.node.json("get", "deploy", "team-gateway", "-n", NS)["spec"]["replicas"] == 3,
-        timeout=HANDOVER_BOUND_S,
-    )
-    handover_s = time.monotonic() - t_kill
+    active, handover_s = kill_active_operator(ha.node, NS, replicas=3, timeout=HANDOVER_BOUND_S)
     assert _children(ha) == children, "children changed (duplicates?) after the hand-over"
     # Exactly one replica exports the Brain's series: the replacement pod, whatever its priority,
     # is either active (and the one that paused dropped them) or paused with none.
@@ -448,16 +425,7 @@ def test_operator_replicas_stay_live_while_idle_and_hand_over(ha: HA) -> None:
     wait_for("exactly one operator replica exporting the Brain's gauges", one_exporter, timeout=120, every=2)
     print(f"active operator {active} killed: hand-over in {handover_s:.0f} s, no duplicate children")
     save_figures("handover", {"handover_s": handover_s, "idle_s": idle_s})
-    ha.k(
-        "patch",
-        "brain",
-        "team",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"gateway": {"replicas": 2}}}),
-    )
+    scale_gateway(ha.node, NS, 2)
 
 
 # --------------------------------------------------------------------------- 5. backup and restore

@@ -53,21 +53,23 @@ from . import backup_pods, netpol, tunnel
 from .conftest import RealNode
 from .story_pods import (
     CHART,
+    OPERATOR_NS,
+    RELEASE,
     SAMPLES,
     Gateway,
     Upstream,
     brain_manifest,
     helm_values,
     helpers_manifest,
+    kill_active_operator,
     pods_ready,
     run_job,
+    scale_gateway,
     service_url,
 )
 
 NS = "team"
 HOST_IP = os.environ.get("BRAIN_NODE_HOST_IP", "10.243.0.1")
-OPERATOR_NS = "brain-system"
-RELEASE = "brain-operator"
 FILES = {
     "README.md": "# Team memories\n\nOne file per memory under memories/.\n",
     "memories/decisions/01J9ZQ4Y7V0K3M5N8P2R6T1W4X-pgvector.md": (
@@ -790,45 +792,10 @@ def test_faults_on_real_pods(stack: Stack) -> None:
 
     # ---- the active operator killed: the standby takes over, no duplicate children ----------------------
     children = _children(s)
-    # the chart's default peers per watched namespace (a KopfPeering there, no ClusterKopfPeering)
-    peering = s.node.json("get", "kopfpeering", RELEASE, "-n", NS)
-    peers = sorted(
-        (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
-        for k, v in (peering.get("status") or {}).items()
-    )
-    assert len(peers) == 2, peering.get("status")
-    active = peers[-1][1]
-    t_kill = time.monotonic()
-    s.k("delete", "pod", active, "-n", OPERATOR_NS, "--grace-period=0", "--force")
-    s.k(
-        "patch",
-        "brain",
-        "team",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"gateway": {"replicas": 3}}}),
-    )
-    wait_for(
-        "the standby to take over and scale the gateway to 3",
-        lambda: s.node.json("get", "deploy", "team-gateway", "-n", NS)["spec"]["replicas"] == 3,
-        timeout=240,
-    )
-    figures.append(
-        f"active operator {active} killed: the standby converged the next change in {time.monotonic() - t_kill:.0f} s"
-    )
+    active, took = kill_active_operator(s.node, NS, replicas=3, timeout=240)
+    figures.append(f"active operator {active} killed: the standby converged the next change in {took:.0f} s")
     assert _children(s) == children, "children changed (duplicates?) after the takeover"
-    s.k(
-        "patch",
-        "brain",
-        "team",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"gateway": {"replicas": 2}}}),
-    )
+    scale_gateway(s.node, NS, 2)
     print("\n" + "\n".join(figures))
 
 
