@@ -35,7 +35,7 @@ from tests.gateway_fixtures import metric
 
 from e2e.story import wait_for
 
-from .story_pods import REG, TAG, Gateway, brain_manifest, service_url
+from .story_pods import REG, TAG, Gateway, brain_manifest, run_job, service_url
 
 NS = "team"
 OPERATOR_NS = "brain-system"
@@ -69,24 +69,6 @@ def _operator_metric(node: Any, name: str, label: str) -> list[float]:
         if f'{name}{{brain="{label}"' in body:
             found.append(metric(body, name, brain=label))
     return found
-
-
-def _run_backup(node: Any, expect: str, timeout: float = 300) -> str:
-    """One run of the CronJob; `expect` Complete or Failed; its log."""
-    name = f"team-backup-drill-{int(time.time() * 1000) % 100000}"
-    node.kubectl("create", "job", name, "--from=cronjob/team-backup", "-n", NS)
-
-    def finished() -> str | None:
-        st = node.json("get", "job", name, "-n", NS).get("status") or {}
-        for c in st.get("conditions") or []:
-            if c["type"] in ("Complete", "Failed") and c["status"] == "True":
-                return str(c["type"])
-        return None
-
-    outcome = wait_for(f"Job {name}", finished, timeout=timeout, every=2)
-    log = node.kubectl("logs", f"job/{name}", "-n", NS, "--tail=100", check=False)
-    assert outcome == expect, f"Job {name} {outcome}, expected {expect}:\n{log[-3000:]}"
-    return log
 
 
 def _reader_pod(node: Any) -> None:
@@ -141,7 +123,7 @@ def drill(node: Any, gw: Gateway, tmp: Path) -> list[str]:
         wait_for("the backup CronJob", lambda: node.kubectl("get", "cronjob", "team-backup", "-n", NS, check=False),
                  timeout=120)  # fmt: skip
         t0 = time.monotonic()
-        log = _run_backup(node, "Complete")
+        log = run_job(node, NS, "team-backup")[1]
         summary = json.loads(log.strip().splitlines()[-1])
         figures.append(
             f"backup Job: {time.monotonic() - t0:.0f} s, {summary['bytes']} bytes ({summary['file']})"
@@ -214,7 +196,7 @@ def drill(node: Any, gw: Gateway, tmp: Path) -> list[str]:
         # ---- a failed backup: the login refused a table (as a broken grant would) ----------------------
         _psql(node, "REVOKE SELECT ON memories FROM brain_backup")
         try:
-            log = _run_backup(node, "Failed")
+            log = run_job(node, NS, "team-backup", expect="Failed")[1]
             assert "backup failed: pg_dump failed" in log, log[-2000:]
             failed = wait_for("status.index shows the failed run",
                               lambda: (i := _index(node)).get("lastBackupResult") == "failed" and i, timeout=180, every=3)  # fmt: skip

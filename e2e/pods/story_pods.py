@@ -173,8 +173,11 @@ def service_url(node: RealNode, ns: str, name: str, port: int) -> str:
     return f"http://{ip}:{port}"
 
 
-def run_job(node: RealNode, ns: str, cronjob: str, timeout: float = 300) -> tuple[dict[str, Any], str]:
-    """`kubectl create job --from=cronjob/...`, wait for it to finish, return (its summary line, its log)."""
+def run_job(
+    node: RealNode, ns: str, cronjob: str, timeout: float = 300, expect: str = "Complete"
+) -> tuple[dict[str, Any], str]:
+    """`kubectl create job --from=cronjob/...`, wait for it to finish as `expect` (Complete, or Failed
+    for a run that must fail), return (its summary line, its log)."""
     name = f"{cronjob[:40]}-{int(time.time() * 1000) % 100000}"
     node.kubectl("create", "job", name, f"--from=cronjob/{cronjob}", "-n", ns)
 
@@ -187,7 +190,7 @@ def run_job(node: RealNode, ns: str, cronjob: str, timeout: float = 300) -> tupl
 
     outcome = wait_for(f"Job {name}", finished, timeout=timeout, every=1)
     log = node.kubectl("logs", f"job/{name}", "-n", ns, "--tail=200", check=False)
-    assert outcome == "Complete", f"Job {name} {outcome}:\n{log[-3000:]}"
+    assert outcome == expect, f"Job {name} {outcome}, expected {expect}:\n{log[-3000:]}"
     summary: dict[str, Any] = {}
     for line in reversed(log.strip().splitlines()):
         try:
