@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from tests.kube_fixtures import KubeCluster, kube_cluster, kube_namespace  # noqa: F401 (fixtures)
+from tests.kit.cluster import KubeCluster, kube_cluster, kube_namespace  # noqa: F401 (fixtures)
 
 # Also registered by tests/conftest.py; here too for `pytest e2e ...` alone (xdist workers apart).
-pytest_plugins = ["tests.parallel_workers", "tests.skip_budget"]
+pytest_plugins = ["tests.kit.workers", "tests.kit.skip_budget"]
 
 CLUSTERS = ["local", "kind"]
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/pg_fixtures.py)
+sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/kit/database.py)
 sys.path.insert(0, str(ROOT / "hack"))
 import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts, vector cache)
 import benchcorpus  # noqa: E402
@@ -178,7 +178,7 @@ async def quality(runs: int) -> str:
 
 async def selectivity() -> str:
     """The team set: does the floor keep unrelated questions out and every answer in?"""
-    from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
+    from tests.kit.database import fresh_database, offline_embedder, open_store, postgres
 
     from brain.local.eval import GATEWAY, MODES, evaluate, load_dataset, load_into
     from brain.retrieval import RetrievalConfig

@@ -7,7 +7,7 @@ the store (so the weights come from the write trigger), then the weights settled
 (the rewrite is timed: what a reference move costs at that size); 200 LoCoMo questions over the
 whole corpus (#33, hack/benchcorpus.py): all of it in `shared`, and split over four namespaces with
 all four read, each its own database. "before" is the statement retrieval shipped until then, BM25 from each
-candidate's unnested tsvector (tests/lexical_reference.py); "after" is `brain.store.lexical.bm25`,
+candidate's unnested tsvector (tests/kit/lexical_reference.py); "after" is `brain.store.lexical.bm25`,
 the same GIN candidates scored by `bm25 <#> query`. Both are interleaved query by query, rankings
 compared on the same run.
 
@@ -77,7 +77,7 @@ async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) 
     """What the weights add to a write: the store alone (LoCoMo turns, random unit vectors, batches
     of 128), with the BM25 trigger on and off in alternating batches of the same run."""
     import numpy as np
-    from tests.pg_fixtures import fresh_database, open_store
+    from tests.kit.database import fresh_database, open_store
 
     from brain.core.models import Actor, MemoryIn
     from brain.local.eval import load_dataset
@@ -113,8 +113,8 @@ async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) 
 async def main(
     sizes: list[int], runs: int = 3, layouts: tuple[str, ...] = tuple(benchcorpus.LAYOUTS)
 ) -> tuple[str, list[tuple[benchcheck.Counts, benchcheck.Claim]]]:
-    from tests import lexical_reference as reference
-    from tests.pg_fixtures import fresh_database, open_store, postgres
+    from tests.kit import lexical_reference as reference
+    from tests.kit.database import fresh_database, open_store, postgres
 
     from brain.core.models import Actor, MemoryIn
     from brain.local.eval import load_dataset

@@ -30,7 +30,7 @@ import numpy as np
 from brain.local.stats import percentile
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/pg_fixtures.py)
+sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/kit/database.py)
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 
 
@@ -152,7 +152,7 @@ async def main() -> int:
     p.add_argument("--corpus", choices=["short", "locomo"], default="short")
     args = p.parse_args()
 
-    from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
+    from tests.kit.database import fresh_database, offline_embedder, open_store, postgres
 
     from brain.core.models import Actor, MemoryIn
     from brain.embedder.variants import load_embedder

@@ -48,7 +48,7 @@ BLOCK = 20
 
 
 async def main(a: argparse.Namespace) -> None:
-    from tests.otel_fixtures import Collector, build_collector
+    from tests.kit.traces import Collector, build_collector
 
     from brain.core import tracing
     from brain.core.tracing import TraceSettings

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the reference lexical leg (tests/lexical_reference.py)
+sys.path.insert(0, str(ROOT))  # the reference lexical leg (tests/kit/lexical_reference.py)
 sys.path.insert(0, str(ROOT / "hack"))
 import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts, vector cache)
 import benchcorpus  # noqa: E402
@@ -180,10 +180,10 @@ async def measure(
 
 async def lexical_pair(dsn: str, queries: list[str], layout: str) -> dict[str, float]:
     """The shipped lexical leg (MaxScore over sparsevec weights) against exhaustive BM25 over the
-    same weights (every memory holding a query term scored, tests/lexical_reference.exhaustive),
+    same weights (every memory holding a query term scored, tests/kit/lexical_reference.exhaustive),
     query by query in one loop: the same top 10 counted, and how often the bound (not a cost limit)
     ended the scan. Runs after the pipeline's timings, on the same database."""
-    from tests import lexical_reference as reference
+    from tests.kit import lexical_reference as reference
 
     from brain.store import Store
     from brain.store.lexical import bm25

@@ -31,11 +31,17 @@ from typing import Any
 
 import httpx
 import yaml
-from tests.gateway_fixtures import metric
+from tests.kit.client import GatewayClient
+from tests.kit.gateway import metric
+from tests.kit.poll import wait_for
 
-from e2e.story import wait_for
-
-from .story_pods import REG, TAG, Gateway, brain_manifest, run_job, service_url
+from .story_pods import (
+    REG,
+    TAG,
+    brain_manifest,
+    run_job,
+    service_url,
+)
 
 NS = "team"
 OPERATOR_NS = "brain-system"
@@ -106,7 +112,7 @@ def _psql(node: Any, sql: str) -> str:
                         "-v", "ON_ERROR_STOP=1", "-Atc", sql)  # fmt: skip
 
 
-def drill(node: Any, gw: Gateway, tmp: Path) -> list[str]:
+def drill(node: Any, gw: GatewayClient, tmp: Path) -> list[str]:
     """The whole drill; returns the figures for the test output."""
     figures: list[str] = []
     marker = f"drill-{uuid.uuid4().hex[:6]}"
@@ -181,7 +187,9 @@ def drill(node: Any, gw: Gateway, tmp: Path) -> list[str]:
         master = node.kubectl(
             "get", "secret", "restored-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}"
         )
-        new = Gateway(service_url(node, NS, "restored-gateway", 4000), base64.b64decode(master).decode())
+        new = GatewayClient(
+            service_url(node, NS, "restored-gateway", 4000), base64.b64decode(master).decode()
+        )
         new.keys["agent"] = gw.keys["agent"]  # keys live in the database: restored with it
 
         def served() -> bool:

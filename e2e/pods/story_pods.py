@@ -8,16 +8,11 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
-
-from e2e.story import MCP_HEADERS, wait_for
+from tests.kit.poll import wait_for
 
 from .conftest import RealNode
 
@@ -232,89 +227,3 @@ def kill_active_operator(node: RealNode, ns: str, replicas: int, timeout: float)
         timeout=timeout,
     )
     return active, time.monotonic() - t_kill
-
-
-@dataclass
-class Gateway:
-    """The user's side of the gateway: its Service address from the host, and keys made by the owner."""
-
-    url: str
-    master: str
-    keys: dict[str, str] = field(default_factory=dict)
-
-    def headers(self, key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.keys.get(key, key)}"}
-
-    def chat(
-        self, text: str, key: str = "agent", timeout: float = 60, session: str = "", **headers: str
-    ) -> httpx.Response:
-        """One chat; `session` opens it with its own system prompt, so a question asked again is a
-        new conversation (the gateway puts an earlier block back for the same conversation resent,
-        gateway/placement.py) while the question, the person's message, stays what a person types."""
-        messages = [{"role": "system", "content": f"session {session}"}] if session else []
-        body = {"model": "echo", "messages": [*messages, {"role": "user", "content": text}]}
-        return httpx.post(
-            f"{self.url}/v1/chat/completions",
-            json=body,
-            headers={**self.headers(key), **headers},
-            timeout=timeout,
-        )
-
-    def rest(self, method: str, path: str, key: str, **kw: Any) -> httpx.Response:
-        return httpx.request(
-            method, f"{self.url}/brain/v1{path}", headers=self.headers(key), timeout=30, **kw
-        )
-
-    def health_ok(self, part: str = "status") -> bool:
-        """Whether /brain/v1/health answers with `part` ok: `status` (the database and the embedder)
-        or `database` alone (a failover, where only the database's return is the point)."""
-        try:
-            r = httpx.get(f"{self.url}/brain/v1/health", headers=self.headers(self.master), timeout=5)
-        except httpx.HTTPError:
-            return False
-        return r.status_code == 200 and r.json().get(part) == "ok"
-
-    def make_key(self, name: str, role: str) -> str:
-        # A run-unique name: a rerun on a kept node (BRAIN_NODE_KUBECONFIG) cannot reuse a revoked one.
-        unique = f"{name}-{uuid.uuid4().hex[:6]}"
-        r = self.rest("POST", "/keys", self.master, json={"name": unique, "role": role})
-        assert r.status_code == 201, r.text
-        self.keys[name] = r.json()["key"]
-        return self.keys[name]
-
-    def mcp_tool(self, key: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": args},
-        }
-        r = httpx.post(f"{self.url}/mcp", json=body, headers={**MCP_HEADERS, **self.headers(key)}, timeout=30)
-        assert r.status_code == 200, r.text
-        result = r.json()["result"]
-        assert not result.get("isError"), result
-        return dict(json.loads(result["content"][0]["text"]))
-
-    def metrics(self) -> str:
-        try:
-            return httpx.get(f"{self.url}/metrics", timeout=5).text
-        except httpx.HTTPError:
-            return ""
-
-
-@dataclass
-class Upstream:
-    url: str
-
-    def requests(self) -> list[dict[str, Any]]:
-        return list(httpx.get(f"{self.url}/_fake/requests", timeout=10).json())
-
-    def clear(self) -> None:
-        httpx.delete(f"{self.url}/_fake/requests", timeout=10)
-
-    def script(self, *behaviours: dict[str, Any]) -> None:
-        httpx.post(f"{self.url}/_fake/script", json=list(behaviours), timeout=10).raise_for_status()
-
-
-def eventually(what: str, fn: Callable[[], Any], timeout: float = 120, every: float = 1) -> Any:
-    return wait_for(what, fn, timeout=timeout, every=every)

@@ -31,8 +31,8 @@ from typing import Any
 
 import httpx
 import pytest
-
-from e2e.story import wait_for
+from tests.kit.client import FakeUpstream, GatewayClient
+from tests.kit.poll import wait_for
 
 from .conftest import RealNode
 from .ha_pods import (
@@ -52,8 +52,6 @@ from .story_pods import (
     CHART,
     OPERATOR_NS,
     RELEASE,
-    Gateway,
-    Upstream,
     brain_manifest,
     helm_values,
     helpers_manifest,
@@ -85,8 +83,8 @@ HANDOVER_BOUND_S = 150
 @dataclass
 class HA:
     node: RealNode
-    gw: Gateway
-    upstream: Upstream
+    gw: GatewayClient
+    upstream: FakeUpstream
     note_id: str
 
     def k(self, *args: str, check: bool = True) -> str:
@@ -158,12 +156,12 @@ def ha(real_node: RealNode) -> Iterator[HA]:
     )
     node.kubectl("rollout", "status", "deploy/fake-llm", "-n", NS, "--timeout=180s", timeout=200)
     master = node.kubectl("get", "secret", "team-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}")
-    gw = Gateway(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
+    gw = GatewayClient(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
     wait_for("the gateway answers with its database", lambda: gw.health_ok("database"), timeout=300)
     for name, role in (("agent", "agent"), ("owner", "owner")):
         gw.make_key(name, role)
     noted = gw.mcp_tool("agent", "brain_note", {"body": NOTE, "title": "Staging DB port", "kind": "fact"})
-    yield HA(node, gw, Upstream(service_url(node, NS, "fake-llm", 4001)), str(noted["id"]))
+    yield HA(node, gw, FakeUpstream(service_url(node, NS, "fake-llm", 4001)), str(noted["id"]))
     if os.environ.get("BRAIN_NODE_KEEP") != "1":
         node.kubectl("delete", "namespace", NS, "--wait=false", check=False)
 
@@ -466,7 +464,9 @@ def test_pg_dump_into_a_new_managed_brain_and_pg_restore(ha: HA) -> None:
     ha.node.kubectl("rollout", "restart", "deploy/team-gateway", "-n", ns)
     ha.node.kubectl("rollout", "status", "deploy/team-gateway", "-n", ns, "--timeout=600s", timeout=620)
     master = ha.node.kubectl("get", "secret", "team-master-key", "-n", ns, "-o", "jsonpath={.data.masterKey}")
-    restored = Gateway(service_url(ha.node, ns, "team-gateway", 4000), base64.b64decode(master).decode())
+    restored = GatewayClient(
+        service_url(ha.node, ns, "team-gateway", 4000), base64.b64decode(master).decode()
+    )
     restored.keys["agent"] = ha.gw.keys["agent"]  # restored with the database
     wait_for(
         "the restored gateway answers with its database", lambda: restored.health_ok("database"), timeout=300

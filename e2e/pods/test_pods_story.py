@@ -43,10 +43,11 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from tests.gateway_fixtures import metric
-from tests.otel_fixtures import Collector, build_collector
+from tests.kit.client import FakeUpstream, GatewayClient
+from tests.kit.gateway import metric
+from tests.kit.poll import first_within, wait_for
+from tests.kit.traces import Collector, build_collector
 
-from e2e.story import wait_for
 from e2e.test_user_story import CI_ANSWERS, CI_QUESTION, CONVENTION, DECISION, LEARNING, NOTE, SOURCE
 
 from . import backup_pods, netpol, tunnel
@@ -56,8 +57,6 @@ from .story_pods import (
     OPERATOR_NS,
     RELEASE,
     SAMPLES,
-    Gateway,
-    Upstream,
     brain_manifest,
     helm_values,
     helpers_manifest,
@@ -82,8 +81,8 @@ FILES = {
 @dataclass
 class Stack:
     node: RealNode
-    gw: Gateway
-    upstream: Upstream
+    gw: GatewayClient
+    upstream: FakeUpstream
     started: float
     collector: Collector
 
@@ -160,11 +159,11 @@ def _stack(node: RealNode, collector: Collector) -> Iterator[Stack]:
     for name in ("fake-llm", "git-server"):
         node.kubectl("rollout", "status", f"deploy/{name}", "-n", NS, "--timeout=180s", timeout=200)
     master = node.kubectl("get", "secret", "team-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}")
-    gw = Gateway(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
+    gw = GatewayClient(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
     wait_for("the gateway Service answers from the host", gw.health_ok, timeout=180)
     for name, role in (("agent", "agent"), ("codex-ci", "agent"), ("owner", "owner")):
         gw.make_key(name, role)
-    yield Stack(node, gw, Upstream(service_url(node, NS, "fake-llm", 4001)), t0, collector)
+    yield Stack(node, gw, FakeUpstream(service_url(node, NS, "fake-llm", 4001)), t0, collector)
 
 
 def index_when(s: Stack, what: str, ok: Any, timeout: float = 90) -> dict[str, Any]:
@@ -730,7 +729,7 @@ def test_faults_on_real_pods(stack: Stack) -> None:
         timeout=240,
     )
     degraded = [w for w in window if "embedder_down" in w[3].split(",")]
-    counted = wait_for_or_none(
+    counted = first_within(
         lambda: _gateway_metric(s, "brain_retrieval_degraded_total", cause="embedder_down") > degraded0,
         timeout=30,
     )  # through the Service: whichever replica answers; the one that served a degraded chat counted it
@@ -799,18 +798,7 @@ def test_faults_on_real_pods(stack: Stack) -> None:
     print("\n" + "\n".join(figures))
 
 
-def wait_for_or_none(fn: Any, timeout: float, every: float = 0.5) -> Any:
-    """fn's first truthy answer within timeout, else None (a bounded poll that does not raise)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(every)
-    return None
-
-
-def _entries(gw: Gateway) -> dict[str, tuple[str, str]]:
+def _entries(gw: GatewayClient) -> dict[str, tuple[str, str]]:
     """Every active entry the owner sees, id -> (content hash, body), each read back one by one; a
     read answered 503 (a replica whose pool has not reconnected yet after the database came back)
     starts the reading again, for up to two minutes. Any other answer fails."""

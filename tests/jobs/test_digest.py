@@ -18,8 +18,7 @@ from brain.jobs.digest import (
 from brain.services import approval, digests, proposals
 from brain.services.digests import latest_digest
 from brain.services.memory import MemoryService
-from brain.store import Store
-from brain.store import proposals as proposal_rows
+from brain.store import Store, proposal_rows
 
 SECRET_IDS = ["key-zebra-7731", "namespace-okapi", "model-narwhal-9", "author-quokka"]
 

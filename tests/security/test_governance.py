@@ -12,13 +12,11 @@ import pytest
 from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from brain.core.models import Actor, MemoryIn
 from brain.jobs.digest import DIGEST_ACTOR
-from brain.services import approval, proposals
-from brain.services import capture as capture_door
+from brain.services import approval, capture, proposals
 from brain.services.digests import latest_digest
 from brain.services.keys import KeyStore
 from brain.services.memory import TOMBSTONE, MemoryService, Proposed
-from brain.store import Store
-from brain.store import proposals as proposal_rows
+from brain.store import Store, proposal_rows
 from brain.store.writer import StoreWriter
 
 PAY = "repo:payments"
@@ -104,11 +102,10 @@ async def test_the_latest_digest_is_the_digest_jobs(service: MemoryService, stor
 async def test_a_read_keys_capture_is_refused_at_the_door(service: MemoryService, store: Store) -> None:
     from brain.gateway.capture import Item
 
-    exchange = capture_door.Exchange(
-        key_name="ci-reader", namespaces=None, write_namespace="shared", api="chat", model="m", role="read"
-    )
+    reader = Actor(name="ci-reader", role="read", origin="agent")
+    exchange = capture.Exchange(caller=reader, write_namespace="shared", api="chat", model="m")
     item = Item(kind="experience", title="t", body="the flaky test is the clock one", tags=[])
-    outcome = await capture_door.keep(service, [item], exchange)
+    outcome = await capture.keep(service, [item], exchange)
     assert outcome.stored == [] and outcome.filtered == ["forbidden"]
 
 

@@ -15,7 +15,7 @@ from brain.core.errors import Conflict, Forbidden, NotFound
 from brain.core.models import Actor, MemoryIn
 from brain.services.memory import MemoryService
 from brain.services.proposals import require_owner
-from brain.store import proposals as proposal_rows
+from brain.store import proposal_rows
 
 
 async def approve(

@@ -34,12 +34,12 @@ from brain.core.models import (
 )
 from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
-from brain.retrieval import telemetry as metrics
+from brain.retrieval import telemetry
 from brain.retrieval.pipeline import Retriever
 from brain.retrieval.render import estimate_tokens
 from brain.services import proposals
 from brain.services.screening import screen
-from brain.store import sources as source_rows
+from brain.store import source_rows
 from brain.store.store import Scope, Store, embed_text
 from brain.store.writer import StoreWriter
 
@@ -248,7 +248,7 @@ class MemoryService:
             return (await self.embedder.embed([text]))[0]
         except Exception as e:  # stored without a vector; `brainctl reindex` or the backfill fills it later
             log.warning("embedding failed, storing without a vector: %s", e)
-            metrics.retrieval_degraded.labels("embedder_down").inc()
+            telemetry.retrieval_degraded.labels("embedder_down").inc()
             return None
 
     # ------------------------------------------------------------------ writes
@@ -359,6 +359,29 @@ class MemoryService:
             supersedes=supersedes,
             message=f"{item.kind} entries are curated: this was queued as proposal {pid} for an owner to "
             "review (`brainctl proposals show`); nothing was stored yet",
+        )
+
+    async def retrieved(
+        self,
+        actor: Actor,
+        ids: Sequence[str],
+        query: str,
+        *,
+        namespace: str,
+        api: str,
+        namespaces: Sequence[str],
+    ) -> None:
+        """What one retrieval leaves behind: the access counts of what was injected, or, when nothing
+        was, a `query_no_hit` event (the digest's list of gaps). `query` is the question as retrieval
+        saw it, its secrets already masked (`brain.retrieval.compose`), cut to 500 characters."""
+        if ids:
+            await self.store.touch(list(ids))
+            return
+        await self.store.record_event(
+            "query_no_hit",
+            key_name=actor.name,
+            namespace=namespace,
+            payload={"query": query[:500], "api": api, "namespaces": list(namespaces)},
         )
 
     async def forget(

@@ -17,7 +17,7 @@ from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from brain.core.models import KINDS, Actor, MemoryIn
 from brain.core.redact import SecretGate
 from brain.services.screening import screen
-from brain.store import proposals as proposal_rows
+from brain.store import proposal_rows
 from brain.store.store import Store
 
 STATUSES = ("pending", "approved", "rejected")

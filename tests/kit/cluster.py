@@ -2,7 +2,7 @@
 
 Register it once, in tests/conftest.py:
 
-    pytest_plugins = ["tests.kube_fixtures"]
+    pytest_plugins = ["tests.kit.cluster"]
 
 Fixtures
 - ``kube_cluster`` (session): brings the cluster up once (builds the binaries the first time on
@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HACK = ROOT / "hack"
 _FIXTURES = {"kube_cluster", "kube_namespace"}
 #: cluster-up's result when collection started the cluster (the kube_cluster fixture takes it over)

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 import bench_gateway as bg  # noqa: E402  (a bench script, not a package)
 import benchcheck as bc  # noqa: E402
