@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.kit.cluster import parse_exports
+from tests.kit.cluster import parse_exports, run_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 HACK = ROOT / "hack"
@@ -33,12 +33,7 @@ class RealNode:
     env: dict[str, str]
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120) -> str:
-        proc = subprocess.run(
-            ["kubectl", *args], input=input, capture_output=True, text=True, env=self.env, timeout=timeout
-        )
-        if check and proc.returncode:
-            raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr}")
-        return proc.stdout
+        return run_tool("kubectl", *args, env=self.env, input=input, check=check, timeout=timeout).stdout
 
     def json(self, *args: str) -> Any:
         return json.loads(self.kubectl(*args, "-o", "json"))

@@ -52,7 +52,7 @@ import pytest
 import yaml
 
 from brain.local.devdb import free_port
-from tests.kit.cluster import KubeCluster
+from tests.kit.cluster import KubeCluster, run_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -1002,17 +1002,7 @@ class ClusterBox(Box):
 
     def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> str:
         env = {**self.cluster.env, "KUBECONFIG": str(self.kubeconfig)}
-        proc = subprocess.run(
-            [self.cluster.tool("kubectl"), *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            input=input,
-            timeout=120,
-        )
-        if check and proc.returncode:
-            raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr}")
-        return proc.stdout
+        return run_tool(self.cluster.tool("kubectl"), *args, env=env, input=input, check=check).stdout
 
     def rewrite(self, cmd: DocCommand) -> str:
         n = self.names(cmd.path)
