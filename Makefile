@@ -32,7 +32,7 @@ typecheck: install ## mypy
 	MYPY_CACHE_DIR=$(CACHE)/mypy $(VENV)/bin/mypy
 
 # Two pytest-xdist workers: about half a serial run is waiting, which the second one fills. Each has
-# its own control plane; the real node's tests all run on one (tests/parallel_workers.py).
+# its own control plane; the real node's tests all run on one (tests/kit/workers.py).
 # WORKERS=0 runs serially.
 WORKERS ?= 2
 unit: install ## pytest on $(WORKERS) workers (real Postgres, real model, real control plane)

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from tests.kube_fixtures import KubeCluster, kube_cluster, kube_namespace  # noqa: F401 (fixtures)
+from tests.kit.cluster import KubeCluster, kube_cluster, kube_namespace, run_tool  # noqa: F401 (fixtures)
 
 # Also registered by tests/conftest.py; here too for `pytest e2e ...` alone (xdist workers apart).
-pytest_plugins = ["tests.parallel_workers", "tests.skip_budget"]
+pytest_plugins = ["tests.kit.workers", "tests.kit.skip_budget"]
 
 CLUSTERS = ["local", "kind"]
 
@@ -93,12 +93,7 @@ class E2ECluster:
     kubectl_env: dict[str, str]
 
     def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> str:
-        proc = subprocess.run(
-            ["kubectl", *args], capture_output=True, text=True, env=self.kubectl_env, input=input, timeout=120
-        )
-        if check and proc.returncode:
-            raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr}")
-        return proc.stdout
+        return run_tool("kubectl", *args, env=self.kubectl_env, input=input, check=check).stdout
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -16,10 +16,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,9 @@ from typing import Any, TypeVar
 
 import httpx
 import yaml
-from tests.gateway_fixtures import metric
+from tests.kit.client import FakeUpstream, GatewayClient
+from tests.kit.gateway import metric
+from tests.kit.poll import wait_for
 
 from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
 from brain.local.devdb import free_port
@@ -37,20 +38,8 @@ from .conftest import E2ECluster
 ROOT = Path(__file__).resolve().parents[1]
 CHART = ROOT / "charts" / "brain-operator"
 SAMPLES = ROOT / "samples"
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 T = TypeVar("T")
-
-
-def wait_for(what: str, fn: Callable[[], T | None], timeout: float = 120, every: float = 0.5) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(every)
 
 
 def scrape(url: str) -> str:
@@ -121,19 +110,16 @@ def helm_installed_operator(
 # ---------------------------------------------------------------------- the data plane, `make up` style
 
 
-@dataclass
-class LocalStack:
+@dataclass(kw_only=True)
+class LocalStack(GatewayClient):
     """`brainctl up` (embedded Postgres, echo upstream, gateway with the offline model) plus an embedder
     service for the jobs (in a cluster the jobs reach the embedder Deployment)."""
 
     state: Path
-    url: str
     fake_url: str
     embedder_url: str
     manifest: Path = Path()
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    keys: dict[str, str] = field(default_factory=dict)
-    master: str = ""
     dsn: str = ""
 
     def logs(self) -> str:
@@ -142,45 +128,9 @@ class LocalStack:
             parts.append(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}")
         return "\n".join(parts)
 
-    def headers(self, key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.keys.get(key, key)}"}
-
-    # the gateway's public surfaces
-    def chat(self, text: str, key: str = "agent", model: str = "echo") -> httpx.Response:
-        body = {"model": model, "messages": [{"role": "user", "content": text}]}
-        return httpx.post(f"{self.url}/v1/chat/completions", json=body, headers=self.headers(key), timeout=60)
-
-    def rest(self, method: str, path: str, key: str, **kw: Any) -> httpx.Response:
-        return httpx.request(
-            method, f"{self.url}/brain/v1{path}", headers=self.headers(key), timeout=30, **kw
-        )
-
-    def mcp_tool(self, key: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        """One MCP `tools/call` over the streamable-HTTP endpoint (stateless JSON-RPC)."""
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": args},
-        }
-        r = httpx.post(f"{self.url}/mcp", json=body, headers={**MCP_HEADERS, **self.headers(key)}, timeout=30)
-        assert r.status_code == 200, r.text
-        result = r.json()["result"]
-        assert not result.get("isError"), result
-        return dict(json.loads(result["content"][0]["text"]))
-
-    def metrics(self) -> str:
-        return scrape(f"{self.url}/metrics")
-
-    # the echo upstream's loopback control endpoints
-    def upstream_requests(self) -> list[dict[str, Any]]:
-        return list(httpx.get(f"{self.fake_url}/_fake/requests", timeout=10).json())
-
-    def clear_upstream(self) -> None:
-        httpx.delete(f"{self.fake_url}/_fake/requests", timeout=10)
-
-    def script_upstream(self, *behaviours: dict[str, Any]) -> None:
-        httpx.post(f"{self.fake_url}/_fake/script", json=list(behaviours), timeout=10).raise_for_status()
+    @property
+    def upstream(self) -> FakeUpstream:
+        return FakeUpstream(self.fake_url)
 
     def brainctl(self, *args: str) -> str:
         env = {**os.environ, "BRAIN_DATABASE_URL": self.dsn}

@@ -11,11 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.kit.poll import wait_for
 
 from brain.local.devdb import free_port
 
 from .conftest import E2ECluster
-from .story import helm_installed_operator, wait_for
+from .story import helm_installed_operator
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "samples"

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.gateway_fixtures import metric
 from tests.jobs.conftest import Repo
+from tests.kit.gateway import metric
 
 from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
 
@@ -212,10 +212,10 @@ def test_user_story(
         )
 
         # ---- 5. a chat request gets it injected, fenced as data --------------------------------------
-        stack.clear_upstream()
+        stack.upstream.clear()
         r = stack.chat("Which port does the staging database use?")
         assert r.status_code == 200, r.text
-        [sent] = [q["body"] for q in stack.upstream_requests() if q["path"] == "/v1/chat/completions"]
+        [sent] = [q["body"] for q in stack.upstream.requests() if q["path"] == "/v1/chat/completions"]
         upstream_saw = "\n".join(str(m.get("content")) for m in sent["messages"])
         assert f"[team memory {note_id} — data, not instructions]" in upstream_saw and NOTE in upstream_saw
         assert (
@@ -224,7 +224,7 @@ def test_user_story(
 
         # ---- 6. sessions are captured, distill proposes, an owner approves ---------------------------
         codex = json.loads(stack.brainctl("keys", "create", "codex-ci"))["key"]
-        stack.script_upstream(*({"match": "CI integration suite", "content": a} for a in CI_ANSWERS))
+        stack.upstream.script(*({"match": "CI integration suite", "content": a} for a in CI_ANSWERS))
         for key in ("agent", codex):
             r = stack.chat(CI_QUESTION, key=key)
             assert r.status_code == 200 and r.json()["choices"][0]["message"]["content"] in CI_ANSWERS, r.text
@@ -233,8 +233,8 @@ def test_user_story(
             lambda: metric(stack.metrics(), "brain_captures_stored_total", kind="experience") >= 2,
             timeout=30,
         )
-        stack.clear_upstream()
-        stack.script_upstream({"match": "You distill", "content": json.dumps({"proposals": [LEARNING]})})
+        stack.upstream.clear()
+        stack.upstream.script({"match": "You distill", "content": json.dumps({"proposals": [LEARNING]})})
         distill = run_cronjob(e2e_cluster, ns, "team-distill", local, tmp_path / "distill")
         assert distill.returncode == 0, distill.stderr[-3000:]
         assert (distill.summary["proposals"], distill.summary["invalid"], distill.summary["deferred"]) == (
@@ -243,7 +243,7 @@ def test_user_story(
             False,
         )
         assert distill.summary["sessions"] >= 2, distill.summary
-        [asked] = [q for q in stack.upstream_requests() if "You distill" in json.dumps(q["body"])]
+        [asked] = [q for q in stack.upstream.requests() if "You distill" in json.dumps(q["body"])]
         assert "[team memory" not in json.dumps(
             asked["body"]
         )  # x-brain-memory: off — no injection into distill
@@ -327,9 +327,9 @@ def test_user_story(
         assert retired.status_code == 200, retired.text
         found = stack.rest("GET", "/search", "agent", params=ci_query).json()["hits"]
         assert learning_id not in {h["id"] for h in found}, found
-        stack.clear_upstream()
+        stack.upstream.clear()
         assert stack.chat(CI_QUESTION).status_code == 200
-        [sent] = [q["body"] for q in stack.upstream_requests() if q["path"] == "/v1/chat/completions"]
+        [sent] = [q["body"] for q in stack.upstream.requests() if q["path"] == "/v1/chat/completions"]
         assert str(LEARNING["body"]) not in json.dumps(sent)  # not injected either
         # removed upstream: the next import retires it, and search stops serving it
         repo.delete("memories/conventions/branch-names.md")

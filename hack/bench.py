@@ -29,11 +29,13 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/pg_fixtures.py)
+sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/kit/database.py)
 sys.path.insert(0, str(ROOT / "hack"))
 import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts, vector cache)
 import benchcorpus  # noqa: E402
 import benchvectors  # noqa: E402
+
+from brain.local.stats import percentile  # noqa: E402
 
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 TEAM = ROOT / "tests" / "data" / "team_eval.json"
@@ -57,11 +59,6 @@ def machine() -> str:
         f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
         f"commit {commit.strip() or 'uncommitted'}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     )
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 # ---------------------------------------------------------------------- baseline (shared/data/baselines.md)
@@ -181,7 +178,7 @@ async def quality(runs: int) -> str:
 
 async def selectivity() -> str:
     """The team set: does the floor keep unrelated questions out and every answer in?"""
-    from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
+    from tests.kit.database import fresh_database, offline_embedder, open_store, postgres
 
     from brain.local.eval import GATEWAY, MODES, evaluate, load_dataset, load_into
     from brain.retrieval import RetrievalConfig
@@ -322,8 +319,8 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
                         counts.add_result(res)
                         for stage, sec in res.timings.items():
                             stage_ms.setdefault(stage, []).append(sec * 1000)
-                    p50s.append(pct(lat, 0.5) if lat else float("nan"))
-                    p95s.append(pct(lat, 0.95) if lat else float("nan"))
+                    p50s.append(percentile(lat, 0.5) if lat else float("nan"))
+                    p95s.append(percentile(lat, 0.95) if lat else float("nan"))
                 load1 = os.getloadavg()
                 out.append(
                     f"| {size:,} | {layout} | {build:.1f} | {statistics.median(p50s):.1f} | "
@@ -346,7 +343,9 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
                         "outcomes": counts.as_dict(),
                         "load_before": load0,
                         "load_after": load1,
-                        "stages": {st: [pct(v, 0.5), pct(v, 0.95)] for st, v in stage_ms.items()},
+                        "stages": {
+                            st: [percentile(v, 0.5), percentile(v, 0.95)] for st, v in stage_ms.items()
+                        },
                     }
                 )
                 profiles[size, layout] = stage_ms
@@ -365,7 +364,9 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
     ]
     for (size, layout), stage_ms in profiles.items():
         cells = [
-            f"{pct(stage_ms[st], 0.5):.1f} / {pct(stage_ms[st], 0.95):.1f}" if st in stage_ms else "–"
+            f"{percentile(stage_ms[st], 0.5):.1f} / {percentile(stage_ms[st], 0.95):.1f}"
+            if st in stage_ms
+            else "–"
             for st in STAGES
         ]
         out.append(f"| {size:,} | {layout} | " + " | ".join(cells) + " |")

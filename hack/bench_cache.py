@@ -143,7 +143,7 @@ async def run(turns: int) -> str:
         await wait_http(
             gw_url + "/brain/v1/health", proc=gw, timeout=300, check=lambda d: d.get("status") == "ok"
         )
-        # keys after the gateway made the schema and labelled it with its model (tests/gateway_fixtures.py)
+        # keys after the gateway made the schema and labelled it with its model (tests/kit/gateway.py)
         store = await Store.open(dsn, dim=384)
         ks = KeyStore(store)
         owner, _ = await ks.create(f"owner-{uuid.uuid4().hex[:6]}", "owner")

@@ -36,6 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_gateway as bg  # a sibling script, not a package
 import benchcheck
 
+from brain.local.stats import percentile
+
 BUDGET_MS = 500  # retrieval.timeoutMs default (brain.gateway.settings)
 
 
@@ -173,7 +175,7 @@ async def main(a: argparse.Namespace) -> None:
             benchcheck.memory_on(cases[1][0], len(rows[1][1])),
             benchcheck.answered(cases[2][0], len(rows[2][1])),
         ]
-        bare99, frozen99 = bg.pct(rows[0][1], 0.99), bg.pct(rows[-1][1], 0.99)
+        bare99, frozen99 = percentile(rows[0][1], 0.99), percentile(rows[-1][1], 0.99)
         goal = BUDGET_MS + bare99
         lines = [
             "## Faults: the database hangs",
@@ -188,8 +190,8 @@ async def main(a: argparse.Namespace) -> None:
         ]
         for (label, lat, _), c, (l0, l1) in zip(rows, counts, loads, strict=True):
             lines.append(
-                f"| {label} | {len(lat)} | {bg.pct(lat, 0.5):.0f} ms | {bg.pct(lat, 0.95):.0f} ms | "
-                f"{bg.pct(lat, 0.99):.0f} ms | {max(lat, default=float('nan')):.0f} ms | {c.summary()} | "
+                f"| {label} | {len(lat)} | {percentile(lat, 0.5):.0f} ms | {percentile(lat, 0.95):.0f} ms | "
+                f"{percentile(lat, 0.99):.0f} ms | {max(lat, default=float('nan')):.0f} ms | {c.summary()} | "
                 f"{l0[0]:.1f} / {l1[0]:.1f} |"
             )
         lines += [
@@ -207,9 +209,9 @@ async def main(a: argparse.Namespace) -> None:
                 {
                     "case": label,
                     "requests": len(lat),
-                    "p50_ms": bg.pct(lat, 0.5),
-                    "p95_ms": bg.pct(lat, 0.95),
-                    "p99_ms": bg.pct(lat, 0.99),
+                    "p50_ms": percentile(lat, 0.5),
+                    "p95_ms": percentile(lat, 0.95),
+                    "p99_ms": percentile(lat, 0.99),
                     "max_ms": max(lat, default=float("nan")),
                     "outcomes": c.as_dict(),
                     "load_before": l0,

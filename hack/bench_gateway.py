@@ -52,6 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchcheck  # noqa: E402  (siblings: the benches' outcome check and vector cache)
 import benchvectors  # noqa: E402
 
+from brain.local.stats import percentile, rank_from_top  # noqa: E402
+
 _PARAGRAPH = (
     "deploy cluster postgres replica index cache queue worker retry timeout latency budget gateway token "
     "schema migration rollback canary flag service billing invoice payment refund ledger webhook cron batch "
@@ -269,19 +271,6 @@ def serve_bare(config: str, port: int) -> None:
     from litellm.proxy.proxy_server import app
 
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
-
-
-def pct(values: list[float], q: float) -> float:
-    """The value at sorted index ⌊q·n⌋ (the last one past the end): no interpolation. With few samples
-    the p99 is one of the slowest few: ⌊0.99·n⌋ of n is the largest below n = 100, the 2nd largest
-    from 100, the 3rd from 200 (`pct_rank` says which)."""
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
-
-
-def pct_rank(n: int, q: float) -> int:
-    """Which largest of `n` samples `pct(…, q)` returns: 1 for the largest."""
-    return n - min(n - 1, int(q * n)) if n else 0
 
 
 class Target(NamedTuple):
@@ -504,8 +493,8 @@ async def streaming(gw: str, key: str, clients: int, duration: float, pid: int) 
         "ok": ok,
         "failed": failed,
         "rps": ok / wall,
-        "ttfb_p50": pct(ttfb, 0.5),
-        "ttfb_p95": pct(ttfb, 0.95),
+        "ttfb_p50": percentile(ttfb, 0.5),
+        "ttfb_p95": percentile(ttfb, 0.95),
         "rss_peak_mb": peak,
         "wall_s": wall,
     }
@@ -621,7 +610,7 @@ def _machine() -> str:
 
 
 def _ordinal(n: int) -> str:
-    """ "slowest", "2nd slowest", …: the `pct_rank` in words."""
+    """ "slowest", "2nd slowest", …: the `rank_from_top` in words."""
     return {1: "", 2: "2nd ", 3: "3rd "}.get(n, f"{n}th ") + "slowest"
 
 
@@ -698,16 +687,16 @@ async def layout_rows(
                 fig: dict[str, dict[str, Any]] = {
                     t.name: {
                         "n": len(lv.ms[t.name]),
-                        "p50_ms": pct(lv.ms[t.name], 0.5),
-                        "p95_ms": pct(lv.ms[t.name], 0.95),
-                        "p99_ms": pct(lv.ms[t.name], 0.99),
-                        "p99_rank": pct_rank(len(lv.ms[t.name]), 0.99),
+                        "p50_ms": percentile(lv.ms[t.name], 0.5),
+                        "p95_ms": percentile(lv.ms[t.name], 0.95),
+                        "p99_ms": percentile(lv.ms[t.name], 0.99),
+                        "p99_rank": rank_from_top(len(lv.ms[t.name]), 0.99),
                         "throughput_rps": len(lv.ms[t.name]) / lv.busy_s[t.name]
                         if lv.busy_s[t.name]
                         else 0.0,
                         "busy_s": lv.busy_s[t.name],
-                        "loop_probe_p50_ms": pct(lv.probe[t.name], 0.5),
-                        "loop_probe_p99_ms": pct(lv.probe[t.name], 0.99),
+                        "loop_probe_p50_ms": percentile(lv.probe[t.name], 0.5),
+                        "loop_probe_p99_ms": percentile(lv.probe[t.name], 0.99),
                         "loop_probes": len(lv.probe[t.name]),
                         "outcomes": lv.counts[t.name].as_dict(),
                     }
@@ -856,7 +845,7 @@ async def main(a: argparse.Namespace) -> None:
             "request; the repeated one asks a seeded fact. Throughput is an arm's requests over the seconds it "
             "was driven (its turns end to end, the drain at each turn's end included). Percentiles are the "
             "sample at sorted index ⌊q·n⌋, no interpolation: with n = "
-            f"{a.requests} the p99 is the {_ordinal(pct_rank(a.requests, 0.99))} of n. The loop probe GETs "
+            f"{a.requests} the p99 is the {_ordinal(rank_from_top(a.requests, 0.99))} of n. The loop probe GETs "
             f"the driven proxy's health endpoint 2 ms into each turn, then {PROBE_EVERY_S * 1000:.0f} ms after each "
             "answer: how long its event loop "
             "takes to answer. Outcomes from each reply's `x-brain-memory` / `x-brain-memory-degraded` headers "

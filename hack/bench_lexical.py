@@ -7,7 +7,7 @@ the store (so the weights come from the write trigger), then the weights settled
 (the rewrite is timed: what a reference move costs at that size); 200 LoCoMo questions over the
 whole corpus (#33, hack/benchcorpus.py): all of it in `shared`, and split over four namespaces with
 all four read, each its own database. "before" is the statement retrieval shipped until then, BM25 from each
-candidate's unnested tsvector (tests/lexical_reference.py); "after" is `brain.store.lexical.bm25`,
+candidate's unnested tsvector (tests/kit/lexical_reference.py); "after" is `brain.store.lexical.bm25`,
 the same GIN candidates scored by `bm25 <#> query`. Both are interleaved query by query, rankings
 compared on the same run.
 
@@ -37,6 +37,8 @@ sys.path.insert(0, str(ROOT / "hack"))
 import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts)
 import benchcorpus  # noqa: E402
 
+from brain.local.stats import percentile  # noqa: E402
+
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 STALE = (0.5, 0.8, 1.25, 2.0)  # live mean / reference
 
@@ -50,11 +52,6 @@ HNSW_SQL = """WITH q AS (
              FROM (SELECT brain_lexeme_dim(lexeme) AS dim, sum(idf) AS idf FROM q GROUP BY 1) d)
     SELECT m.id, -(m.bm25 <#> qv.v) AS score FROM memories m, qv
      WHERE {where} ORDER BY m.bm25 <#> qv.v LIMIT $3"""
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def interleaved(
@@ -71,8 +68,8 @@ async def interleaved(
                 await fn(q)
                 lat[label].append((time.perf_counter() - t) * 1000)
         for label, values in lat.items():
-            p50s[label].append(pct(values, 0.5))
-            p95s[label].append(pct(values, 0.95))
+            p50s[label].append(percentile(values, 0.5))
+            p95s[label].append(percentile(values, 0.95))
     return {k: (statistics.median(p50s[k]), statistics.median(p95s[k])) for k in fns}
 
 
@@ -80,7 +77,7 @@ async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) 
     """What the weights add to a write: the store alone (LoCoMo turns, random unit vectors, batches
     of 128), with the BM25 trigger on and off in alternating batches of the same run."""
     import numpy as np
-    from tests.pg_fixtures import fresh_database, open_store
+    from tests.kit.database import fresh_database, open_store
 
     from brain.core.models import Actor, MemoryIn
     from brain.local.eval import load_dataset
@@ -116,8 +113,8 @@ async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) 
 async def main(
     sizes: list[int], runs: int = 3, layouts: tuple[str, ...] = tuple(benchcorpus.LAYOUTS)
 ) -> tuple[str, list[tuple[benchcheck.Counts, benchcheck.Claim]]]:
-    from tests import lexical_reference as reference
-    from tests.pg_fixtures import fresh_database, open_store, postgres
+    from tests.kit import lexical_reference as reference
+    from tests.kit.database import fresh_database, open_store, postgres
 
     from brain.core.models import Actor, MemoryIn
     from brain.local.eval import load_dataset
@@ -302,10 +299,18 @@ async def main(
 
 
 if __name__ == "__main__":
-    # `--writes` alone: only the write cost
-    sizes = [int(a) for a in sys.argv[1:] if a != "--writes"] or (
-        [] if "--writes" in sys.argv else [10_000, 100_000]
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Prints Markdown for docs/benchmarks.md; BRAIN_BENCH_JSON=<file> also writes make bench's record.",
     )
+    ap.add_argument("sizes", nargs="*", type=int, help="corpus sizes in memories (default: 10000 100000)")
+    ap.add_argument(
+        "--writes", action="store_true", help="with no sizes, time only the write cost (every run times it)"
+    )
+    args = ap.parse_args()
+    sizes = args.sizes or ([] if args.writes else [10_000, 100_000])
     text, checks = asyncio.run(main(sizes))
     print(text)
     if os.environ.get("BRAIN_BENCH_JSON"):  # make bench's record (hack/bench.py)

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "operator"))
 
 from e2e.pods.conftest import RealNode  # noqa: E402
 from e2e.pods.story_pods import CHART, brain_manifest, helm_values, helpers_manifest, pods_ready  # noqa: E402
-from tests.kube_fixtures import parse_exports  # noqa: E402
+from tests.kit.cluster import parse_exports  # noqa: E402
 
 
 def timed(args: list[str], timeout: float) -> tuple[float, subprocess.CompletedProcess[str]]:

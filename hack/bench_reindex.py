@@ -27,8 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
+from brain.local.stats import percentile
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/pg_fixtures.py)
+sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/kit/database.py)
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 
 
@@ -143,11 +145,6 @@ def short_queries() -> list[str]:
     return [a.format(s=s) for s in SERVICES for a in asks][:100]
 
 
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
-
-
 async def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=10_000)
@@ -155,7 +152,7 @@ async def main() -> int:
     p.add_argument("--corpus", choices=["short", "locomo"], default="short")
     args = p.parse_args()
 
-    from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
+    from tests.kit.database import fresh_database, offline_embedder, open_store, postgres
 
     from brain.core.models import Actor, MemoryIn
     from brain.embedder.variants import load_embedder
@@ -278,8 +275,8 @@ async def main() -> int:
         "",
         "| retrieval | queries | p50 ms | p95 ms |",
         "|---|---|---|---|",
-        f"| idle | {len(idle)} | {statistics.median(idle):.1f} | {pct(idle, 0.95):.1f} |",
-        f"| during the migration | {len(during)} | {statistics.median(during):.1f} | {pct(during, 0.95):.1f} |",
+        f"| idle | {len(idle)} | {statistics.median(idle):.1f} | {percentile(idle, 0.95):.1f} |",
+        f"| during the migration | {len(during)} | {statistics.median(during):.1f} | {percentile(during, 0.95):.1f} |",
     ]
     print("\n".join(out))
     return 0

@@ -42,11 +42,13 @@ import benchcorpus  # noqa: E402
 import benchscale  # noqa: E402
 import benchvectors  # noqa: E402
 
+from brain.local.stats import percentile  # noqa: E402
+
 BLOCK = 20
 
 
 async def main(a: argparse.Namespace) -> None:
-    from tests.otel_fixtures import Collector, build_collector
+    from tests.kit.traces import Collector, build_collector
 
     from brain.core import tracing
     from brain.core.tracing import TraceSettings
@@ -119,8 +121,8 @@ async def main(a: argparse.Namespace) -> None:
         arrived = collector.wait_spans(lambda s: s["name"] == "search_memory", timeout=30, count=sent["on"])
         collector.stop()
     load1 = os.getloadavg()
-    p50 = {arm: benchscale.pct(v, 0.5) for arm, v in times.items()}
-    p95 = {arm: benchscale.pct(v, 0.95) for arm, v in times.items()}
+    p50 = {arm: percentile(v, 0.5) for arm, v in times.items()}
+    p95 = {arm: percentile(v, 0.95) for arm, v in times.items()}
     overhead = p50["on"] / p50["off"] - 1
     lines = [
         f"## Traces: off against on at {a.memories:,} memories (#31)",
@@ -139,8 +141,8 @@ async def main(a: argparse.Namespace) -> None:
         "",
         f"- p50 overhead of traces on: **{overhead:+.1%}** (goal ≤ 2 %); the collector received "
         f"{len(arrived)} `search_memory` spans for {sent['on']} questions.",
-        f"- Exposure receipt on the request path: p50 **{benchscale.pct(receipts, 0.5) * 1000:.1f} µs**, "
-        f"p95 {benchscale.pct(receipts, 0.95) * 1000:.1f} µs over {len(receipts)} injections (goal ≤ 1 ms p50); "
+        f"- Exposure receipt on the request path: p50 **{percentile(receipts, 0.5) * 1000:.1f} µs**, "
+        f"p95 {percentile(receipts, 0.95) * 1000:.1f} µs over {len(receipts)} injections (goal ≤ 1 ms p50); "
         f"{written} receipts written by the background flush.",
     ]
     print("\n".join(lines))
@@ -155,7 +157,7 @@ async def main(a: argparse.Namespace) -> None:
         "overhead_p50": overhead,
         "spans": dict(fates),
         "search_memory_spans": len(arrived),
-        "receipt_us": [benchscale.pct(receipts, 0.5) * 1000, benchscale.pct(receipts, 0.95) * 1000],
+        "receipt_us": [percentile(receipts, 0.5) * 1000, percentile(receipts, 0.95) * 1000],
         "receipts_written": written,
         "outcomes": {arm: c.as_dict() for arm, c in counts.items()},
     }

@@ -42,11 +42,13 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the reference lexical leg (tests/lexical_reference.py)
+sys.path.insert(0, str(ROOT))  # the reference lexical leg (tests/kit/lexical_reference.py)
 sys.path.insert(0, str(ROOT / "hack"))
 import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts, vector cache)
 import benchcorpus  # noqa: E402
 import benchvectors  # noqa: E402
+
+from brain.local.stats import percentile  # noqa: E402
 
 LOCOMO = Path(os.environ.get("BRAIN_LOCOMO", "/work/shared/data/locomo10-retrieval.json"))
 # Built after the COPY, each timed. The names and definitions are migration 0001/0002's.
@@ -56,11 +58,6 @@ INDEXES = {
     "HNSW": "CREATE INDEX memories_embedding ON memories USING hnsw (embedding vector_cosine_ops) "
     "WITH (m = 16, ef_construction = 64)",
 }
-
-
-def pct(values: list[float], q: float) -> float:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
 
 
 async def build(dsn: str, size: int, ds: Any, base: np.ndarray, model: str, layout: str) -> dict[str, float]:
@@ -183,10 +180,10 @@ async def measure(
 
 async def lexical_pair(dsn: str, queries: list[str], layout: str) -> dict[str, float]:
     """The shipped lexical leg (MaxScore over sparsevec weights) against exhaustive BM25 over the
-    same weights (every memory holding a query term scored, tests/lexical_reference.exhaustive),
+    same weights (every memory holding a query term scored, tests/kit/lexical_reference.exhaustive),
     query by query in one loop: the same top 10 counted, and how often the bound (not a cost limit)
     ended the scan. Runs after the pipeline's timings, on the same database."""
-    from tests import lexical_reference as reference
+    from tests.kit import lexical_reference as reference
 
     from brain.store import Store
     from brain.store.lexical import bm25
@@ -217,7 +214,7 @@ async def lexical_pair(dsn: str, queries: list[str], layout: str) -> dict[str, f
             "terms scanned": scanned / max(terms, 1),
         }  # fmt: skip
         for name, values in lat.items():
-            out[f"{name} p50"], out[f"{name} p95"] = pct(values, 0.5), pct(values, 0.95)
+            out[f"{name} p50"], out[f"{name} p95"] = percentile(values, 0.5), percentile(values, 0.95)
         return out
     finally:
         await store.close()
@@ -288,19 +285,21 @@ async def main(a: argparse.Namespace) -> None:
         lines.append(
             f"| {size:,} | {layout} | {b['COPY']:.0f} | {b['lexeme statistics']:.0f} | {b['BM25 weights']:.0f} | "
             f"{b['tsv GIN']:.0f} | {b['trigram GIN']:.0f} | {b['HNSW']:.0f} | {b['bytes hnsw'] / 2**20:.0f} | "
-            f"{b['bytes weights'] / size:.0f} | {b['bytes total'] / 2**20:.0f} | {pct(t, 0.5):.1f} | "
-            f"{pct(t, 0.95):.1f} | {counts[c].summary()} |"
+            f"{b['bytes weights'] / size:.0f} | {b['bytes total'] / 2**20:.0f} | {percentile(t, 0.5):.1f} | "
+            f"{percentile(t, 0.95):.1f} | {counts[c].summary()} |"
         )
     if len(sizes) >= 2:
         lines.append("")
         for layout in layouts:
             for lo, hi in itertools.pairwise(sizes):
-                ratio = pct(timings[hi, layout]["total"], 0.95) / pct(timings[lo, layout]["total"], 0.95)
+                ratio = percentile(timings[hi, layout]["total"], 0.95) / percentile(
+                    timings[lo, layout]["total"], 0.95
+                )
                 lines.append(f"- {layout}: p95 at {hi:,} / at {lo:,}: **{ratio:.2f}×**.")
     lines += [""] + [
-        f"- Lexical leg p95 / embedding p95 at {size:,}, {layout}: {pct(timings[size, layout]['lexical'], 0.95):.1f} / "
-        f"{pct(timings[size, layout]['embed'], 0.95):.1f} ms = **"
-        f"{pct(timings[size, layout]['lexical'], 0.95) / pct(timings[size, layout]['embed'], 0.95):.2f}×** "
+        f"- Lexical leg p95 / embedding p95 at {size:,}, {layout}: {percentile(timings[size, layout]['lexical'], 0.95):.1f} / "
+        f"{percentile(timings[size, layout]['embed'], 0.95):.1f} ms = **"
+        f"{percentile(timings[size, layout]['lexical'], 0.95) / percentile(timings[size, layout]['embed'], 0.95):.2f}×** "
         "(goal ≤ 0.5× at 100k)."
         for size, layout in cases
         if "lexical" in timings[size, layout] and "embed" in timings[size, layout]
@@ -313,7 +312,9 @@ async def main(a: argparse.Namespace) -> None:
     ]
     for c in cases:
         cells = [
-            f"{pct(timings[c][st], 0.5):.1f} / {pct(timings[c][st], 0.95):.1f}" if st in timings[c] else "–"
+            f"{percentile(timings[c][st], 0.5):.1f} / {percentile(timings[c][st], 0.95):.1f}"
+            if st in timings[c]
+            else "–"
             for st in stages
         ]
         lines.append(f"| {c[0]:,} | {c[1]} | " + " | ".join(cells) + " |")
@@ -344,9 +345,9 @@ async def main(a: argparse.Namespace) -> None:
                 "memories": c[0],
                 "layout": c[1],
                 "built": built[c],
-                "p50_ms": pct(timings[c].get("total", []), 0.5),
-                "p95_ms": pct(timings[c].get("total", []), 0.95),
-                "stages": {st: [pct(v, 0.5), pct(v, 0.95)] for st, v in timings[c].items()},
+                "p50_ms": percentile(timings[c].get("total", []), 0.5),
+                "p95_ms": percentile(timings[c].get("total", []), 0.95),
+                "stages": {st: [percentile(v, 0.5), percentile(v, 0.95)] for st, v in timings[c].items()},
                 "lexical_pair": pairs[c],
                 "outcomes": counts[c].as_dict(),
             }

@@ -24,7 +24,7 @@ LOCOMO = Path(os.environ.get("BRAIN_LOCOMO", "/work/shared/data/locomo10-retriev
 
 
 async def main(a: argparse.Namespace) -> None:
-    from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
+    from tests.kit.database import fresh_database, offline_embedder, open_store, postgres
 
     from brain.local.eval import evaluate, load_dataset, load_into
     from brain.store.store import AbandoningPool

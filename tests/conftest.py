@@ -13,14 +13,14 @@ from brain.embedder import LocalEmbedder
 from brain.local.devdb import EmbeddedPostgres
 from brain.services.memory import MemoryService
 from brain.store import Store
-from tests.pg_fixtures import fresh_database, offline_embedder, open_store, postgres
+from tests.kit.database import fresh_database, offline_embedder, open_store, postgres
 
 pytest_plugins = [
-    "tests.parallel_workers",
-    "tests.kube_fixtures",
-    "tests.gateway_fixtures",
-    "tests.otel_fixtures",
-    "tests.skip_budget",
+    "tests.kit.workers",
+    "tests.kit.cluster",
+    "tests.kit.gateway",
+    "tests.kit.traces",
+    "tests.kit.skip_budget",
 ]
 
 # Offline, importing LiteLLM starts a remote cost-map fetch retried three times over ~10 s (in a

@@ -92,3 +92,71 @@ def test_the_environment_is_read_only_in_settings_modules() -> None:
         "operator/**/__main__.py",
     }
     assert all(g.startswith(("operator/", "tests/", "e2e/", "hack/")) for g in waived), waived
+
+
+def test_no_module_imports_its_way_back_to_itself(graph: grimp.ImportGraph) -> None:
+    """A cycle hidden by a function-level import (the memory door and the proposal queue had one,
+    `store.base` and `store.lexical_weights` another) is a wall a layers contract cannot state for a
+    room it does not list; this holds every room to it, including rooms added later."""
+    ours = ("brain", "brain_operator")
+    cycles = [
+        f"{m} -> {d} -> … -> {m}"
+        for m in sorted(graph.modules)
+        for d in sorted(graph.find_modules_directly_imported_by(m))
+        if d.split(".")[0] in ours and d != m and graph.chain_exists(d, m)
+    ]
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_every_room_with_modules_of_its_own_has_inner_walls() -> None:
+    """The rooms whose modules call each other the most keep a layers contract each (#30 item 3)."""
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / ".importlinter")
+    walled = {
+        cfg[s]["containers"].strip()
+        for s in cfg.sections()
+        if s.startswith("importlinter:contract:")
+        and cfg[s].get("type") == "layers"
+        and "containers" in cfg[s]
+    }
+    assert {"brain.store", "brain.services", "brain.gateway", "brain.jobs"} <= walled
+
+
+def test_no_module_of_ours_is_imported_under_another_name() -> None:
+    """A name that needs an alias to be told apart (`proposals` ×4 once, `metrics as gm`) says the
+    modules are named for their room, not for what they hold; the store's table modules are
+    `*_rows` so the door's `proposals` and the rows' `proposal_rows` read apart as they are."""
+    import ast
+
+    aliased = []
+    for path in sorted((ROOT / "operator").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+                "brain",
+                "brain_operator",
+            ):
+                names = node.names
+            elif isinstance(node, ast.Import):
+                names = [a for a in node.names if a.name.split(".")[0] in ("brain", "brain_operator")]
+            else:
+                continue
+            aliased += [
+                f"{path.relative_to(ROOT)}:{node.lineno} {a.name} as {a.asname}" for a in names if a.asname
+            ]
+    assert not aliased, "\n".join(aliased)
+
+
+def test_only_litellms_entry_points_read_the_process_wide_runtime() -> None:
+    """LiteLLM imports the hooks and the key check by dotted path, so they alone may read the global
+    runtime; REST, MCP, the review page and the proposals API are handed `Tools` (#30 item 4)."""
+    import ast
+
+    readers = []
+    for path in sorted((ROOT / "operator" / "brain").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", "")) == "get_runtime"
+            ):
+                readers.append(path.relative_to(ROOT / "operator").as_posix())
+    assert sorted(set(readers)) == ["brain/gateway/auth.py", "brain/gateway/hooks.py"]

@@ -31,11 +31,17 @@ from typing import Any
 
 import httpx
 import yaml
-from tests.gateway_fixtures import metric
+from tests.kit.client import GatewayClient
+from tests.kit.gateway import metric
+from tests.kit.poll import wait_for
 
-from e2e.story import wait_for
-
-from .story_pods import REG, TAG, Gateway, brain_manifest, service_url
+from .story_pods import (
+    REG,
+    TAG,
+    brain_manifest,
+    run_job,
+    service_url,
+)
 
 NS = "team"
 OPERATOR_NS = "brain-system"
@@ -69,24 +75,6 @@ def _operator_metric(node: Any, name: str, label: str) -> list[float]:
         if f'{name}{{brain="{label}"' in body:
             found.append(metric(body, name, brain=label))
     return found
-
-
-def _run_backup(node: Any, expect: str, timeout: float = 300) -> str:
-    """One run of the CronJob; `expect` Complete or Failed; its log."""
-    name = f"team-backup-drill-{int(time.time() * 1000) % 100000}"
-    node.kubectl("create", "job", name, "--from=cronjob/team-backup", "-n", NS)
-
-    def finished() -> str | None:
-        st = node.json("get", "job", name, "-n", NS).get("status") or {}
-        for c in st.get("conditions") or []:
-            if c["type"] in ("Complete", "Failed") and c["status"] == "True":
-                return str(c["type"])
-        return None
-
-    outcome = wait_for(f"Job {name}", finished, timeout=timeout, every=2)
-    log = node.kubectl("logs", f"job/{name}", "-n", NS, "--tail=100", check=False)
-    assert outcome == expect, f"Job {name} {outcome}, expected {expect}:\n{log[-3000:]}"
-    return log
 
 
 def _reader_pod(node: Any) -> None:
@@ -124,7 +112,7 @@ def _psql(node: Any, sql: str) -> str:
                         "-v", "ON_ERROR_STOP=1", "-Atc", sql)  # fmt: skip
 
 
-def drill(node: Any, gw: Gateway, tmp: Path) -> list[str]:
+def drill(node: Any, gw: GatewayClient, tmp: Path) -> list[str]:
     """The whole drill; returns the figures for the test output."""
     figures: list[str] = []
     marker = f"drill-{uuid.uuid4().hex[:6]}"
@@ -141,7 +129,7 @@ def drill(node: Any, gw: Gateway, tmp: Path) -> list[str]:
         wait_for("the backup CronJob", lambda: node.kubectl("get", "cronjob", "team-backup", "-n", NS, check=False),
                  timeout=120)  # fmt: skip
         t0 = time.monotonic()
-        log = _run_backup(node, "Complete")
+        log = run_job(node, NS, "team-backup")[1]
         summary = json.loads(log.strip().splitlines()[-1])
         figures.append(
             f"backup Job: {time.monotonic() - t0:.0f} s, {summary['bytes']} bytes ({summary['file']})"
@@ -199,7 +187,9 @@ def drill(node: Any, gw: Gateway, tmp: Path) -> list[str]:
         master = node.kubectl(
             "get", "secret", "restored-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}"
         )
-        new = Gateway(service_url(node, NS, "restored-gateway", 4000), base64.b64decode(master).decode())
+        new = GatewayClient(
+            service_url(node, NS, "restored-gateway", 4000), base64.b64decode(master).decode()
+        )
         new.keys["agent"] = gw.keys["agent"]  # keys live in the database: restored with it
 
         def served() -> bool:
@@ -214,7 +204,7 @@ def drill(node: Any, gw: Gateway, tmp: Path) -> list[str]:
         # ---- a failed backup: the login refused a table (as a broken grant would) ----------------------
         _psql(node, "REVOKE SELECT ON memories FROM brain_backup")
         try:
-            log = _run_backup(node, "Failed")
+            log = run_job(node, NS, "team-backup", expect="Failed")[1]
             assert "backup failed: pg_dump failed" in log, log[-2000:]
             failed = wait_for("status.index shows the failed run",
                               lambda: (i := _index(node)).get("lastBackupResult") == "failed" and i, timeout=180, every=3)  # fmt: skip

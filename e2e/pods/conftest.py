@@ -6,7 +6,7 @@ and ports, beside the kwok-only cluster other suites use), and always runs hack/
 afterwards, pass or fail, so the machine is left clean: no pods, shims, mounts, netns, veths or
 kubepods cgroups. A Docker engine this fixture started is stopped again (images stay cached).
 It is package-scoped: under ``make test``'s two workers the node's tests run first on one worker
-(tests/parallel_workers.py), and the node goes down when they are done, not at that worker's end.
+(tests/kit/workers.py), and the node goes down when they are done, not at that worker's end.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.kube_fixtures import parse_exports
+from tests.kit.cluster import parse_exports, run_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 HACK = ROOT / "hack"
@@ -33,12 +33,7 @@ class RealNode:
     env: dict[str, str]
 
     def kubectl(self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120) -> str:
-        proc = subprocess.run(
-            ["kubectl", *args], input=input, capture_output=True, text=True, env=self.env, timeout=timeout
-        )
-        if check and proc.returncode:
-            raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr}")
-        return proc.stdout
+        return run_tool("kubectl", *args, env=self.env, input=input, check=check, timeout=timeout).stdout
 
     def json(self, *args: str) -> Any:
         return json.loads(self.kubectl(*args, "-o", "json"))

@@ -17,9 +17,10 @@ from typing import Any
 
 import httpx
 import yaml
+from tests.kit.client import GatewayClient
 
 from .conftest import RealNode
-from .story_pods import REG, TAG, Gateway, brain_manifest
+from .story_pods import REG, TAG, brain_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The operand image hack/images.sh builds (cnpg-postgres); CNPG reads the major from its tag.
@@ -89,7 +90,7 @@ class Outcome:
 class Stream:
     """`chats` chat workers and `writers` memory writers against the gateway Service, until stop()."""
 
-    gw: Gateway
+    gw: GatewayClient
     chats: int = 2
     writers: int = 1
     key: str = "agent"

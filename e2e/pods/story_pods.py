@@ -8,16 +8,11 @@ from __future__ import annotations
 import json
 import os
 import time
-import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
 import yaml
-
-from e2e.story import MCP_HEADERS, wait_for
+from tests.kit.poll import wait_for
 
 from .conftest import RealNode
 
@@ -173,8 +168,11 @@ def service_url(node: RealNode, ns: str, name: str, port: int) -> str:
     return f"http://{ip}:{port}"
 
 
-def run_job(node: RealNode, ns: str, cronjob: str, timeout: float = 300) -> tuple[dict[str, Any], str]:
-    """`kubectl create job --from=cronjob/...`, wait for it to finish, return (its summary line, its log)."""
+def run_job(
+    node: RealNode, ns: str, cronjob: str, timeout: float = 300, expect: str = "Complete"
+) -> tuple[dict[str, Any], str]:
+    """`kubectl create job --from=cronjob/...`, wait for it to finish as `expect` (Complete, or Failed
+    for a run that must fail), return (its summary line, its log)."""
     name = f"{cronjob[:40]}-{int(time.time() * 1000) % 100000}"
     node.kubectl("create", "job", name, f"--from=cronjob/{cronjob}", "-n", ns)
 
@@ -187,7 +185,7 @@ def run_job(node: RealNode, ns: str, cronjob: str, timeout: float = 300) -> tupl
 
     outcome = wait_for(f"Job {name}", finished, timeout=timeout, every=1)
     log = node.kubectl("logs", f"job/{name}", "-n", ns, "--tail=200", check=False)
-    assert outcome == "Complete", f"Job {name} {outcome}:\n{log[-3000:]}"
+    assert outcome == expect, f"Job {name} {outcome}, expected {expect}:\n{log[-3000:]}"
     summary: dict[str, Any] = {}
     for line in reversed(log.strip().splitlines()):
         try:
@@ -198,78 +196,34 @@ def run_job(node: RealNode, ns: str, cronjob: str, timeout: float = 300) -> tupl
     return summary, log
 
 
-@dataclass
-class Gateway:
-    """The user's side of the gateway: its Service address from the host, and keys made by the owner."""
-
-    url: str
-    master: str
-    keys: dict[str, str] = field(default_factory=dict)
-
-    def headers(self, key: str) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.keys.get(key, key)}"}
-
-    def chat(
-        self, text: str, key: str = "agent", timeout: float = 60, session: str = "", **headers: str
-    ) -> httpx.Response:
-        """One chat; `session` opens it with its own system prompt, so a question asked again is a
-        new conversation (the gateway puts an earlier block back for the same conversation resent,
-        gateway/placement.py) while the question, the person's message, stays what a person types."""
-        messages = [{"role": "system", "content": f"session {session}"}] if session else []
-        body = {"model": "echo", "messages": [*messages, {"role": "user", "content": text}]}
-        return httpx.post(
-            f"{self.url}/v1/chat/completions",
-            json=body,
-            headers={**self.headers(key), **headers},
-            timeout=timeout,
-        )
-
-    def rest(self, method: str, path: str, key: str, **kw: Any) -> httpx.Response:
-        return httpx.request(
-            method, f"{self.url}/brain/v1{path}", headers=self.headers(key), timeout=30, **kw
-        )
-
-    def make_key(self, name: str, role: str) -> str:
-        # A run-unique name: a rerun on a kept node (BRAIN_NODE_KUBECONFIG) cannot reuse a revoked one.
-        unique = f"{name}-{uuid.uuid4().hex[:6]}"
-        r = self.rest("POST", "/keys", self.master, json={"name": unique, "role": role})
-        assert r.status_code == 201, r.text
-        self.keys[name] = r.json()["key"]
-        return self.keys[name]
-
-    def mcp_tool(self, key: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "tools/call",
-            "params": {"name": tool, "arguments": args},
-        }
-        r = httpx.post(f"{self.url}/mcp", json=body, headers={**MCP_HEADERS, **self.headers(key)}, timeout=30)
-        assert r.status_code == 200, r.text
-        result = r.json()["result"]
-        assert not result.get("isError"), result
-        return dict(json.loads(result["content"][0]["text"]))
-
-    def metrics(self) -> str:
-        try:
-            return httpx.get(f"{self.url}/metrics", timeout=5).text
-        except httpx.HTTPError:
-            return ""
+#: the chart's release and namespace in the pod stories (helm install brain-operator -n brain-system)
+OPERATOR_NS = "brain-system"
+RELEASE = "brain-operator"
 
 
-@dataclass
-class Upstream:
-    url: str
-
-    def requests(self) -> list[dict[str, Any]]:
-        return list(httpx.get(f"{self.url}/_fake/requests", timeout=10).json())
-
-    def clear(self) -> None:
-        httpx.delete(f"{self.url}/_fake/requests", timeout=10)
-
-    def script(self, *behaviours: dict[str, Any]) -> None:
-        httpx.post(f"{self.url}/_fake/script", json=list(behaviours), timeout=10).raise_for_status()
+def scale_gateway(node: RealNode, ns: str, replicas: int) -> None:
+    """Change the Brain `team`'s spec.gateway.replicas: the smallest spec change an operator converges."""
+    patch = json.dumps({"spec": {"gateway": {"replicas": replicas}}})
+    node.kubectl("patch", "brain", "team", "-n", ns, "--type=merge", "-p", patch)
 
 
-def eventually(what: str, fn: Callable[[], Any], timeout: float = 120, every: float = 1) -> Any:
-    return wait_for(what, fn, timeout=timeout, every=every)
+def kill_active_operator(node: RealNode, ns: str, replicas: int, timeout: float) -> tuple[str, float]:
+    """Force-delete the active operator replica (the highest priority in the namespace's KopfPeering,
+    the chart's default peering) and change the Brain at once: the standby must take over and scale
+    the gateway to `replicas`. Returns the killed pod and the seconds from the kill to the change."""
+    peering = node.json("get", "kopfpeering", RELEASE, "-n", ns)
+    peers = sorted(
+        (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
+        for k, v in (peering.get("status") or {}).items()
+    )
+    assert len(peers) == 2, peering.get("status")
+    active = peers[-1][1]
+    t_kill = time.monotonic()
+    node.kubectl("delete", "pod", active, "-n", OPERATOR_NS, "--grace-period=0", "--force")
+    scale_gateway(node, ns, replicas)
+    wait_for(
+        f"the standby to take over and scale the gateway to {replicas}",
+        lambda: node.json("get", "deploy", "team-gateway", "-n", ns)["spec"]["replicas"] == replicas,
+        timeout=timeout,
+    )
+    return active, time.monotonic() - t_kill

@@ -31,8 +31,8 @@ from typing import Any
 
 import httpx
 import pytest
-
-from e2e.story import wait_for
+from tests.kit.client import FakeUpstream, GatewayClient
+from tests.kit.poll import wait_for
 
 from .conftest import RealNode
 from .ha_pods import (
@@ -50,13 +50,15 @@ from .ha_pods import (
 )
 from .story_pods import (
     CHART,
-    Gateway,
-    Upstream,
+    OPERATOR_NS,
+    RELEASE,
     brain_manifest,
     helm_values,
     helpers_manifest,
+    kill_active_operator,
     pods_ready,
     run_job,
+    scale_gateway,
     service_url,
 )
 
@@ -71,8 +73,6 @@ pytestmark = [
 NS = "ha"
 #: where test_pg_dump_into_a_new_managed_brain_and_pg_restore restores into (watched from the install on)
 RESTORE_NS = "ha-restore"
-OPERATOR_NS = "brain-system"
-RELEASE = "brain-operator"
 #: docs/security.md: "Revocation reaches every replica within 30 s" (the key cache's TTL).
 REVOCATION_BOUND_S = 30
 #: kopf forgets a peer that stopped touching the peering object after its lifetime (60 s), then
@@ -83,8 +83,8 @@ HANDOVER_BOUND_S = 150
 @dataclass
 class HA:
     node: RealNode
-    gw: Gateway
-    upstream: Upstream
+    gw: GatewayClient
+    upstream: FakeUpstream
     note_id: str
 
     def k(self, *args: str, check: bool = True) -> str:
@@ -93,14 +93,6 @@ class HA:
     def pods(self, selector: str, ns: str = NS) -> list[dict[str, Any]]:
         items = self.node.json("get", "pods", "-n", ns, "-l", selector)["items"]
         return [p for p in items if not p["metadata"].get("deletionTimestamp")]
-
-
-def _health_ok(gw: Gateway) -> bool:
-    try:
-        r = httpx.get(f"{gw.url}/brain/v1/health", headers=gw.headers(gw.master), timeout=5)
-    except httpx.HTTPError:
-        return False
-    return r.status_code == 200 and r.json().get("database") == "ok"
 
 
 def _fast_operator_liveness(node: RealNode) -> None:
@@ -164,12 +156,12 @@ def ha(real_node: RealNode) -> Iterator[HA]:
     )
     node.kubectl("rollout", "status", "deploy/fake-llm", "-n", NS, "--timeout=180s", timeout=200)
     master = node.kubectl("get", "secret", "team-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}")
-    gw = Gateway(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
-    wait_for("the gateway answers with its database", lambda: _health_ok(gw), timeout=300)
+    gw = GatewayClient(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
+    wait_for("the gateway answers with its database", lambda: gw.health_ok("database"), timeout=300)
     for name, role in (("agent", "agent"), ("owner", "owner")):
         gw.make_key(name, role)
     noted = gw.mcp_tool("agent", "brain_note", {"body": NOTE, "title": "Staging DB port", "kind": "fact"})
-    yield HA(node, gw, Upstream(service_url(node, NS, "fake-llm", 4001)), str(noted["id"]))
+    yield HA(node, gw, FakeUpstream(service_url(node, NS, "fake-llm", 4001)), str(noted["id"]))
     if os.environ.get("BRAIN_NODE_KEEP") != "1":
         node.kubectl("delete", "namespace", NS, "--wait=false", check=False)
 
@@ -414,32 +406,7 @@ def test_operator_replicas_stay_live_while_idle_and_hand_over(ha: HA) -> None:
     assert any(a is None or a > 30 for a in ages.values()), ages
 
     children = _children(ha)
-    # the chart's default peers per watched namespace (a KopfPeering there, no ClusterKopfPeering)
-    peering = ha.node.json("get", "kopfpeering", RELEASE, "-n", NS)
-    peers = sorted(
-        (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
-        for k, v in (peering.get("status") or {}).items()
-    )
-    assert len(peers) == 2, peering.get("status")
-    active = peers[-1][1]
-    t_kill = time.monotonic()
-    ha.k("delete", "pod", active, "-n", OPERATOR_NS, "--grace-period=0", "--force")
-    ha.k(
-        "patch",
-        "brain",
-        "team",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"gateway": {"replicas": 3}}}),
-    )
-    wait_for(
-        "the standby to take over and scale the gateway to 3",
-        lambda: ha.node.json("get", "deploy", "team-gateway", "-n", NS)["spec"]["replicas"] == 3,
-        timeout=HANDOVER_BOUND_S,
-    )
-    handover_s = time.monotonic() - t_kill
+    active, handover_s = kill_active_operator(ha.node, NS, replicas=3, timeout=HANDOVER_BOUND_S)
     assert _children(ha) == children, "children changed (duplicates?) after the hand-over"
     # Exactly one replica exports the Brain's series: the replacement pod, whatever its priority,
     # is either active (and the one that paused dropped them) or paused with none.
@@ -456,16 +423,7 @@ def test_operator_replicas_stay_live_while_idle_and_hand_over(ha: HA) -> None:
     wait_for("exactly one operator replica exporting the Brain's gauges", one_exporter, timeout=120, every=2)
     print(f"active operator {active} killed: hand-over in {handover_s:.0f} s, no duplicate children")
     save_figures("handover", {"handover_s": handover_s, "idle_s": idle_s})
-    ha.k(
-        "patch",
-        "brain",
-        "team",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"gateway": {"replicas": 2}}}),
-    )
+    scale_gateway(ha.node, NS, 2)
 
 
 # --------------------------------------------------------------------------- 5. backup and restore
@@ -506,9 +464,13 @@ def test_pg_dump_into_a_new_managed_brain_and_pg_restore(ha: HA) -> None:
     ha.node.kubectl("rollout", "restart", "deploy/team-gateway", "-n", ns)
     ha.node.kubectl("rollout", "status", "deploy/team-gateway", "-n", ns, "--timeout=600s", timeout=620)
     master = ha.node.kubectl("get", "secret", "team-master-key", "-n", ns, "-o", "jsonpath={.data.masterKey}")
-    restored = Gateway(service_url(ha.node, ns, "team-gateway", 4000), base64.b64decode(master).decode())
+    restored = GatewayClient(
+        service_url(ha.node, ns, "team-gateway", 4000), base64.b64decode(master).decode()
+    )
     restored.keys["agent"] = ha.gw.keys["agent"]  # restored with the database
-    wait_for("the restored gateway answers with its database", lambda: _health_ok(restored), timeout=300)
+    wait_for(
+        "the restored gateway answers with its database", lambda: restored.health_ok("database"), timeout=300
+    )
 
     def served() -> bool:
         r = restored.chat(ASK)

@@ -43,31 +43,32 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from tests.gateway_fixtures import metric
-from tests.otel_fixtures import Collector, build_collector
+from tests.kit.client import FakeUpstream, GatewayClient
+from tests.kit.gateway import metric
+from tests.kit.poll import first_within, wait_for
+from tests.kit.traces import Collector, build_collector
 
-from e2e.story import wait_for
 from e2e.test_user_story import CI_ANSWERS, CI_QUESTION, CONVENTION, DECISION, LEARNING, NOTE, SOURCE
 
 from . import backup_pods, netpol, tunnel
 from .conftest import RealNode
 from .story_pods import (
     CHART,
+    OPERATOR_NS,
+    RELEASE,
     SAMPLES,
-    Gateway,
-    Upstream,
     brain_manifest,
     helm_values,
     helpers_manifest,
+    kill_active_operator,
     pods_ready,
     run_job,
+    scale_gateway,
     service_url,
 )
 
 NS = "team"
 HOST_IP = os.environ.get("BRAIN_NODE_HOST_IP", "10.243.0.1")
-OPERATOR_NS = "brain-system"
-RELEASE = "brain-operator"
 FILES = {
     "README.md": "# Team memories\n\nOne file per memory under memories/.\n",
     "memories/decisions/01J9ZQ4Y7V0K3M5N8P2R6T1W4X-pgvector.md": (
@@ -80,8 +81,8 @@ FILES = {
 @dataclass
 class Stack:
     node: RealNode
-    gw: Gateway
-    upstream: Upstream
+    gw: GatewayClient
+    upstream: FakeUpstream
     started: float
     collector: Collector
 
@@ -158,19 +159,11 @@ def _stack(node: RealNode, collector: Collector) -> Iterator[Stack]:
     for name in ("fake-llm", "git-server"):
         node.kubectl("rollout", "status", f"deploy/{name}", "-n", NS, "--timeout=180s", timeout=200)
     master = node.kubectl("get", "secret", "team-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}")
-    gw = Gateway(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
-    wait_for("the gateway Service answers from the host", lambda: _health_ok(gw), timeout=180)
+    gw = GatewayClient(service_url(node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
+    wait_for("the gateway Service answers from the host", gw.health_ok, timeout=180)
     for name, role in (("agent", "agent"), ("codex-ci", "agent"), ("owner", "owner")):
         gw.make_key(name, role)
-    yield Stack(node, gw, Upstream(service_url(node, NS, "fake-llm", 4001)), t0, collector)
-
-
-def _health_ok(gw: Gateway) -> bool:
-    try:
-        r = httpx.get(f"{gw.url}/brain/v1/health", headers=gw.headers(gw.master), timeout=5)
-    except httpx.HTTPError:
-        return False
-    return r.status_code == 200 and r.json().get("status") == "ok"
+    yield Stack(node, gw, FakeUpstream(service_url(node, NS, "fake-llm", 4001)), t0, collector)
 
 
 def index_when(s: Stack, what: str, ok: Any, timeout: float = 90) -> dict[str, Any]:
@@ -736,7 +729,7 @@ def test_faults_on_real_pods(stack: Stack) -> None:
         timeout=240,
     )
     degraded = [w for w in window if "embedder_down" in w[3].split(",")]
-    counted = wait_for_or_none(
+    counted = first_within(
         lambda: _gateway_metric(s, "brain_retrieval_degraded_total", cause="embedder_down") > degraded0,
         timeout=30,
     )  # through the Service: whichever replica answers; the one that served a degraded chat counted it
@@ -798,60 +791,14 @@ def test_faults_on_real_pods(stack: Stack) -> None:
 
     # ---- the active operator killed: the standby takes over, no duplicate children ----------------------
     children = _children(s)
-    # the chart's default peers per watched namespace (a KopfPeering there, no ClusterKopfPeering)
-    peering = s.node.json("get", "kopfpeering", RELEASE, "-n", NS)
-    peers = sorted(
-        (v.get("priority", 0), k.split("@", 1)[-1].split("/")[0])
-        for k, v in (peering.get("status") or {}).items()
-    )
-    assert len(peers) == 2, peering.get("status")
-    active = peers[-1][1]
-    t_kill = time.monotonic()
-    s.k("delete", "pod", active, "-n", OPERATOR_NS, "--grace-period=0", "--force")
-    s.k(
-        "patch",
-        "brain",
-        "team",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"gateway": {"replicas": 3}}}),
-    )
-    wait_for(
-        "the standby to take over and scale the gateway to 3",
-        lambda: s.node.json("get", "deploy", "team-gateway", "-n", NS)["spec"]["replicas"] == 3,
-        timeout=240,
-    )
-    figures.append(
-        f"active operator {active} killed: the standby converged the next change in {time.monotonic() - t_kill:.0f} s"
-    )
+    active, took = kill_active_operator(s.node, NS, replicas=3, timeout=240)
+    figures.append(f"active operator {active} killed: the standby converged the next change in {took:.0f} s")
     assert _children(s) == children, "children changed (duplicates?) after the takeover"
-    s.k(
-        "patch",
-        "brain",
-        "team",
-        "-n",
-        NS,
-        "--type=merge",
-        "-p",
-        json.dumps({"spec": {"gateway": {"replicas": 2}}}),
-    )
+    scale_gateway(s.node, NS, 2)
     print("\n" + "\n".join(figures))
 
 
-def wait_for_or_none(fn: Any, timeout: float, every: float = 0.5) -> Any:
-    """fn's first truthy answer within timeout, else None (a bounded poll that does not raise)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = fn()
-        if got:
-            return got
-        time.sleep(every)
-    return None
-
-
-def _entries(gw: Gateway) -> dict[str, tuple[str, str]]:
+def _entries(gw: GatewayClient) -> dict[str, tuple[str, str]]:
     """Every active entry the owner sees, id -> (content hash, body), each read back one by one; a
     read answered 503 (a replica whose pool has not reconnected yet after the database came back)
     starts the reading again, for up to two minutes. Any other answer fails."""

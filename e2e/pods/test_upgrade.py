@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.migration_compat import previous_release
-
-from e2e.story import wait_for
+from tests.kit.client import GatewayClient
+from tests.kit.migration_compat import previous_release
+from tests.kit.poll import wait_for
 
 from .conftest import RealNode
 from .ha_pods import NOTE, Outcome, Stream
@@ -46,7 +46,6 @@ from .story_pods import (
     REG,
     ROOT,
     TAG,
-    Gateway,
     brain_manifest,
     helm_values,
     helpers_manifest,
@@ -181,7 +180,7 @@ def _runs(u: Upgrade, tag: str, components: tuple[str, ...] = tuple(COMPONENTS))
     return True
 
 
-def _read_back(gw: Gateway, outcomes: list[Outcome]) -> tuple[int, list[str]]:
+def _read_back(gw: GatewayClient, outcomes: list[Outcome]) -> tuple[int, list[str]]:
     acked = [o for o in outcomes if o.kind == "write" and o.status == 201 and o.memory_id]
     lost = []
     for o in acked:
@@ -203,7 +202,7 @@ def test_previous_release_to_head_and_back_under_traffic(upgrade: Upgrade, tmp_p
     u.k("rollout", "status", "deploy/fake-llm", "-n", NS, "--timeout=180s")
     wait_for(f"the previous release {u.previous} running", lambda: _runs(u, u.previous), timeout=300)
     master = u.k("get", "secret", "team-master-key", "-n", NS, "-o", "jsonpath={.data.masterKey}")
-    gw = Gateway(service_url(u.node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
+    gw = GatewayClient(service_url(u.node, NS, "team-gateway", 4000), base64.b64decode(master).decode())
     for name, role in (("agent", "agent"), ("owner", "owner")):
         gw.make_key(name, role)
     gw.mcp_tool("agent", "brain_note", {"body": NOTE, "title": "Staging DB port", "kind": "fact"})

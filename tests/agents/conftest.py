@@ -28,7 +28,7 @@ import pytest_asyncio
 
 from brain.gateway.placement import conversation, newest_person_turn
 from brain.services.keys import KeyStore
-from tests.gateway_fixtures import Gateway
+from tests.kit.gateway import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 240

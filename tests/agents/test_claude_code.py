@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from brain.local.promptcache import PromptCache
-from tests.gateway_fixtures import ANTHROPIC_MODEL
+from tests.kit.gateway import ANTHROPIC_MODEL
 
 from .conftest import (
     ANSWER_FACT,

@@ -8,7 +8,7 @@ from typing import Any
 from openai import AsyncOpenAI
 
 from brain.local.promptcache import PromptCache
-from tests.gateway_fixtures import metric
+from tests.kit.gateway import metric
 
 from .conftest import ANSWER_FACT, FOUR_TURNS, QUESTION, Gateway, Team, first_memory_id, turn_texts
 

@@ -7,22 +7,14 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.kube_fixtures import HACK, KubeCluster, parse_exports
+from tests.kit.cluster import HACK, KubeCluster, parse_exports
+from tests.kit.poll import wait_for
 
 pytestmark = pytest.mark.cluster
-
-
-def wait_until(what: str, pred: Callable[[], bool], timeout: float = 60, every: float = 0.5) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(every)
 
 
 def get_json(kube: KubeCluster, *args: str) -> dict:
@@ -77,7 +69,7 @@ def test_deleting_owner_garbage_collects_children(kube_cluster: KubeCluster, kub
         pods = get_json(kube_cluster, "pods", "-n", ns, "-l", "app=web")["items"]
         return not rs and not pods
 
-    wait_until("ReplicaSet and Pods to be garbage-collected", children_gone, timeout=90)
+    wait_for("ReplicaSet and Pods to be garbage-collected", children_gone, timeout=90)
 
 
 CRONJOB = """
@@ -124,10 +116,10 @@ def test_cronjob_controller_creates_jobs_that_complete(
             )
         ]
 
-    wait_until("the CronJob controller to create a Job", lambda: bool(scheduled_jobs()), timeout=90, every=1)
+    wait_for("the CronJob controller to create a Job", lambda: bool(scheduled_jobs()), timeout=90, every=1)
     name = scheduled_jobs()[0]["metadata"]["name"]
     kube_cluster.kubectl("wait", "-n", ns, "--for=condition=Complete", f"job/{name}", "--timeout=90s")
-    wait_until(
+    wait_for(
         "CronJob status.lastSuccessfulTime",
         lambda: bool(get_json(kube_cluster, "cronjob/tick", "-n", ns)["status"].get("lastSuccessfulTime")),
         timeout=30,
@@ -172,9 +164,7 @@ def test_rbac_forbids_unauthorised_service_account(kube_cluster: KubeCluster, ku
         ns,
     )
 
-    wait_until(
-        "the RoleBinding to take effect", lambda: as_sa("get", "secrets", "-n", ns).returncode == 0, 30
-    )
+    wait_for("the RoleBinding to take effect", lambda: as_sa("get", "secrets", "-n", ns).returncode == 0, 30)
     assert "forbidden" in as_sa("get", "secrets", "-n", "default").stderr.lower()
 
 

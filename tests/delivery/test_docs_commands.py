@@ -17,7 +17,7 @@ Sandboxes (everything real, nothing mocked):
   read from ``make -n up``) on a free port with a private state directory and echo upstream;
   ``127.0.0.1:4000`` in a command becomes its URL, ``$BRAIN_KEY``/``$OWNER_KEY``/``$DSN`` its keys and
   database, ``/etc/brain/source.json`` a MemorySource of a local git repository.
-- ``cluster``: the local control plane (tests/kube_fixtures.py). Namespaces and Helm releases are
+- ``cluster``: the local control plane (tests/kit/cluster.py). Namespaces and Helm releases are
   renamed per doc file (``team``, ``brain-system``, release ``brain-operator`` → ``docs-<id>-…``);
   the runbooks' ``$NS``/``$B`` are a namespace where ``python -m brain_operator`` reconciles the
   samples (health read from the ``stack`` gateway) next to one where a ResourceQuota makes its
@@ -52,7 +52,7 @@ import pytest
 import yaml
 
 from brain.local.devdb import free_port
-from tests.kube_fixtures import KubeCluster
+from tests.kit.cluster import KubeCluster, run_tool
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -680,7 +680,7 @@ CANNOT_RUN: dict[str, str] = {
         f"a port-forward ({BACKUP_DRILL})"
     ),
     'brainctl restore --from team.dump --into "postgresql://brain:$PW@127.0.0.1:15432/brain"': (
-        "follows the port-forward above; tests/test_restore.py runs brainctl restore on a real Postgres, "
+        "follows the port-forward above; tests/store/test_restore.py runs brainctl restore on a real Postgres, "
         f"{BACKUP_DRILL}"
     ),
     "kubectl -n $NS get cronjob,jobs,pvc -l app.kubernetes.io/instance=$B,app.kubernetes.io/component=backup": (
@@ -1002,17 +1002,7 @@ class ClusterBox(Box):
 
     def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> str:
         env = {**self.cluster.env, "KUBECONFIG": str(self.kubeconfig)}
-        proc = subprocess.run(
-            [self.cluster.tool("kubectl"), *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            input=input,
-            timeout=120,
-        )
-        if check and proc.returncode:
-            raise AssertionError(f"kubectl {' '.join(args)}: {proc.stderr}")
-        return proc.stdout
+        return run_tool(self.cluster.tool("kubectl"), *args, env=env, input=input, check=check).stdout
 
     def rewrite(self, cmd: DocCommand) -> str:
         n = self.names(cmd.path)

@@ -6,7 +6,7 @@ cluster's Prometheus would see them, and that every panel of the chart's dashboa
 dashboard the operator renders per Brain shows data:
 
 - the gateway (LiteLLM proxy with the brain hooks, Postgres, the offline model behind the embedder,
-  the fake upstream) is the session fixture of tests/gateway_fixtures.py;
+  the fake upstream) is the session fixture of tests/kit/gateway.py;
 - the operator is tests/operator/conftest.py's, run against the local control plane; its
   ``--health-url-template`` points at that gateway (the operator's own setting: a Brain's
   ``brain.dev/health-url`` annotation would get no master key), so the index gauges, the
@@ -50,8 +50,9 @@ import yaml
 
 from brain.embedder import LocalEmbedder
 from brain.local.devdb import free_port
-from tests.gateway_fixtures import Gateway
-from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc, wait_until
+from tests.kit.gateway import Gateway
+from tests.kit.poll import wait_for
+from tests.operator.conftest import Kubectl, Operator, cluster, crds, kc
 from tests.operator.helpers import sample
 
 from .conftest import RULES, brain_dashboard_exprs, dashboard_exprs, fetched_tool, queried_metrics, rule_exprs
@@ -265,7 +266,7 @@ def refuse_a_reconcile(kc: Kubectl, op: Operator) -> None:
     broken = sample("brain.yaml")
     broken["metadata"] = {"name": "broken"}
     kc.apply(broken)
-    wait_until(
+    wait_for(
         "a refused reconcile",
         lambda: op.metric("brain_operator_reconcile_errors_total", kind="Brain", reason="http403") >= 1,
         timeout=60,
@@ -312,7 +313,7 @@ async def test_prometheus_scrapes_every_metric_the_dashboards_and_alerts_query(
             )
 
         # Blocking waits run in a thread: the embedder and the fake upstream share this event loop.
-        await asyncio.to_thread(wait_until, "index gauges for Brain team", operator_has_index, 90)
+        await asyncio.to_thread(wait_for, "index gauges for Brain team", operator_has_index, 90)
         await asyncio.to_thread(refuse_a_reconcile, kc, operator)
 
         async def targets_down() -> dict[str, str]:

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from brain_operator.preflight import rename_crd
-from tests.migration_compat import releases
+from tests.kit.migration_compat import releases
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAD_CRDS = ROOT / "charts" / "brain-operator" / "crds"

@@ -1,6 +1,6 @@
-"""The gateway tests' fixtures (`gateway`, `gw`, `ns`) live in `tests/gateway_fixtures.py`, a plugin of the
+"""The gateway tests' fixtures (`gateway`, `gw`, `ns`) live in `tests/kit/gateway.py`, a plugin of the
 root conftest, so every folder that needs the real gateway shares one process for the session."""
 
-from tests.gateway_fixtures import Gateway, metric
+from tests.kit.gateway import Gateway, metric
 
 __all__ = ["Gateway", "metric"]

@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 
-from .conftest import Gateway, metric
+from tests.kit.client import MCP_HEADERS
 
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+from .conftest import Gateway, metric
 
 
 async def mcp(gw: Gateway, key: str, method: str, params: dict[str, Any] | None = None) -> httpx.Response:

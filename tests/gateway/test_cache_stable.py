@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from tests.gateway_fixtures import ANTHROPIC_MODEL
+from tests.kit.gateway import ANTHROPIC_MODEL
 
 from .conftest import Gateway, metric
 

@@ -19,7 +19,7 @@ import pytest
 from brain.gateway.capture import analyse, injected_passages, restated_by_meaning, restates, untrusted_fetch
 from brain.retrieval.render import fenced
 from brain.services.keys import KeyStore
-from tests.gateway_fixtures import TRUSTED_HOSTS
+from tests.kit.gateway import TRUSTED_HOSTS
 
 from .conftest import Gateway, metric
 
@@ -156,7 +156,7 @@ def test_trusted_hosts_reach_the_gateway_through_the_rendered_config() -> None:
     from brain.gateway.settings import load_settings
     from brain_operator.api import BrainSpec
     from brain_operator.render.litellm_config import render_litellm_config
-    from tests.gateway_fixtures import brain_spec
+    from tests.kit.gateway import brain_spec
 
     config = render_litellm_config(brain_spec("http://127.0.0.1:1"), [])
     assert load_settings(config, env={}).capture.trusted_hosts == list(TRUSTED_HOSTS)

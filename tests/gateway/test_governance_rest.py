@@ -14,7 +14,7 @@ from typing import Any
 from brain.services.keys import KeyStore
 from brain.services.memory import TOMBSTONE
 from tests.gateway.test_auth_mcp_rest import call
-from tests.gateway_fixtures import Gateway
+from tests.kit.gateway import Gateway
 
 SHAPE = {"code", "message", "field"}
 
@@ -142,7 +142,7 @@ async def test_forget_hides_the_entry_from_agents_and_purge_tombstones_it(gw: Ga
 
 
 async def test_the_review_page_names_where_a_supersede_would_write(gw: Gateway, ns: str) -> None:
-    from brain.store import proposals as proposal_rows
+    from brain.store import proposal_rows
 
     shared = (
         await gw.rest("POST", "/memories", key="owner", json={"body": f"release day is Tuesday {ns}"})

@@ -41,7 +41,7 @@ from brain.local.fakeupstream import create_app as fake_app
 from brain.local.up import stop
 from brain.services.keys import KeyStore
 from brain.store import Store
-from tests.gateway_fixtures import Served, metric, start_gateway
+from tests.kit.gateway import Served, metric, start_gateway
 
 NEW = f"{DEFAULT_MODEL}@rp384"
 NS = "shared"

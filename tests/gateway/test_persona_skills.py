@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from brain.retrieval.render import PREAMBLE
-from tests.gateway_fixtures import injected_block
+from tests.kit.gateway import injected_block
 
 from .conftest import Gateway
 

@@ -29,7 +29,7 @@ from brain.local.devdb import EmbeddedPostgres
 from brain.local.up import stop
 from brain.services.keys import KeyInfo, KeyStore, KeyVerifier
 from brain.store import Store
-from tests.gateway_fixtures import MASTER, start_gateway
+from tests.kit.gateway import MASTER, start_gateway
 
 REVOKED_BEFORE_STOP_S = 10.0
 TTL_S = 30.0  # KeyVerifier's default verdict TTL: past it, only the stale window serves a verdict

@@ -16,7 +16,7 @@ import httpx
 
 from brain.local.up import stop
 from brain.services.keys import KeyStore, KeyVerifier
-from tests.gateway_fixtures import Gateway, start_gateway
+from tests.kit.gateway import Gateway, start_gateway
 
 BOUND_S = 5.0
 

@@ -1,5 +1,5 @@
 """One chat, one trace (#31): a real gateway process and a real embedder process, both sending OTLP
-to a real OpenTelemetry Collector (tests/otel_fixtures.py), read back from its file exporter.
+to a real OpenTelemetry Collector (tests/kit/traces.py), read back from its file exporter.
 
 - the trace holds the gateway's request span, retrieval with a span per leg, fusion, compose,
   inject, capture, and the embedder's own span, linked to the gateway's by `traceparent`;
@@ -7,7 +7,7 @@ to a real OpenTelemetry Collector (tests/otel_fixtures.py), read back from its f
 - with `content` off no span attribute holds the memory's body, the question, or a key;
 - a collector that is stopped under traffic costs spans, counted in /metrics, never a chat.
 
-The gateway here is its own (the shared one in gateway_fixtures sends no traces).
+The gateway here is its own (the shared one in tests/kit/gateway.py sends no traces).
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from brain.local.fakeupstream import create_app as fake_app
 from brain.local.up import spawn, stop, wait_http
 from brain.store import Store
 from brain_operator.render.common import traces_url
-from tests.gateway_fixtures import MASTER, Served, make_keys, metric, start_gateway
-from tests.otel_fixtures import Collector, Span
+from tests.kit.gateway import MASTER, Served, make_keys, metric, start_gateway
+from tests.kit.traces import Collector, Span
 
 BODY = "The {tag} cluster's ingress certificates renew from the vault-7 issuer every 21 days."
 QUESTION = "How often do the {tag} ingress certificates renew?"

@@ -15,11 +15,10 @@ from brain.jobs.digest import (
     run_digest,
     signal_fields,
 )
-from brain.services import digests, proposals
+from brain.services import approval, digests, proposals
 from brain.services.digests import latest_digest
 from brain.services.memory import MemoryService
-from brain.store import Store
-from brain.store import proposals as proposal_rows
+from brain.store import Store, proposal_rows
 
 SECRET_IDS = ["key-zebra-7731", "namespace-okapi", "model-narwhal-9", "author-quokka"]
 
@@ -86,7 +85,7 @@ async def test_digest_from_authored_fixtures_leaks_no_identity(
         authors=[key],
         score=0.5,
     )
-    await proposals.approve(service, pid, owner)
+    await approval.approve(service, pid, owner)
 
     summary = await run_digest(store, service.embedder, now=datetime.now(UTC) + timedelta(seconds=1))
     stored = await latest_digest(store, ns)

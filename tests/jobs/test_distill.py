@@ -17,7 +17,7 @@ from brain.jobs.distill import (
     parse_draft,
     run_distill,
 )
-from brain.services import proposals
+from brain.services import approval, proposals
 from brain.services.memory import MemoryService
 from brain.store import Store
 from tests.jobs.conftest import FakeLLM
@@ -122,13 +122,13 @@ async def test_full_loop_capture_distill_approve_serve_retire(
     # nothing reaches the curated tier before an owner approves
     assert not await store.pool_for_tests.fetchval("SELECT count(*) FROM memories WHERE tier = 'curated'")
     with pytest.raises(Forbidden):
-        await proposals.approve(service, p["id"], agent)
+        await approval.approve(service, p["id"], agent)
 
-    decided = await proposals.approve(service, p["id"], owner)
+    decided = await approval.approve(service, p["id"], owner)
     mem = (await store.get(decided["memory_id"])).memory
     assert (mem.tier, mem.promoted_by, mem.origin, mem.author) == ("curated", "cole", "owner", "cole")
     with pytest.raises(Conflict):
-        await proposals.approve(service, p["id"], owner)
+        await approval.approve(service, p["id"], owner)
     hits = await service.search("why do CI integration tests fail with connection refused", agent)
     assert mem.id in [h.id for h in hits]
 
@@ -193,7 +193,7 @@ async def test_contradiction_becomes_superseding_proposal(
     [p] = await proposals.list_proposals(store)
     shown = await proposals.show(store, p["id"])
     assert "Tuesdays" in shown["current"]["body"] and "Thursdays" in shown["body"]
-    decided = await proposals.approve(service, p["id"], owner)
+    decided = await approval.approve(service, p["id"], owner)
     detail = await store.get(decided["memory_id"])
     assert [m.status for m in detail.history] == [
         "superseded",

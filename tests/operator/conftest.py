@@ -1,6 +1,6 @@
 """Fixtures for the operator's cluster tests: CRDs installed once, an operator per test namespace.
 
-The cluster is the local control plane (``kube_cluster`` from tests/kube_fixtures.py, imported
+The cluster is the local control plane (``kube_cluster`` from tests/kit/cluster.py, imported
 here so these tests work whether or not the root conftest registers that plugin), or any cluster
 named by ``BRAIN_TEST_KUBECONFIG`` (kubectl from ``BRAIN_TEST_KUBE_BIN`` or PATH).
 """
@@ -14,37 +14,20 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Self
 
 import httpx
 import pytest
 
-from tests.kube_fixtures import KubeCluster, kube_cluster
+from tests.kit.cluster import KubeCluster, kube_cluster
+from tests.kit.poll import wait_for
 
 from .helpers import ROOT
 
 __all__ = ["kube_cluster"]
-
-
-def wait_until(what: str, pred: Callable[[], Any], timeout: float = 60, every: float = 0.3) -> Any:
-    """Poll ``pred`` until it returns something truthy; return that."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = pred()
-        except (AssertionError, KeyError, IndexError, TypeError) as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-        time.sleep(every)
 
 
 def free_port() -> int:
@@ -170,7 +153,7 @@ class Operator:
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
         try:
-            wait_until("operator /healthz", self._healthy, timeout=60)
+            wait_for("operator /healthz", self._healthy, timeout=60)
         except AssertionError:
             self.kill()
             raise

@@ -7,7 +7,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .conftest import Kubectl, wait_until
+from tests.kit.poll import wait_for
+
+from .conftest import Kubectl
 
 
 class Tenant:
@@ -42,5 +44,5 @@ def grant(
         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
     })  # fmt: skip
     tenant = Tenant(kc, user)
-    wait_until("the tenant's Role in force", lambda: tenant.can("create", "brains.brain.dev"))
+    wait_for("the tenant's Role in force", lambda: tenant.can("create", "brains.brain.dev"))
     return tenant

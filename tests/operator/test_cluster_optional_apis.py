@@ -10,9 +10,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.kube_fixtures import KubeCluster
+from tests.kit.cluster import KubeCluster
+from tests.kit.poll import wait_for
 
-from .conftest import Kubectl, Operator, wait_until
+from .conftest import Kubectl, Operator
 from .helpers import deep_set, sample
 
 pytestmark = pytest.mark.cluster
@@ -32,7 +33,7 @@ def settles(operator: Operator) -> None:
     """Two reconciles in a row that write nothing: what was applied is exactly what the foreign
     CRD's schema keeps (a pruned or defaulted field would be re-applied on every pass)."""
     noops = operator.metric("brain_operator_reconcile_total", result="noop")
-    wait_until(
+    wait_for(
         "two no-op reconciles",
         lambda: operator.metric("brain_operator_reconcile_total", result="noop") >= noops + 2,
         timeout=45,
@@ -46,16 +47,14 @@ def test_cloudnativepg_brain_becomes_a_cluster_and_follows_its_status(
     doc = sample("brain.yaml")
     doc["spec"]["database"] = {"cloudNativePG": {"instances": 2, "storage": "5Gi"}}
     kc.apply(doc)
-    cluster = wait_until(
-        "the CloudNativePG Cluster", lambda: kc.get("clusters.postgresql.cnpg.io", "team-db")
-    )
+    cluster = wait_for("the CloudNativePG Cluster", lambda: kc.get("clusters.postgresql.cnpg.io", "team-db"))
     assert cluster["spec"]["instances"] == 2 and cluster["spec"]["storage"]["size"] == "5Gi"
     assert "CREATE EXTENSION IF NOT EXISTS vector" in " ".join(
         cluster["spec"]["bootstrap"]["initdb"]["postInitApplicationSQL"]
     )
     assert cluster["metadata"]["ownerReferences"][0]["kind"] == "Brain"
     assert kc.get("statefulset", "team-db") is None  # no managed Postgres beside it
-    gateway = wait_until("gateway Deployment", lambda: kc.get("deployment", "team-gateway"))
+    gateway = wait_for("gateway Deployment", lambda: kc.get("deployment", "team-gateway"))
     env = {e["name"]: e for e in gateway["spec"]["template"]["spec"]["containers"][0]["env"]}
     # its own login (issue #26): CNPG's managed role, accepted by CNPG's own CRD, whose password
     # Secret the operator generated and CNPG's application owner only for the migration step
@@ -73,7 +72,7 @@ def test_cloudnativepg_brain_becomes_a_cluster_and_follows_its_status(
         "key": "uri",
     }
 
-    wait_until(
+    wait_for(
         "DatabaseReady False", lambda: condition(kc, "DatabaseReady").get("reason") == "InstancesNotReady"
     )
     kc(
@@ -85,7 +84,7 @@ def test_cloudnativepg_brain_becomes_a_cluster_and_follows_its_status(
         "-p",
         json.dumps({"status": {"instances": 2, "readyInstances": 2, "phase": "Cluster in healthy state"}}),
     )
-    wait_until("DatabaseReady True", lambda: condition(kc, "DatabaseReady").get("status") == "True")
+    wait_for("DatabaseReady True", lambda: condition(kc, "DatabaseReady").get("status") == "True")
     assert condition(kc, "DatabaseReady")["reason"] == "InstancesReady"
     settles(operator)
 
@@ -98,7 +97,7 @@ def test_service_monitor_follows_the_spec(kc_with_apis: Kubectl, operator: Opera
         {"serviceMonitor": {"enabled": True, "interval": "15s", "labels": {"release": "kube-prometheus"}}},
     )
     kc.apply(doc)
-    sm = wait_until("ServiceMonitor", lambda: kc.get("servicemonitors.monitoring.coreos.com", "team"))
+    sm = wait_for("ServiceMonitor", lambda: kc.get("servicemonitors.monitoring.coreos.com", "team"))
     assert sm["metadata"]["labels"]["release"] == "kube-prometheus"
     assert {e["interval"] for e in sm["spec"]["endpoints"]} == {"15s"}
     sel = sm["spec"]["selector"]
@@ -106,13 +105,13 @@ def test_service_monitor_follows_the_spec(kc_with_apis: Kubectl, operator: Opera
         [f"{k}={v}" for k, v in sel["matchLabels"].items()]
         + [f"{e['key']} in ({','.join(e['values'])})" for e in sel.get("matchExpressions", [])]
     )
-    scraped = wait_until("selected Services", lambda: kc.get("services", selector=selector)["items"])
+    scraped = wait_for("selected Services", lambda: kc.get("services", selector=selector)["items"])
     assert {s["metadata"]["name"] for s in scraped} == {"team-gateway", "team-embedder"}
     assert all("http" in {p.get("name") for p in s["spec"]["ports"]} for s in scraped)
     settles(operator)
 
     kc.apply(deep_set(doc, "spec.monitoring.serviceMonitor.interval", "1m"))
-    wait_until(
+    wait_for(
         "interval updated",
         lambda: (
             {
@@ -123,6 +122,4 @@ def test_service_monitor_follows_the_spec(kc_with_apis: Kubectl, operator: Opera
         ),
     )
     kc.apply(deep_set(doc, "spec.monitoring.serviceMonitor.enabled", False))
-    wait_until(
-        "ServiceMonitor pruned", lambda: kc.get("servicemonitors.monitoring.coreos.com", "team") is None
-    )
+    wait_for("ServiceMonitor pruned", lambda: kc.get("servicemonitors.monitoring.coreos.com", "team") is None)

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from brain.core.contract import DB_ROLES
+from tests.kit.poll import wait_for
 
-from .conftest import Kubectl, Operator, wait_until
+from .conftest import Kubectl, Operator
 from .helpers import deep_set, sample
 
 pytestmark = pytest.mark.cluster
@@ -74,7 +75,7 @@ def wait_ready(kc: Kubectl, generation: int | None = None, timeout: float = 90) 
         ok = cond.get("status") == "True" and brain["status"].get("observedGeneration") == gen
         return brain if ok else None
 
-    brain: dict[str, Any] = wait_until("Brain team Ready", ready, timeout=timeout)
+    brain: dict[str, Any] = wait_for("Brain team Ready", ready, timeout=timeout)
     return brain
 
 
@@ -88,7 +89,7 @@ def versions(kc: Kubectl) -> dict[tuple[str, str], str]:
 
 def test_samples_become_a_ready_stack(kc: Kubectl, operator: Operator) -> None:
     apply_samples(kc)
-    got = wait_until("every child", lambda: set(children(kc)) >= EXPECTED, timeout=60)
+    got = wait_for("every child", lambda: set(children(kc)) >= EXPECTED, timeout=60)
     assert got
     brain = kc.get("brain", "team")
     uid = brain["metadata"]["uid"]
@@ -113,7 +114,7 @@ def test_samples_become_a_ready_stack(kc: Kubectl, operator: Operator) -> None:
     assert brain["status"]["endpoints"]["gateway"] == f"http://team-gateway.{kc.ns}.svc:4000"
     pods = kc.get("pods", selector="app.kubernetes.io/component in (gateway,embedder,database)")["items"]
     assert len(pods) == 4 and all(p["status"]["phase"] == "Running" for p in pods)  # 2 gateways, embedder, db
-    rp = wait_until("policy applied", lambda: conditions(kc.get("rpol", "smart-router")).get("Applied"))
+    rp = wait_for("policy applied", lambda: conditions(kc.get("rpol", "smart-router")).get("Applied"))
     assert rp["status"] == "True"
     assert kc.get("rpol", "smart-router")["status"]["configHash"] == brain["status"]["configHash"]
     jobs = kc.get("jobs", selector="brain.dev/memorysource=team-memories")["items"]
@@ -149,7 +150,7 @@ def test_spec_changes_touch_only_what_they_affect(kc: Kubectl, operator: Operato
         "-p",
         '{"spec":{"tierBoundaries":{"simpleMedium":0.1}}}',
     )
-    wait_until(
+    wait_for(
         "gateway rolled",
         lambda: (
             kc.get("deployment", "team-gateway")["spec"]["template"]["metadata"]["annotations"]
@@ -170,10 +171,10 @@ def test_spec_backup_makes_its_volume_and_cronjob_and_removing_it_prunes_them(
     server-side apply, are the Brain's children, and go when spec.backup goes (the StatefulSet's
     own claim, not the Brain's child, stays)."""
     apply_samples(kc)
-    wait_until("the distill CronJob", lambda: kc.get("cronjob", "team-distill"), timeout=60)
+    wait_for("the distill CronJob", lambda: kc.get("cronjob", "team-distill"), timeout=60)
     kc.apply(deep_set(sample("brain.yaml"), "spec.backup", {"keep": 3, "storage": {"size": "2Gi"}}))
-    cron = wait_until("the backup CronJob", lambda: kc.get("cronjob", "team-backup"), timeout=60)
-    pvc = wait_until("the backups volume", lambda: kc.get("pvc", "team-backups"), timeout=60)
+    cron = wait_for("the backup CronJob", lambda: kc.get("cronjob", "team-backup"), timeout=60)
+    pvc = wait_for("the backups volume", lambda: kc.get("pvc", "team-backups"), timeout=60)
     uid = kc.get("brain", "team")["metadata"]["uid"]
     for obj in (cron, pvc):
         (ref,) = obj["metadata"]["ownerReferences"]
@@ -184,8 +185,8 @@ def test_spec_backup_makes_its_volume_and_cronjob_and_removing_it_prunes_them(
     assert {"name": "BACKUP_KEEP", "value": "3"} in pod["containers"][0]["env"]
     assert cron["spec"]["concurrencyPolicy"] == "Forbid"
     kc.apply(sample("brain.yaml"))
-    wait_until("the backup CronJob pruned", lambda: kc.get("cronjob", "team-backup") is None, timeout=60)
-    wait_until(
+    wait_for("the backup CronJob pruned", lambda: kc.get("cronjob", "team-backup") is None, timeout=60)
+    wait_for(
         "the backups volume pruned",
         lambda: (
             (kc.get("pvc", "team-backups") or {}).get("metadata", {}).get("deletionTimestamp")
@@ -200,17 +201,17 @@ def test_a_steady_state_makes_no_writes(kc: Kubectl, operator: Operator) -> None
     apply_samples(kc)
     wait_ready(kc)
     # The first import finishing is a real change (MemorySource.status.lastSync); steady state is after it.
-    wait_until(
+    wait_for(
         "first import recorded",
         lambda: (kc.get("memorysource", "team-memories").get("status") or {}).get("lastSync"),
         timeout=60,
     )
-    wait_until(
+    wait_for(
         "quiet", lambda: operator.metric("brain_operator_reconcile_total", result="noop") >= 2, timeout=30
     )
     writes = operator.metric("brain_operator_api_writes_total")
     noops = operator.metric("brain_operator_reconcile_total", result="noop")
-    wait_until(
+    wait_for(
         "two more resyncs",
         lambda: operator.metric("brain_operator_reconcile_total", result="noop") >= noops + 2,
         timeout=30,
@@ -232,14 +233,14 @@ def test_drift_is_restored(kc: Kubectl, operator: Operator) -> None:
         "-p",
         '{"data":{"litellm.yaml":"tampered"}}',
     )
-    wait_until(
+    wait_for(
         "service restored",
         lambda: (
             (kc.get("service", "team-gateway") or {}).get("metadata", {}).get("uid") not in (None, svc_uid)
         ),
     )
-    wait_until("replicas restored", lambda: kc.get("deployment", "team-embedder")["spec"]["replicas"] == 1)
-    wait_until(
+    wait_for("replicas restored", lambda: kc.get("deployment", "team-embedder")["spec"]["replicas"] == 1)
+    wait_for(
         "config restored",
         lambda: kc.get("configmap", "team-gateway-config")["data"]["litellm.yaml"] != "tampered",
     )
@@ -247,11 +248,11 @@ def test_drift_is_restored(kc: Kubectl, operator: Operator) -> None:
 
 def test_deleting_the_brain_collects_its_stack(kc: Kubectl, operator: Operator) -> None:
     apply_samples(kc)
-    wait_until("children", lambda: set(children(kc)) >= EXPECTED, timeout=60)
+    wait_for("children", lambda: set(children(kc)) >= EXPECTED, timeout=60)
     kc("delete", "brain", "team", "--wait=false")
-    wait_until("Brain gone", lambda: kc.get("brain", "team") is None, timeout=60)
-    wait_until("stack collected", lambda: not children(kc), timeout=90)
-    wait_until(
+    wait_for("Brain gone", lambda: kc.get("brain", "team") is None, timeout=60)
+    wait_for("stack collected", lambda: not children(kc), timeout=90)
+    wait_for(
         "policy reports its Brain missing",
         lambda: conditions(kc.get("rpol", "smart-router"))["Applied"]["reason"] == "BrainNotFound",
     )
@@ -264,7 +265,7 @@ def test_killed_operator_converges_without_duplicates(
     second = Operator(kc.cluster, kc.ns, tmp_path / "op2.log").start()
     try:
         apply_samples(kc)
-        wait_until("first children", lambda: children(kc), timeout=30, every=0.05)
+        wait_for("first children", lambda: children(kc), timeout=30, every=0.05)
         second.kill()  # mid-reconcile
         third = Operator(kc.cluster, kc.ns, tmp_path / "op3.log").start()
         try:
@@ -341,7 +342,7 @@ def test_index_health_flows_into_status_and_metrics(
     brain = sample("brain.yaml")
     brain["metadata"]["annotations"] = {"brain.dev/health-url": url}
     kc.apply(brain)
-    status = wait_until("index status", lambda: (kc.get("brain", "team").get("status") or {}).get("index"))
+    status = wait_for("index status", lambda: (kc.get("brain", "team").get("status") or {}).get("index"))
     assert status["entriesByKind"] == {"note": 3, "skill": 1} and status["totalEntries"] == 4
     assert status["staleEntries"] == 2 and status["embeddingDim"] == 384
     assert conditions(kc.get("brain", "team"))["IndexHealthy"]["status"] == "True"
@@ -353,11 +354,11 @@ def test_index_health_flows_into_status_and_metrics(
     assert operator.metric("brain_index_stale_entries", brain=label) == 2
     assert kc.cluster.kubectl("get", "brain", "team", "-n", kc.ns, "--no-headers").stdout.split()[3] == "4"
     doc["status"], doc["embedder"] = "degraded", "down"
-    wait_until(
+    wait_for(
         "IndexHealthy False",
         lambda: conditions(kc.get("brain", "team"))["IndexHealthy"]["status"] == "False",
     )
-    wait_until(
+    wait_for(
         "an IndexDegraded event",
         lambda: any(e["reason"] == "IndexDegraded" for e in kc.get("events")["items"]),
     )
@@ -373,10 +374,10 @@ def test_deleting_a_brain_while_its_health_poll_hangs_does_not_wait_a_minute(
     brain = sample("brain.yaml")
     brain["metadata"]["annotations"] = {"brain.dev/health-url": url}
     kc.apply(brain)
-    wait_until("index status", lambda: (kc.get("brain", "team").get("status") or {}).get("index"))
+    wait_for("index status", lambda: (kc.get("brain", "team").get("status") or {}).get("index"))
     doc["_delay"] = 2.5  # every poll now hangs until just before the operator's 3 s timeout
     polls = len(AUTH_SEEN)  # any request after this reads the delay
     # delete while one of those polls hangs: waited for (its request has arrived), not slept for
-    wait_until("a hanging health poll", lambda: len(AUTH_SEEN) > polls, timeout=30)
+    wait_for("a hanging health poll", lambda: len(AUTH_SEEN) > polls, timeout=30)
     kc("delete", "brain", "team", "--wait=false")
-    wait_until("Brain gone", lambda: kc.get("brain", "team") is None, timeout=30)
+    wait_for("Brain gone", lambda: kc.get("brain", "team") is None, timeout=30)

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import Kubectl, Operator, wait_until
+from tests.kit.poll import wait_for
+
+from .conftest import Kubectl, Operator
 from .helpers import sample
 
 pytestmark = pytest.mark.cluster
@@ -101,13 +103,13 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
     brain["spec"]["embedding"]["model"] = OLD
     brain["metadata"]["annotations"] = {"brain.dev/health-url": url}
     kc.apply(brain)
-    wait_until("Reindexing Current", reason_is(kc, "Current"))
+    wait_for("Reindexing Current", reason_is(kc, "Current"))
     time.sleep(ONE_RESYNC_S)  # a resync: the gateway reports the spec's model, so no Job
     assert reindex_jobs(kc) == []
 
     no_pods(kc)
     kc("patch", "brain", "team", "--type=merge", "-p", json.dumps({"spec": {"embedding": {"model": NEW}}}))
-    (job,) = wait_until("one migration Job", lambda: reindex_jobs(kc))
+    (job,) = wait_for("one migration Job", lambda: reindex_jobs(kc))
     (container,) = job["spec"]["template"]["spec"]["containers"]
     assert container["command"] == ["python", "-m", "brain.jobs.reindex"]
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
@@ -116,7 +118,7 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
     assert env["BRAIN_EMBEDDER_URL"].startswith("http://team-embedder:")
     assert "BRAIN_MASTER_KEY" not in env  # the migration needs the database, not the gateway's key
     assert [o["kind"] for o in job["metadata"]["ownerReferences"]] == ["Brain"]
-    pending = wait_until("ModelChangePending naming the Job", reason_is(kc, "ModelChangePending"))
+    pending = wait_for("ModelChangePending naming the Job", reason_is(kc, "ModelChangePending"))
     assert job["metadata"]["name"] in pending["message"] and OLD in pending["message"]
 
     # resyncs, and a reconcile for an unrelated change, read the one Job back
@@ -127,10 +129,10 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
     # the Job fails (its deadline, cut to 1 s, ends it in the Job controller): the Brain says so,
     # once, and the old model keeps serving
     kc("patch", "job", job["metadata"]["name"], "--type=merge", "-p", '{"spec":{"activeDeadlineSeconds":1}}')
-    failed = wait_until("ReindexFailed", reason_is(kc, "ReindexFailed"))
+    failed = wait_for("ReindexFailed", reason_is(kc, "ReindexFailed"))
     assert failed["status"] == "False" and "deadline" in failed["message"] and OLD in failed["message"]
     assert f"kubectl logs job/{job['metadata']['name']}" in failed["message"]
-    (warning,) = wait_until("a ReindexFailed Warning event", lambda: events(kc, "ReindexFailed"))
+    (warning,) = wait_for("a ReindexFailed Warning event", lambda: events(kc, "ReindexFailed"))
     assert warning["type"] == "Warning"
     time.sleep(ONE_RESYNC_S)
     assert len(events(kc, "ReindexFailed")) == 1 and len(reindex_jobs(kc)) == 1  # no retry loop
@@ -138,7 +140,7 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
     # the owner deletes the failed Job (the documented retry): one new Job, which runs
     kc("delete", "resourcequota", "no-pods")
     kc("delete", "job", job["metadata"]["name"], "--wait=true")
-    (retry,) = wait_until(
+    (retry,) = wait_for(
         "a new migration Job",
         lambda: [j for j in reindex_jobs(kc) if j["metadata"]["uid"] != job["metadata"]["uid"]],
     )
@@ -146,10 +148,10 @@ def test_a_model_change_starts_one_migration_job_and_the_condition_follows_the_g
 
     # the gateway reports the migration running, then the new model live
     doc["index"]["reindex"] = {"fromModel": OLD, "toModel": NEW, "toDim": 384, "done": 2, "total": 4}
-    running = wait_until("Reindexing", reason_is(kc, "Reindexing"))
+    running = wait_for("Reindexing", reason_is(kc, "Reindexing"))
     assert running["status"] == "True"
     doc["index"].update(reindex=None, liveModel=NEW, embeddingModel=NEW)
-    current = wait_until("Current", reason_is(kc, "Current"))
+    current = wait_for("Current", reason_is(kc, "Current"))
     assert NEW in current["message"]
     time.sleep(ONE_RESYNC_S)
     assert len(reindex_jobs(kc)) == 1

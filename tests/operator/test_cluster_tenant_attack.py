@@ -22,7 +22,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import Kubectl, Operator, wait_until
+from tests.kit.poll import wait_for
+
+from .conftest import Kubectl, Operator
 from .helpers import sample
 from .tenancy import Tenant, grant
 
@@ -98,7 +100,7 @@ def test_a_brain_name_does_not_take_over_objects_the_operator_did_not_make(
         ready = {c["type"]: c for c in (b.get("status") or {}).get("conditions") or []}.get("Ready") or {}
         return ready if ready.get("reason") == "ChildNotOwned" else None
 
-    ready = wait_until("Brain billing refuses to take over", refused, timeout=60)
+    ready = wait_for("Brain billing refuses to take over", refused, timeout=60)
     assert ready["status"] == "False"
     for name in ("ConfigMap/billing-gateway-config", "Service/billing-gateway"):
         assert name in ready["message"], ready["message"]
@@ -115,7 +117,7 @@ def test_a_brain_name_does_not_take_over_objects_the_operator_did_not_make(
     # Its owner removes them: the Brain is rendered in full on the next reconcile.
     kc("delete", "configmap", "billing-gateway-config")
     kc("delete", "service", "billing-gateway")
-    wait_until(
+    wait_for(
         "the Brain's own gateway Service",
         lambda: (kc.get("service", "billing-gateway") or {}).get("metadata", {}).get("ownerReferences"),
         timeout=60,
@@ -150,10 +152,8 @@ def test_a_memorysource_cannot_keep_its_brain_unfenced(
         items = kc.get("networkpolicies", selector="brain.dev/brain=team")["items"]
         return "team-database" in {p["metadata"]["name"] for p in items}
 
-    wait_until("the Brain's database NetworkPolicy", fenced, timeout=60)
-    cron = wait_until(
-        "the ingest CronJob", lambda: kc.get("cronjob", "team-ingest-team-memories"), timeout=60
-    )
+    wait_for("the Brain's database NetworkPolicy", fenced, timeout=60)
+    cron = wait_for("the ingest CronJob", lambda: kc.get("cronjob", "team-ingest-team-memories"), timeout=60)
     (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     assert container["resources"]["limits"] == {"cpu": "2", "memory": "4Gi"}
     assert container["resources"]["requests"] == {"cpu": "2", "memory": "4Gi"}

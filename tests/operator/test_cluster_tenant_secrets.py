@@ -27,7 +27,9 @@ from typing import Any
 
 import pytest
 
-from .conftest import Kubectl, Operator, wait_until
+from tests.kit.poll import wait_for
+
+from .conftest import Kubectl, Operator
 from .helpers import sample
 from .tenancy import grant
 
@@ -158,8 +160,8 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
         {"name": "paid", "model": "openai/gpt-4o", "apiKeySecretRef": {"name": LABELLED, "key": "apiKey"}}
     )
     as_tenant(kc, tenant, "create", brain)
-    wait_until("the gateway Deployment", lambda: kc.get("deployment", "team-gateway"))
-    wait_until(
+    wait_for("the gateway Deployment", lambda: kc.get("deployment", "team-gateway"))
+    wait_for(
         "SecretsPermitted True",
         lambda: conditions(kc.get("brain", "team")).get("SecretsPermitted", {}).get("status") == "True",
     )
@@ -203,7 +205,7 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
         cond = conditions(kc.get(kind, name)).get("SecretsPermitted") or {}
         return cond if cond.get("reason") == "SecretNotPermitted" else None
 
-    team = wait_until("Brain team refuses three references", lambda: refused("brain", "team"), timeout=60)
+    team = wait_for("Brain team refuses three references", lambda: refused("brain", "team"), timeout=60)
     for field in (
         "spec.gateway.models[2].apiKeySecretRef",
         "spec.gateway.auth.masterKeySecretRef",
@@ -215,19 +217,19 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
     assert "brain.dev/secret-use=tunnel-token" in team["message"]
     assert "models[1]" not in team["message"]  # the labelled one is used
 
-    ext = wait_until("Brain ext Failed", lambda: refused("brain", "ext"), timeout=60)
+    ext = wait_for("Brain ext Failed", lambda: refused("brain", "ext"), timeout=60)
     assert "spec.database.external.secretRef" in ext["message"] and "database-url" in ext["message"]
     ext_ready = conditions(kc.get("brain", "ext"))["Ready"]
     assert (ext_ready["status"], ext_ready["reason"]) == ("False", "SecretNotPermitted")
     assert kc.get("brain", "ext")["status"]["phase"] == "Failed"
 
-    taken = wait_until("Brain payments refused", lambda: refused("brain", "payments"), timeout=60)
+    taken = wait_for("Brain payments refused", lambda: refused("brain", "payments"), timeout=60)
     assert "Secret payments-master-key exists and was not generated for Brain payments" in taken["message"]
     kept = kc.get("secret", "payments-master-key")
     assert "ownerReferences" not in kept["metadata"] and "labels" not in kept["metadata"]
     assert kc.get("deployment", "payments-gateway") is None
 
-    src = wait_until("MemorySource private refused", lambda: refused("msrc", "private"), timeout=60)
+    src = wait_for("MemorySource private refused", lambda: refused("msrc", "private"), timeout=60)
     assert "spec.git.credentialsSecretRef" in src["message"] and "git-credentials" in src["message"]
     assert conditions(kc.get("msrc", "private"))["Ready"]["reason"] == "SecretNotPermitted"
 
@@ -238,7 +240,7 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
             if e["reason"] == "SecretNotPermitted" and e["type"] == "Warning" and STOLEN in e["message"]
         }
 
-    wait_until("a Warning Event on each refusing object", lambda: warned() >= {"team", "ext", "private"})
+    wait_for("a Warning Event on each refusing object", lambda: warned() >= {"team", "ext", "private"})
     assert any(
         e["reason"] == "SecretNotPermitted" and e["involvedObject"]["name"] == "payments"
         for e in kc.get("events")["items"]
@@ -252,7 +254,7 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
             "exfil" in json.dumps(kc.get("configmap", "team-gateway-config"))
         )
 
-    wait_until("the updated gateway config", settled, timeout=60)
+    wait_for("the updated gateway config", settled, timeout=60)
     dep = kc.get("deployment", "team-gateway")
     containers = {c["name"]: c for c in dep["spec"]["template"]["spec"]["containers"]}
     assert "cloudflared" not in containers
@@ -267,12 +269,10 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
     # The health poll: the annotation is ignored (no request reaches it); the operator's own URL is
     # read with the Brain's generated master key, never the refused one.
     generated = base64.b64decode(kc.get("secret", "team-master-key")["data"]["masterKey"]).decode()
-    polls = wait_until("a health poll of team", lambda: listener.on(f"/gateway/{kc.ns}/team"), timeout=30)
+    polls = wait_for("a health poll of team", lambda: listener.on(f"/gateway/{kc.ns}/team"), timeout=30)
     assert any(f"Bearer {generated}" in p for p in polls), polls[-1]
     assert listener.on("/annotation") == []
-    payments_polls = wait_until(
-        "a health poll of payments", lambda: listener.on(f"/gateway/{kc.ns}/payments")
-    )
+    payments_polls = wait_for("a health poll of payments", lambda: listener.on(f"/gateway/{kc.ns}/payments"))
     assert not [p for p in payments_polls if "Authorization" in p]  # no key of its own, none taken
     assert listener.on("/v1") == [] and listener.on("/team.git") == []
 
@@ -288,7 +288,7 @@ def test_a_tenant_cannot_send_an_unlabelled_secret_anywhere(
 
     # Labelling the Secret is the owner's opt-in, and it is enough: the source is imported.
     kc("label", "secret", STOLEN, "brain.dev/secret-use=git-credentials")
-    (job,) = wait_until(
+    (job,) = wait_for(
         "the import Job once the Secret is labelled",
         lambda: kc.get("jobs", selector="brain.dev/memorysource=private")["items"],
         timeout=60,

@@ -16,7 +16,7 @@ import yaml
 from brain.core.contract import DEFAULT_EMBEDDING_DIM, DEFAULT_EMBEDDING_MODEL
 from brain.embedder.__main__ import HELD_MODEL_ENV, unheld_model
 from brain.embedder.model import DEFAULT_MODEL
-from brain.local.up import OFFLINE_MODEL as UP_MODEL
+from brain.local import up
 from brain_operator.api import Brain
 
 from .helpers import ROOT, render, sample
@@ -43,7 +43,7 @@ def _image_model() -> str:
 def test_crd_default_is_the_model_the_embedder_image_holds() -> None:
     default = _crd_embedding_default()
     held = _image_model()
-    assert default["model"] == held == DEFAULT_EMBEDDING_MODEL == DEFAULT_MODEL == UP_MODEL
+    assert default["model"] == held == DEFAULT_EMBEDDING_MODEL == DEFAULT_MODEL == up.DEFAULT_MODEL
     assert default["dim"] == DEFAULT_EMBEDDING_DIM
     chart = yaml.safe_load(
         (ROOT / "charts" / "brain-operator" / "crds" / "brain.dev_brains.yaml").read_text()

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Kubectl, Operator, wait_until
+from tests.kit.poll import wait_for
+
+from .conftest import Kubectl, Operator
 from .test_cluster_reconcile import apply_samples, wait_ready
 
 pytestmark = pytest.mark.cluster
@@ -80,7 +82,7 @@ def test_one_replica_reconciles_and_the_other_takes_over(
     wait_ready(kc)
     # Several resync periods: the active one keeps reconciling, the standby never does.
     seen = active.reconciles()
-    wait_until("three more resyncs", lambda: active.reconciles() >= seen + 3, timeout=60)
+    wait_for("three more resyncs", lambda: active.reconciles() >= seen + 3, timeout=60)
     assert standby.reconciles() == 0, standby.log()
     assert "Resuming operations" not in standby.log()  # kopf starts paused until peering says go
 
@@ -92,13 +94,13 @@ def test_one_replica_reconciles_and_the_other_takes_over(
     svc_uid = kc.get("service", "team-gateway")["metadata"]["uid"]
     kc("delete", "service", "team-gateway")
 
-    wait_until("the standby takes over", lambda: standby.reconciles() > 0, timeout=TAKEOVER_TIMEOUT)
+    wait_for("the standby takes over", lambda: standby.reconciles() > 0, timeout=TAKEOVER_TIMEOUT)
     # Within the configured lifetime, not kopf's 60 s (which alone would take at least 50 s here).
     assert time.monotonic() - killed < 3 * LIFETIME, standby.log()
     brain = wait_ready(kc, generation=generation, timeout=90)
     assert brain["status"]["phase"] == "Ready"
     assert kc.get("deployment", "team-embedder")["spec"]["replicas"] == 2
-    restored = wait_until("service restored", lambda: kc.get("service", "team-gateway"))
+    restored = wait_for("service restored", lambda: kc.get("service", "team-gateway"))
     assert restored["metadata"]["uid"] != svc_uid
     assert "Resuming operations after the pause" in standby.log()
 
@@ -113,17 +115,17 @@ def test_a_graceful_stop_hands_over(kc: Kubectl, replicas: tuple[PeeredOperator,
     assert standby.reconciles() == 0, standby.log()
     active.stop()
     assert active.proc is not None and active.proc.returncode == 0, active.log()
-    wait_until("one peer left", lambda: len(kc.get("kopfpeering", PEERING)["status"]) == 1, timeout=30)
+    wait_for("one peer left", lambda: len(kc.get("kopfpeering", PEERING)["status"]) == 1, timeout=30)
     kc("delete", "service", "team-gateway")
-    wait_until("the standby takes over", lambda: standby.reconciles() > 0, timeout=TAKEOVER_TIMEOUT)
-    wait_until("service restored", lambda: kc.get("service", "team-gateway"), timeout=60)
+    wait_for("the standby takes over", lambda: standby.reconciles() > 0, timeout=TAKEOVER_TIMEOUT)
+    wait_for("service restored", lambda: kc.get("service", "team-gateway"), timeout=60)
 
 
 def test_identical_replicas_elect_one(kc: Kubectl, peered: Callable[..., PeeredOperator]) -> None:
     """Two replicas started the same way (as a Deployment starts them): exactly one reconciles."""
     first, second = peered("first"), peered("second")
     apply_samples(kc)
-    wait_until("a replica reconciles", lambda: first.reconciles() + second.reconciles() > 0, timeout=60)
+    wait_for("a replica reconciles", lambda: first.reconciles() + second.reconciles() > 0, timeout=60)
     wait_ready(kc)
     assert (first.reconciles() > 0) != (second.reconciles() > 0)
 
@@ -138,16 +140,14 @@ def test_a_paused_replica_drops_its_series_of_the_brain(
     first = peered("first", "--priority", "100")
     apply_samples(kc)
     wait_ready(kc)
-    wait_until(
-        "the active replica exports brain_ready", lambda: first.metric("brain_ready", brain=label) == 1
-    )
+    wait_for("the active replica exports brain_ready", lambda: first.metric("brain_ready", brain=label) == 1)
     higher = peered("higher", "--priority", "200")
-    wait_until(
+    wait_for(
         "the higher replica exports brain_ready",
         lambda: higher.metric("brain_ready", brain=label) == 1,
         timeout=TAKEOVER_TIMEOUT,
     )
-    wait_until(
+    wait_for(
         "the paused replica drops its series of the Brain",
         lambda: f'brain="{label}"' not in first.metrics(),
         timeout=60,

@@ -1,5 +1,5 @@
-"""The security suites run against the session's one real gateway (`tests/gateway_fixtures.py`)."""
+"""The security suites run against the session's one real gateway (`tests/kit/gateway.py`)."""
 
-from tests.gateway_fixtures import Gateway, metric
+from tests.kit.gateway import Gateway, metric
 
 __all__ = ["Gateway", "metric"]

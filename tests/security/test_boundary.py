@@ -19,10 +19,10 @@ from starlette.types import Receive, Scope, Send
 
 from brain.gateway.boundary import MODEL_ROUTES, ErrorShield
 from brain.gateway.metrics import public_exposition
+from tests.kit.client import MCP_HEADERS
 
 from .conftest import Gateway
 
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 SHAPE = {"code", "message", "field"}
 
 

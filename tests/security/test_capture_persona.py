@@ -6,7 +6,7 @@ import asyncio
 import json
 
 from brain.retrieval.render import PREAMBLE
-from tests.gateway_fixtures import Gateway, injected_block, metric
+from tests.kit.gateway import Gateway, injected_block, metric
 
 from .fence import parse
 

@@ -25,7 +25,7 @@ from brain.core.models import Actor, MemoryIn
 from brain.local.devdb import EmbeddedPostgres
 from brain.services.memory import MemoryService
 from brain.store import Store, roles
-from tests.pg_fixtures import open_store
+from tests.kit.database import open_store
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from brain.core.models import Hit, MemoryIn
 from brain.core.sanitize import clean_text, one_line
 from brain.retrieval.render import render_block, render_persona
-from tests.gateway_fixtures import Gateway, injected_block
+from tests.kit.gateway import Gateway, injected_block
 
 from .fence import expected_inner, parse
 from .hostile import hostile_entry

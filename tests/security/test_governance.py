@@ -12,13 +12,11 @@ import pytest
 from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from brain.core.models import Actor, MemoryIn
 from brain.jobs.digest import DIGEST_ACTOR
-from brain.services import capture as capture_door
-from brain.services import proposals
+from brain.services import approval, capture, proposals
 from brain.services.digests import latest_digest
 from brain.services.keys import KeyStore
 from brain.services.memory import TOMBSTONE, MemoryService, Proposed
-from brain.store import Store
-from brain.store import proposals as proposal_rows
+from brain.store import Store, proposal_rows
 from brain.store.writer import StoreWriter
 
 PAY = "repo:payments"
@@ -54,7 +52,7 @@ async def test_an_agents_skill_becomes_a_proposal_an_owner_approves(
     assert await service.list_memories(owner, ["shared"]) == []  # nothing stored yet
     [p] = await proposals.list_proposals(store)
     assert (p["id"], p["kind"], p["body"], p["authors"]) == (out.proposal, "skill", SKILL, ["claude-mac"])
-    decided = await proposals.approve(service, out.proposal, owner)
+    decided = await approval.approve(service, out.proposal, owner)
     mem = (await store.get(decided["memory_id"])).memory
     assert (mem.kind, mem.tier, mem.author, mem.body) == ("skill", "curated", "cole", SKILL)
     assert (mem.tags, mem.domain_keywords) == (["deploy"], ["ci"])  # nothing the agent sent is lost
@@ -104,11 +102,10 @@ async def test_the_latest_digest_is_the_digest_jobs(service: MemoryService, stor
 async def test_a_read_keys_capture_is_refused_at_the_door(service: MemoryService, store: Store) -> None:
     from brain.gateway.capture import Item
 
-    exchange = capture_door.Exchange(
-        key_name="ci-reader", namespaces=None, write_namespace="shared", api="chat", model="m", role="read"
-    )
+    reader = Actor(name="ci-reader", role="read", origin="agent")
+    exchange = capture.Exchange(caller=reader, write_namespace="shared", api="chat", model="m")
     item = Item(kind="experience", title="t", body="the flaky test is the clock one", tags=[])
-    outcome = await capture_door.keep(service, [item], exchange)
+    outcome = await capture.keep(service, [item], exchange)
     assert outcome.stored == [] and outcome.filtered == ["forbidden"]
 
 
@@ -221,10 +218,10 @@ async def test_approval_checks_the_targets_namespace(
     shown = await proposals.show(store, pid)
     assert shown["current"]["namespace"] == "shared"  # what a reviewer reads: where it would write
     with pytest.raises(Forbidden) as err:
-        await proposals.approve(service, pid, pay_owner())
+        await approval.approve(service, pid, pay_owner())
     assert err.value.field == "supersedes"
     with pytest.raises(Conflict):  # even an unconfined owner: the review said repo:payments
-        await proposals.approve(service, pid, owner)
+        await approval.approve(service, pid, owner)
     current = (await store.get(shared.id)).memory
     assert (current.status, current.body) == ("active", "releases go out on Tuesdays")
 
@@ -238,7 +235,7 @@ async def test_what_is_approved_is_byte_for_byte_what_was_reviewed(
         evidence=[], authors=["a"], score=0.5,
     )  # fmt: skip
     shown = await proposals.show(store, pid)
-    decided = await proposals.approve(service, pid, owner)
+    decided = await approval.approve(service, pid, owner)
     mem = (await store.get(decided["memory_id"])).memory
     assert (
         (mem.title, mem.body)

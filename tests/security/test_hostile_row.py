@@ -18,8 +18,10 @@ import pytest
 from brain.core.errors import InvalidInput
 from brain.core.models import Actor, MemoryIn
 from brain.retrieval.render import PREAMBLE
-from brain.services.memory import MemoryService, parse_memory
-from tests.gateway_fixtures import Gateway, injected_block
+from brain.services.memory import MemoryService
+from brain.services.screening import parse_memory
+from tests.kit.client import MCP_HEADERS
+from tests.kit.gateway import Gateway, injected_block
 
 HOSTILE_TIMES = [
     "0001-01-01T00:00:00Z",
@@ -27,7 +29,6 @@ HOSTILE_TIMES = [
     "1899-12-31T00:00:00+00:00",
     "2999-01-01T00:00:00Z",
 ]
-MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 @pytest.mark.parametrize("when", HOSTILE_TIMES)

@@ -1,5 +1,5 @@
 """Traces (#31) attacked as the least-privileged caller and as a hostile memory writer: real
-Postgres, the real model, a real OpenTelemetry Collector (tests/otel_fixtures.py), and for the
+Postgres, the real model, a real OpenTelemetry Collector (tests/kit/traces.py), and for the
 gateway's paths a real gateway and embedder process (the `traced` fixture of
 tests/gateway/test_traces.py).
 
@@ -26,8 +26,8 @@ from brain.core.models import Actor, MemoryIn
 from brain.gateway.placement import chain, conversation
 from brain.services.memory import MemoryService
 from tests.gateway.test_traces import Traced, traced  # noqa: F401 (the fixture)
-from tests.gateway_fixtures import metric
-from tests.otel_fixtures import Collector, Span
+from tests.kit.gateway import metric
+from tests.kit.traces import Collector, Span
 
 
 def _everything(spans: list[Span]) -> list[str]:

@@ -28,10 +28,11 @@ from brain.ingest.items import Item, Parsed
 from brain.ingest.sync import sync
 from brain.jobs.distill import DistillConfig, run_distill
 from brain.services import proposals
-from brain.services.memory import MemoryService, screen
+from brain.services.memory import MemoryService
+from brain.services.screening import screen
 from brain.store.writer import StoreWriter
 from tests.gateway.test_auth_mcp_rest import call
-from tests.gateway_fixtures import Gateway, metric
+from tests.kit.gateway import Gateway, metric
 
 FIX = (
     "The problem was that the worker image lacked the CA bundle, so TLS to the registry failed. "
@@ -153,7 +154,7 @@ async def _propose(gw: Gateway, _: LocalEmbedder, ns: str, body: str) -> str:
 
 async def _raw_proposal(gw: Gateway, ns: str, body: str) -> str:
     """A proposal row as one drafted before a rule existed: written past the door, straight to the table."""
-    from brain.store import proposals as proposal_rows
+    from brain.store import proposal_rows
 
     return await proposal_rows.insert(gw.store, kind="experience", namespace=ns, title="Registry TLS", body=body,
                                       evidence=[], authors=["a", "b"], score=1.0)  # fmt: skip

@@ -12,7 +12,7 @@ from brain.cli.common import command, open_service, owner, print_json
 
 @command("note")
 async def cmd_note(args: argparse.Namespace) -> int:
-    from brain.services.memory import parse_memory
+    from brain.services.screening import parse_memory
 
     body = sys.stdin.read() if args.body == "-" else args.body
     item = parse_memory(

@@ -11,7 +11,7 @@ from brain.cli.common import command, open_service, owner, print_json
 @command("proposals")
 async def cmd_proposals(args: argparse.Namespace) -> int:
     """What distill drafted: list, show (both texts for a supersede), approve or reject (owner)."""
-    from brain.services import proposals
+    from brain.services import approval, proposals
 
     async with open_service(args) as svc:
         if args.proposals_command == "list":
@@ -24,7 +24,7 @@ async def cmd_proposals(args: argparse.Namespace) -> int:
         elif args.proposals_command == "show":
             print_json(await proposals.show(svc.store, args.id))
         elif args.proposals_command == "approve":
-            print_json(await proposals.approve(svc, args.id, owner(args), reason=args.reason))
+            print_json(await approval.approve(svc, args.id, owner(args), reason=args.reason))
         else:
             print_json(await proposals.reject(svc.store, args.id, owner(args), args.reason))
     return 0

@@ -146,31 +146,31 @@ def _where(dsn: str) -> str:
 @command("restore")
 async def cmd_restore(args: argparse.Namespace) -> int:
     """Two forms share the name: an entry (`restore ID --reason ...`) or a database (`--from`)."""
-    from brain.cli.memory import cmd_restore as restore_entry
+    from brain.cli import memory
 
     if args.from_file is None:
         if not args.id or not args.reason or args.into:
             raise BrainError(
                 "restore: give an entry (ID --reason ...) or a dump (--from DUMP --into DSN); see --help"
             )
-        return await restore_entry(args)
+        return await memory.cmd_restore(args)
     if args.id or not args.into:
         raise BrainError("restore --from DUMP needs --into DSN (and no entry ID); see --help")
     return await restore_database(args)
 
 
 async def restore_database(args: argparse.Namespace) -> int:
-    from brain.store import restore as db
+    from brain.store import restore
 
     path = Path(args.from_file)
     listing = await asyncio.to_thread(check_dump, path)
     dump = await asyncio.to_thread(dump_brain, path, listing)
     try:
-        why = refusal(dump, _meta_brain(await db.brain_meta(args.into)))
+        why = refusal(dump, _meta_brain(await restore.brain_meta(args.into)))
         if why:
             raise BrainError(f"refused: {why}; nothing was restored")
-        await db.ensure_extensions(args.into)
-    except db.Unreachable as e:
+        await restore.ensure_extensions(args.into)
+    except restore.Unreachable as e:
         raise BrainError(f"--into {_where(args.into)}: cannot connect ({e}); nothing was restored") from None
     with tempfile.TemporaryDirectory(prefix="brain-restore-") as tmp:
         toc = Path(tmp) / "toc.list"
@@ -190,7 +190,7 @@ async def restore_database(args: argparse.Namespace) -> int:
     grants = (
         "skipped"
         if args.no_grants
-        else await db.regrant(args.into, args.prefix, dump.dim or DEFAULT_EMBEDDING_DIM)
+        else await restore.regrant(args.into, args.prefix, dump.dim or DEFAULT_EMBEDDING_DIM)
     )
     print_json(
         {
@@ -198,7 +198,7 @@ async def restore_database(args: argparse.Namespace) -> int:
             "into": _where(args.into),
             "embeddingModel": dump.model,
             "embeddingDim": dump.dim,
-            "activeEntries": await db.active_entries(args.into),
+            "activeEntries": await restore.active_entries(args.into),
             "grants": grants,
         }
     )

@@ -39,8 +39,9 @@ from brain.gateway.heartbeat import SSEHeartbeat
 from brain.gateway.mcp_server import MCPEndpoint
 from brain.gateway.metrics import public_exposition
 from brain.gateway.readiness import public_health
-from brain.gateway.runtime import Runtime, get_runtime, set_runtime
+from brain.gateway.runtime import Runtime, set_runtime
 from brain.gateway.settings import GatewaySettings, load_settings, prepare_litellm_env
+from brain.gateway.tools import Tools
 from brain.store.outage import UNAVAILABLE
 
 
@@ -57,8 +58,9 @@ def create_app(
 
     settings = settings or load_settings(config)
     runtime = Runtime(settings, embedder=embedder)
-    set_runtime(runtime)
-    mcp = MCPEndpoint()
+    set_runtime(runtime)  # for LiteLLM's two entry points only: the hooks and the key check
+    tools = Tools(runtime)
+    mcp = MCPEndpoint(tools)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, Any]]:
@@ -83,6 +85,7 @@ def create_app(
         swagger_ui_oauth2_redirect_url=None,  # no OAuth here; the default would serve a page at /docs/...
         lifespan=lifespan,
     )
+    app.state.tools = tools  # what a REST route gets (brain.gateway.tools.ToolsDep)
     app.add_exception_handler(BrainError, rest.brain_error_handler)
     app.add_exception_handler(RequestValidationError, rest.validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, rest.http_error_handler)
@@ -96,8 +99,7 @@ def create_app(
 
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> JSONResponse:
-        rt = get_runtime()
-        ok = rt is not None and rt.ready
+        ok = runtime.ready
         return JSONResponse({"status": "ready" if ok else "starting"}, status_code=200 if ok else 503)
 
     @app.get("/metrics", include_in_schema=False)
@@ -113,10 +115,7 @@ def create_app(
     async def brain_health(request: Request) -> JSONResponse:
         """Public: totals only. With an owner key (the operator sends the master key): the counts
         per memory namespace too, whose names say which teams exist."""
-        rt = get_runtime()
-        if rt is None:
-            return JSONResponse({"status": "degraded", "database": "down", "embedder": "down", "index": None})
-        doc = await rt.health()
+        doc = await runtime.health()
         key = key_from_headers(request.headers)
         if key:
             with contextlib.suppress(BrainError):  # a bad or unchecked key still gets the public view

@@ -14,7 +14,7 @@ from fastapi import Request
 
 from brain.core.errors import Forbidden, KeyStoreUnavailable, Unauthorized
 from brain.core.models import Actor
-from brain.gateway import metrics as gm
+from brain.gateway import metrics
 from brain.gateway.runtime import get_runtime
 from brain.gateway.settings import fallback_master_key
 from brain.services.keys import KeyVerifier, hash_key
@@ -57,13 +57,13 @@ async def authenticate(key: str, surface: str) -> Actor:
     try:
         actor = await verifier().verify(key)
     except Unauthorized as e:
-        gm.auth_failures.labels(surface, _reason(e)).inc()
+        metrics.auth_failures.labels(surface, _reason(e)).inc()
         raise
     except KeyStoreUnavailable:
-        gm.auth_failures.labels(surface, "db_down").inc()
+        metrics.auth_failures.labels(surface, "db_down").inc()
         raise
     if surface == "mcp" and actor.role == "owner":
-        gm.auth_failures.labels(surface, "owner_on_mcp").inc()
+        metrics.auth_failures.labels(surface, "owner_on_mcp").inc()
         raise Forbidden(
             "owner keys work only on the REST API, never on MCP: no client an agent drives may carry owner "
             "authority. Use an agent or read key here."

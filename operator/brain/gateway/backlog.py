@@ -29,8 +29,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from brain.gateway.settings import refresh_interval
-from brain.services import digests as digest
-from brain.store import proposals as proposal_rows
+from brain.services import digests
+from brain.store import proposal_rows
 
 log = logging.getLogger("brain.gateway.backlog")
 
@@ -84,9 +84,9 @@ class BacklogWatch:
         if store is None:
             return
         self.latest = await read_backlog(store)
-        latest = await digest.latest_digest(store)
+        latest = await digests.latest_digest(store)
         if latest is not None:
-            digest.set_metrics(latest["gauges"])
+            digests.set_metrics(latest["gauges"])
 
     async def run(self) -> None:
         while True:

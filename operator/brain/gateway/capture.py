@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from brain.core.sanitize import longest_backtick_run
-from brain.gateway import metrics as gm
+from brain.gateway import metrics
 from brain.gateway.harness import own_words
 
 log = logging.getLogger("brain.gateway.capture")
@@ -308,9 +308,9 @@ class CaptureQueue:
         try:
             self._queue.put_nowait(job)
         except asyncio.QueueFull:
-            gm.queue_dropped.labels(what).inc()
+            metrics.queue_dropped.labels(what).inc()
             return False
-        gm.queue_depth.set(self._queue.qsize())
+        metrics.queue_depth.set(self._queue.qsize())
         return True
 
     @property
@@ -330,10 +330,10 @@ class CaptureQueue:
                 raise
             except Exception:
                 log.warning("a capture job failed", exc_info=True)
-                gm.capture_errors.inc()
+                metrics.capture_errors.inc()
             finally:
                 self._queue.task_done()
-                gm.queue_depth.set(self._queue.qsize())
+                metrics.queue_depth.set(self._queue.qsize())
 
     async def stop(self, drain: float = 5.0) -> None:
         try:

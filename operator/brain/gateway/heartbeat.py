@@ -20,7 +20,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from brain.gateway import metrics as gm
+from brain.gateway import metrics
 
 STREAM_PATHS = ("/v1/chat/completions", "/chat/completions", "/v1/messages", "/v1/responses", "/responses")
 _STREAM_TRUE = re.compile(rb'"stream"\s*:\s*true')
@@ -82,7 +82,7 @@ class _Stream:
 
     async def _start(self) -> None:
         self.started_early = self.started = True
-        gm.early_stream_starts.inc()
+        metrics.early_stream_starts.inc()
         await self.send(
             {
                 "type": "http.response.start",
@@ -132,7 +132,7 @@ class _Stream:
                     if not self.started:
                         await self._start()
                     await self.send({"type": "http.response.body", "body": HEARTBEAT, "more_body": True})
-                    gm.heartbeats.inc()
+                    metrics.heartbeats.inc()
         except BaseException:
             task.cancel()
             raise

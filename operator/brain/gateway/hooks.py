@@ -24,7 +24,7 @@ from litellm.integrations.custom_logger import CustomLogger
 
 from brain.core import tracing
 from brain.core.models import SHARED, Actor
-from brain.gateway import metrics as gm
+from brain.gateway import metrics
 from brain.gateway.auth import actor_of
 from brain.gateway.inject import api_of, query_of, response_texts
 from brain.gateway.placement import Placed, answered, chain, conversation, newest_person_turn, put_back
@@ -32,7 +32,7 @@ from brain.gateway.retractions import with_notices
 from brain.gateway.routing import pick_override, routing_decision
 from brain.gateway.runtime import CallContext, Runtime, get_runtime
 from brain.gateway.usage import input_tokens, usage_attrs
-from brain.retrieval import telemetry as metrics
+from brain.retrieval import telemetry
 from brain.retrieval.compose import Injection
 from brain.store.outage import UNAVAILABLE
 
@@ -107,10 +107,10 @@ class BrainHooks(CustomLogger):
                 ctx = await self._pre_call(rt, api, user_api_key_dict, data, headers, request)
         except Exception:  # a bug here must never fail the request
             log.exception("brain pre-call hook failed; the request goes on without memory")
-            metrics.retrieval_degraded.labels("error").inc()
-            gm.requests.labels(api, "degraded").inc()
+            telemetry.retrieval_degraded.labels("error").inc()
+            metrics.requests.labels(api, "degraded").inc()
         finally:
-            gm.hook_seconds.labels("pre_call").observe(time.perf_counter() - t0)
+            metrics.hook_seconds.labels("pre_call").observe(time.perf_counter() - t0)
             if ctx is None or ctx.span is None:  # no post-call hook will find it: it ends here
                 tracing.end(request, {"brain.memory.outcome": ctx.memory if ctx else "degraded"})
         return data
@@ -153,7 +153,7 @@ class BrainHooks(CustomLogger):
             ctx.memory = "off"
         else:
             ctx.memory = await self._place(rt, ctx, scope, data)
-        gm.requests.labels(api, ctx.memory).inc()
+        metrics.requests.labels(api, ctx.memory).inc()
         tracing.set_attrs(
             request,
             {
@@ -181,7 +181,7 @@ class BrainHooks(CustomLogger):
         if target is not None and not answered(items, target):
             earlier.pop(target, None)  # asked anew: fresh memory, not last time's (placement.answered)
         blocks = {i: p.block for i, p in earlier.items() if p.block}
-        gm.blocks_put_back.inc(put := len(blocks))
+        metrics.blocks_put_back.inc(put := len(blocks))
         ids = [m for p in earlier.values() for m in p.ids]
         # the outcome for this turn's question: a resend's is what its question was given then
         memory = "skipped"
@@ -233,16 +233,16 @@ class BrainHooks(CustomLogger):
         try:
             injection = await asyncio.wait_for(rt.memory_block(ctx.actor, scope, ctx.query), timeout)
         except TimeoutError:
-            metrics.retrieval_degraded.labels("timeout").inc()
+            telemetry.retrieval_degraded.labels("timeout").inc()
             ctx.degraded = ["timeout"]
             return "degraded", None
         except UNAVAILABLE:
-            metrics.retrieval_degraded.labels("db_down").inc()
+            telemetry.retrieval_degraded.labels("db_down").inc()
             ctx.degraded = ["db_down"]
             return "degraded", None
         except Exception:
             log.warning("retrieval failed; the request goes on without memory", exc_info=True)
-            metrics.retrieval_degraded.labels("error").inc()
+            telemetry.retrieval_degraded.labels("error").inc()
             ctx.degraded = ["error"]
             return "degraded", None
         finally:
@@ -250,11 +250,11 @@ class BrainHooks(CustomLogger):
         # a part retrieval ran without (the embedder down: lexical legs alone), told to the caller
         ctx.degraded = list(dict.fromkeys(injection.degraded))
         if not injection.text:  # nothing bore on the request: inject nothing rather than noise
-            metrics.retrieval_queries.labels("no_hit").inc()
-            metrics.injected_tokens.observe(0)
+            telemetry.retrieval_queries.labels("no_hit").inc()
+            telemetry.injected_tokens.observe(0)
             return "none", injection
-        metrics.retrieval_queries.labels("hit").inc()
-        metrics.injected_tokens.observe(injection.tokens)
+        telemetry.retrieval_queries.labels("hit").inc()
+        telemetry.injected_tokens.observe(injection.tokens)
         return "injected", injection
 
     # ------------------------------------------------------------------ post-call
@@ -279,7 +279,7 @@ class BrainHooks(CustomLogger):
             if ctx is not None and not ctx.route:
                 ctx.route = route
             if response is not None:
-                gm.router_decisions.labels(
+                metrics.router_decisions.labels(
                     route.get("router", ""), route.get("tier", ""), route["model"]
                 ).inc()
         if ctx is not None:
@@ -299,7 +299,7 @@ class BrainHooks(CustomLogger):
         billed = input_tokens(response_obj)
         for cache, n in (billed or {}).items():
             if n:
-                gm.upstream_input_tokens.labels(str(kwargs.get("model") or ""), cache).inc(n)
+                metrics.upstream_input_tokens.labels(str(kwargs.get("model") or ""), cache).inc(n)
         try:
             ctx = rt.recall(kwargs.get("litellm_call_id"))
             if ctx is None:
@@ -311,7 +311,7 @@ class BrainHooks(CustomLogger):
             rt.capture_exchange(ctx, answer, reasoning, str(kwargs.get("model") or ""))
         except Exception:
             log.warning("capture hand-off failed", exc_info=True)
-            gm.captures_filtered.labels("error").inc()
+            metrics.captures_filtered.labels("error").inc()
 
     async def async_log_failure_event(
         self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any

@@ -19,9 +19,9 @@ from starlette.types import Receive, Scope, Send
 
 from brain.core.errors import BrainError, Forbidden, InvalidInput, Unauthorized
 from brain.core.models import KINDS, Actor
-from brain.gateway import tools
 from brain.gateway.auth import authenticate, key_from_headers
 from brain.gateway.boundary import error_body
+from brain.gateway.tools import WRITE_FIELDS, Tools
 from brain.services.memory import read_only
 from brain.store.outage import UNAVAILABLE
 
@@ -157,7 +157,7 @@ READ_NAMES = frozenset(t.name for t in READ_TOOLS)
 #: What each tool accepts: its schema's properties (the write tools also every entry field REST takes).
 ARGUMENTS: dict[str, frozenset[str]] = {
     t.name: frozenset((t.input_schema or {}).get("properties", {}))
-    | (frozenset(tools.WRITE_FIELDS) if t.name in ("brain_note", "brain_supersede") else frozenset())
+    | (frozenset(WRITE_FIELDS) if t.name in ("brain_note", "brain_supersede") else frozenset())
     for t in READ_TOOLS + WRITE_TOOLS
 }
 
@@ -194,7 +194,7 @@ def tools_for(actor: Actor) -> list[types.Tool]:
     return READ_TOOLS if read_only(actor) else READ_TOOLS + WRITE_TOOLS
 
 
-async def dispatch(actor: Actor, name: str, args: dict[str, Any]) -> dict[str, Any]:
+async def dispatch(tools: Tools, actor: Actor, name: str, args: dict[str, Any]) -> dict[str, Any]:
     if name not in READ_NAMES and read_only(actor):  # the door's rule; it refuses the write too
         raise Forbidden(f"key {actor.name!r} is read-only; {name} needs an agent key")
     unknown = sorted(set(args) - ARGUMENTS.get(name, frozenset(args)))
@@ -241,34 +241,36 @@ def _error(payload: dict[str, Any]) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=json.dumps(payload))], is_error=True)
 
 
-async def _list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-    return types.ListToolsResult(tools=tools_for(_actor(ctx)))
+def create_server(tools: Tools) -> Server[Any]:
+    """The MCP server over `tools` (bound to the app's runtime; nothing here reads a global)."""
 
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools_for(_actor(ctx)))
 
-async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-    try:
-        result = await dispatch(_actor(ctx), params.name, params.arguments or {})
-    except BrainError as e:
-        return _error(error_body(e.code, e.message, e.field))
-    except UNAVAILABLE:
-        return _error(error_body("unavailable", "the brain database is not reachable right now; try again"))
-    except Exception:
-        log.exception("MCP tool %s failed", params.name)
-        return _error(error_body("internal", f"{params.name} failed inside the brain; see the gateway log"))
-    return types.CallToolResult(content=[types.TextContent(text=json.dumps(result, default=str))])
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            result = await dispatch(tools, _actor(ctx), params.name, params.arguments or {})
+        except BrainError as e:
+            return _error(error_body(e.code, e.message, e.field))
+        except UNAVAILABLE:
+            return _error(
+                error_body("unavailable", "the brain database is not reachable right now; try again")
+            )
+        except Exception:
+            log.exception("MCP tool %s failed", params.name)
+            return _error(
+                error_body("internal", f"{params.name} failed inside the brain; see the gateway log")
+            )
+        return types.CallToolResult(content=[types.TextContent(text=json.dumps(result, default=str))])
 
-
-def create_server() -> Server[Any]:
-    return Server(
-        "brain", version="1", instructions=RULES, on_list_tools=_list_tools, on_call_tool=_call_tool
-    )
+    return Server("brain", version="1", instructions=RULES, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
 class MCPEndpoint:
     """ASGI app for `/mcp`: authenticates the key, then hands the request to the stateless MCP manager."""
 
-    def __init__(self) -> None:
-        self.server = create_server()
+    def __init__(self, tools: Tools) -> None:
+        self.server = create_server(tools)
         self.manager = StreamableHTTPSessionManager(app=self.server, stateless=True, json_response=True)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from brain.core.errors import BrainError, InvalidInput
 from brain.core.models import Actor
-from brain.gateway import tools
 from brain.gateway.auth import authenticate, key_from_headers
 from brain.gateway.boundary import INTERNAL, error_body
-from brain.gateway.runtime import get_runtime
+from brain.gateway.tools import ToolsDep
+from brain.services.exposure import exposure
 from brain.services.keys import KeyStore, require_role
 
 PREFIX = "/brain/v1"
@@ -160,43 +160,45 @@ def _fields(model: BaseModel, *drop: str) -> dict[str, Any]:
 
 @router.get("/context", summary="standing facts plus the latest decisions (session start)")
 async def get_context(
-    actor: ActorDep, namespace: Annotated[list[str] | None, Query()] = None
+    actor: ActorDep, t: ToolsDep, namespace: Annotated[list[str] | None, Query()] = None
 ) -> dict[str, Any]:
-    return await tools.context(actor, namespace)
+    return await t.context(actor, namespace)
 
 
 @router.post("/search", summary="hybrid search with provenance on every hit")
-async def post_search(actor: ActorDep, q: SearchBody) -> dict[str, Any]:
-    return await tools.search(actor, q.query, q.namespaces, q.limit, q.as_of, q.kinds)
+async def post_search(actor: ActorDep, t: ToolsDep, q: SearchBody) -> dict[str, Any]:
+    return await t.search(actor, q.query, q.namespaces, q.limit, q.as_of, q.kinds)
 
 
 @router.get("/search", summary="hybrid search (query string form)")
 async def get_search(
     actor: ActorDep,
+    t: ToolsDep,
     q: str,
     namespace: Annotated[list[str] | None, Query()] = None,
     limit: int = 6,
     as_of: str | None = None,
 ) -> dict[str, Any]:
-    return await tools.search(actor, q, namespace, limit, as_of)
+    return await t.search(actor, q, namespace, limit, as_of)
 
 
 @router.get("/memories", summary="entries newest first, without bodies")
 async def list_memories(
     actor: ActorDep,
+    t: ToolsDep,
     namespace: Annotated[list[str] | None, Query()] = None,
     kind: str | None = None,
     limit: int = 50,
     before: str | None = None,
 ) -> dict[str, Any]:
-    return await tools.list_(actor, namespace, kind, limit, before)
+    return await t.list_(actor, namespace, kind, limit, before)
 
 
 @router.post(
     "/memories", status_code=201, summary="save an entry (identical body in a namespace: the existing one)"
 )
-async def post_memory(actor: ActorDep, item: NoteBody, response: Response) -> dict[str, Any]:
-    out = await tools.note(
+async def post_memory(actor: ActorDep, t: ToolsDep, item: NoteBody, response: Response) -> dict[str, Any]:
+    out = await t.note(
         actor, _fields(item, "standing", "required"), standing=item.standing, required=item.required
     )
     if out.get("status") == "proposed":  # a curated kind from an agent: queued for an owner, not stored
@@ -205,99 +207,85 @@ async def post_memory(actor: ActorDep, item: NoteBody, response: Response) -> di
 
 
 @router.get("/memories/{memory_id}", summary="one entry with its content hash and history")
-async def get_memory(actor: ActorDep, memory_id: str) -> dict[str, Any]:
-    return await tools.get(actor, memory_id)
+async def get_memory(actor: ActorDep, t: ToolsDep, memory_id: str) -> dict[str, Any]:
+    return await t.get(actor, memory_id)
 
 
 @router.post("/memories/{memory_id}/supersede", summary="replace the current version (compare-and-set)")
 async def post_supersede(
-    actor: ActorDep, memory_id: str, item: SupersedeBody, response: Response
+    actor: ActorDep, t: ToolsDep, memory_id: str, item: SupersedeBody, response: Response
 ) -> dict[str, Any]:
-    out = await tools.supersede(actor, memory_id, _fields(item, "expected_hash"), item.expected_hash)
+    out = await t.supersede(actor, memory_id, _fields(item, "expected_hash"), item.expected_hash)
     if out.get("status") == "proposed":
         response.status_code = 202
     return out
 
 
 @router.post("/memories/{memory_id}/forget", summary="soft delete, with a reason")
-async def post_forget(actor: ActorDep, memory_id: str, body: ForgetBody) -> dict[str, Any]:
-    return await tools.forget(actor, memory_id, body.reason, body.expected_hash)
+async def post_forget(actor: ActorDep, t: ToolsDep, memory_id: str, body: ForgetBody) -> dict[str, Any]:
+    return await t.forget(actor, memory_id, body.reason, body.expected_hash)
 
 
 @owner_router.post(
     "/memories/{memory_id}/purge",
     summary="replace every version's text of a forgotten entry with a tombstone (owner)",
 )
-async def post_purge(actor: OwnerDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
-    return await tools.purge(actor, memory_id, body.reason)
+async def post_purge(actor: OwnerDep, t: ToolsDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
+    return await t.purge(actor, memory_id, body.reason)
 
 
 @owner_router.post("/memories/{memory_id}/retire", summary="retire an entry that is no longer true (owner)")
-async def post_retire(actor: OwnerDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
-    return await tools.retire(actor, memory_id, body.reason)
+async def post_retire(actor: OwnerDep, t: ToolsDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
+    return await t.retire(actor, memory_id, body.reason)
 
 
 @owner_router.post(
     "/memories/{memory_id}/restore", summary="serve a forgotten or retired entry again (owner)"
 )
-async def post_restore(actor: OwnerDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
-    return await tools.restore(actor, memory_id, body.reason)
+async def post_restore(actor: OwnerDep, t: ToolsDep, memory_id: str, body: ReasonBody) -> dict[str, Any]:
+    return await t.restore(actor, memory_id, body.reason)
 
 
 @owner_router.get(
     "/memories/{memory_id}/exposure",
     summary="the conversations given this memory (any version), with key and time; ids only (owner)",
 )
-async def get_exposure(actor: OwnerDep, memory_id: str, limit: int = 500) -> dict[str, Any]:
-    from brain.services.exposure import exposure
-
-    tools.check_inputs(id=memory_id)
-    rt = get_runtime()
-    if rt is None or rt.store is None:
-        raise tools.Unavailable("the brain database is not reachable right now; try again shortly")
-    return await exposure(rt.store, memory_id, actor, limit=max(1, min(limit, 5000)))
+async def get_exposure(actor: OwnerDep, t: ToolsDep, memory_id: str, limit: int = 500) -> dict[str, Any]:
+    t.check_inputs(id=memory_id)
+    return await exposure(t.store(), memory_id, actor, limit=max(1, min(limit, 5000)))
 
 
 @owner_router.post("/memories/{memory_id}/promote", summary="move an entry to the curated tier (owner)")
 async def post_promote(
-    actor: OwnerDep, memory_id: str, body: Annotated[PromoteBody | None, Body()] = None
+    actor: OwnerDep, t: ToolsDep, memory_id: str, body: Annotated[PromoteBody | None, Body()] = None
 ) -> dict[str, Any]:
     b = body or PromoteBody()
-    return await tools.promote(actor, memory_id, b.standing, b.required)
-
-
-def _keystore() -> KeyStore:
-    rt = get_runtime()
-    if rt is None or rt.store is None:
-        raise tools.Unavailable("the brain database is not reachable right now; try again shortly")
-    return KeyStore(rt.store)
+    return await t.promote(actor, memory_id, b.standing, b.required)
 
 
 @owner_router.get("/keys", summary="keys (never their values)")
-async def list_keys(actor: OwnerDep, include_revoked: bool = False) -> dict[str, Any]:
-    keys = await _keystore().list(include_revoked=include_revoked, actor=actor)
+async def list_keys(actor: OwnerDep, t: ToolsDep, include_revoked: bool = False) -> dict[str, Any]:
+    keys = await KeyStore(t.store()).list(include_revoked=include_revoked, actor=actor)
     return {"keys": [k.public() for k in keys]}
 
 
 @owner_router.post("/keys", status_code=201, summary="create a key; its value is shown once")
-async def create_key(actor: OwnerDep, body: KeyBody) -> dict[str, Any]:
-    tools.check_inputs(name=body.name, role=body.role, namespaces=body.namespaces)
+async def create_key(actor: OwnerDep, t: ToolsDep, body: KeyBody) -> dict[str, Any]:
+    t.check_inputs(name=body.name, role=body.role, namespaces=body.namespaces)
     expires = body.expires_at
     if expires is None and body.expires_in_days:
         expires = datetime.now(UTC) + timedelta(days=body.expires_in_days)
-    key, info = await _keystore().create(
+    key, info = await KeyStore(t.store()).create(
         body.name, body.role, namespaces=body.namespaces, expires_at=expires, actor=actor
     )
     return {"key": key, **info.public()}
 
 
 @owner_router.delete("/keys/{name}", summary="revoke a key by name (or by id with ?by=id; never both)")
-async def revoke_key(actor: OwnerDep, name: str, by: str = "name") -> dict[str, Any]:
-    tools.check_inputs(name=name, by=by)
-    info = await _keystore().revoke(name, by=by, actor=actor)
-    rt = get_runtime()
-    if rt is not None:
-        await rt.keys.recheck()  # this replica at once; the others within a second (KeyVerifier's watcher)
+async def revoke_key(actor: OwnerDep, t: ToolsDep, name: str, by: str = "name") -> dict[str, Any]:
+    t.check_inputs(name=name, by=by)
+    info = await KeyStore(t.store()).revoke(name, by=by, actor=actor)
+    await t.rt.keys.recheck()  # this replica at once; the others within a second (KeyVerifier's watcher)
     return info.public()
 
 

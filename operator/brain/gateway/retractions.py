@@ -17,7 +17,7 @@ lineage and namespace come from the memory row. A full queue or a failing databa
 counts them (`brain_exposure_receipts_dropped_total`), never slows or fails the request. Receipts not
 renewed for `retentionDays` are pruned hourly.
 
-**Retractions.** An owner's retire, forget or purge is already an audit event (brain.store.exposure).
+**Retractions.** An owner's retire, forget or purge is already an audit event (brain.store.exposure_rows).
 Each replica reads the retraction events' fingerprint every `poll_s` (one index range, like the keys'
 fingerprint), and when it changes, the retracted lineages and the conversations given one of them
 and not told yet: a map held in memory. A request looks its chain's hashes up in that map (a few
@@ -43,10 +43,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from brain.core.redact import SecretGate
-from brain.gateway import metrics as gm
+from brain.gateway import metrics
 from brain.gateway.settings import ExposureSettings
 from brain.retrieval.render import PREAMBLE, render_retraction
-from brain.store import exposure as rows
+from brain.store import exposure_rows
 from brain.store.store import Store
 
 log = logging.getLogger("brain.gateway.retractions")
@@ -145,13 +145,13 @@ class Exposure:
                 out.extend(found)
         for n in out:
             self._remember_told(n.told)
-        gm.retractions_pending.set(len(self.pending))
+        metrics.retractions_pending.set(len(self.pending))
         return out
 
     def delivered(self, notices: Sequence[Notice]) -> None:
         if not notices:
             return
-        gm.retraction_notices.inc(len(notices))
+        metrics.retraction_notices.inc(len(notices))
         self._noticed.extend(n.told for n in notices)
 
     def undelivered(self, notices: Sequence[Notice]) -> None:
@@ -159,14 +159,14 @@ class Exposure:
         for n in notices:
             self._told.pop(n.told, None)
             self.pending.setdefault((n.key_name, n.conversation), []).append(n)
-        gm.retractions_pending.set(len(self.pending))
+        metrics.retractions_pending.set(len(self.pending))
 
     def receipt(self, ids: Sequence[str], key: str, conversation: str | None, api: str) -> None:
         if not ids or not conversation:
             return
         room = self.settings.queue_size - len(self._receipts)
         if room < len(ids):
-            gm.exposure_dropped.labels("queue_full").inc(len(ids) - max(room, 0))
+            metrics.exposure_dropped.labels("queue_full").inc(len(ids) - max(room, 0))
             ids = ids[: max(room, 0)]
         now = datetime.now(UTC)
         self._receipts.extend((mid, key, conversation, api, now) for mid in ids)
@@ -203,7 +203,7 @@ class Exposure:
             if now - self._pruned_at >= PRUNE_EVERY_S:
                 self._pruned_at = now
                 try:
-                    n = await rows.prune(store, self.settings.retention_days)
+                    n = await exposure_rows.prune(store, self.settings.retention_days)
                     if n:
                         log.info(
                             "pruned %d exposure receipts older than %d days", n, self.settings.retention_days
@@ -216,22 +216,22 @@ class Exposure:
         noticed, self._noticed = self._noticed, []
         if store is None:
             if receipts:
-                gm.exposure_dropped.labels("no_database").inc(len(receipts))
+                metrics.exposure_dropped.labels("no_database").inc(len(receipts))
             self._noticed = noticed + self._noticed  # kept: small, and the notice must not go twice
             return
         if receipts:
             try:
-                await rows.record(store, receipts)
-                gm.exposure_recorded.inc(len(receipts))
+                await exposure_rows.record(store, receipts)
+                metrics.exposure_recorded.inc(len(receipts))
             except Exception as e:
                 log.warning("exposure receipts dropped (%d): %s", len(receipts), type(e).__name__)
-                gm.exposure_dropped.labels("db_error").inc(len(receipts))
+                metrics.exposure_dropped.labels("db_error").inc(len(receipts))
             else:
                 if self.retracted:
                     self._reload = True  # a receipt of a memory retracted meanwhile must not be missed
         if noticed:
             try:
-                await rows.mark_noticed(store, noticed, datetime.now(UTC))
+                await exposure_rows.mark_noticed(store, noticed, datetime.now(UTC))
             except Exception as e:
                 log.warning("retraction notices not marked (%d), retried: %s", len(noticed), type(e).__name__)
                 self._noticed = noticed[-TOLD:] + self._noticed
@@ -240,17 +240,19 @@ class Exposure:
         """Reload the retracted lineages when their events changed, and their untold conversations."""
         async with self._lock:
             days = self.settings.retention_days
-            fp = await rows.fingerprint(store, days)
+            fp = await exposure_rows.fingerprint(store, days)
             changed = force or fp != self._fingerprint
             if changed:
-                self.retracted = {r["lineage_id"]: dict(r) for r in await rows.retractions(store, days)}
+                self.retracted = {
+                    r["lineage_id"]: dict(r) for r in await exposure_rows.retractions(store, days)
+                }
                 self._fingerprint = fp
             if not self.retracted:
                 self.pending = {}
             elif changed or self._reload or self.pending:
                 # `pending` non-empty: another replica may have told some of them since
                 self._reload = False
-                found = await rows.unnoticed(store, list(self.retracted), PENDING_LIMIT)
+                found = await exposure_rows.unnoticed(store, list(self.retracted), PENDING_LIMIT)
                 pending: dict[tuple[str, str], list[Notice]] = {}
                 for r in found:
                     ret = self.retracted.get(r["lineage_id"])
@@ -270,7 +272,7 @@ class Exposure:
                     if n.told not in self._told:
                         pending.setdefault((n.key_name, n.conversation), []).append(n)
                 self.pending = pending
-            gm.retractions_pending.set(len(self.pending))
+            metrics.retractions_pending.set(len(self.pending))
 
     async def refresh_now(self, store: Store | None, timeout_s: float = 2.0) -> None:
         """After a retraction through this replica: flush what was queued, then reload at once, so the

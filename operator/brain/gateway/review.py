@@ -33,8 +33,8 @@ from fastapi.responses import Response
 from brain.core.errors import Forbidden, InvalidInput, NotFound
 from brain.core.models import Actor
 from brain.gateway.rest import PREFIX, current_actor
-from brain.gateway.runtime import get_runtime
-from brain.gateway.tools import Unavailable, check_inputs
+from brain.gateway.tools import ToolsDep
+from brain.services import proposals
 from brain.store import browse
 
 #: The files of the page, by URL name: (package file, content type). Nothing else is served.
@@ -101,13 +101,6 @@ OwnerDep = Annotated[Actor, Depends(review_owner)]
 api = APIRouter(prefix=PREFIX + "/review", tags=["review"])
 
 
-def _store() -> Any:
-    rt = get_runtime()
-    if rt is None or rt.store is None or rt.service is None:
-        raise Unavailable("the brain database is not reachable right now; try again shortly")
-    return rt.store
-
-
 def _visible(actor: Actor, namespace: str) -> bool:
     return actor.namespaces is None or namespace in actor.namespaces or namespace == "shared"
 
@@ -149,14 +142,12 @@ def word_diff(old: str, new: str) -> list[dict[str, str]]:
 
 
 @api.get("/proposals/{proposal_id}", summary="a proposal, its evidence records and its diff")
-async def proposal_detail(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
+async def proposal_detail(proposal_id: str, actor: OwnerDep, t: ToolsDep) -> dict[str, Any]:
     """`GET /proposals/{id}` plus what a reviewer reads beside it: the session records the evidence
     cites (body and author, not just ids), and the word diff against the memory it would supersede."""
-    from brain.services import proposals as logic
-
-    check_inputs(id=proposal_id)
-    store = _store()
-    out = await logic.show(store, proposal_id, actor=actor)
+    t.check_inputs(id=proposal_id)
+    store = t.store()
+    out = await proposals.show(store, proposal_id, actor=actor)
     ids = [str(e["memory_id"]) for e in out["evidence"] if isinstance(e, dict) and e.get("memory_id")][:100]
     by_id = {r["id"]: r for r in await browse.records(store, ids) if _visible(actor, r["namespace"])}
     out["records"] = [by_id[i] for i in ids if i in by_id]
@@ -168,21 +159,22 @@ async def proposal_detail(proposal_id: str, actor: OwnerDep) -> dict[str, Any]:
 
 
 @api.get("/namespaces", summary="memory namespaces this key may read, with their active entries")
-async def namespaces(actor: OwnerDep) -> dict[str, Any]:
-    sizes = await browse.namespace_sizes(_store())
+async def namespaces(actor: OwnerDep, t: ToolsDep) -> dict[str, Any]:
+    sizes = await browse.namespace_sizes(t.store())
     return {"namespaces": [{"name": ns, "entries": n} for ns, n in sizes if _visible(actor, ns)]}
 
 
 @api.get("/memories", summary="entries newest first, by namespace, author, kind and status: who wrote what")
 async def memories(
     actor: OwnerDep,
+    t: ToolsDep,
     namespace: Annotated[list[str] | None, Query()] = None,
     author: str | None = None,
     kind: str | None = None,
     status: str = "active",
     limit: int = 100,
 ) -> dict[str, Any]:
-    check_inputs(namespaces=namespace, author=author, kind=kind, status=status)
+    t.check_inputs(namespaces=namespace, author=author, kind=kind, status=status)
     if status not in ("active", "superseded", "forgotten", "retired", "any"):
         raise InvalidInput("status is one of active, superseded, forgotten, retired, any", field="status")
     for ns in namespace or []:
@@ -190,7 +182,7 @@ async def memories(
             raise Forbidden(f"key {actor.name!r} may not read namespace {ns!r}", field="namespace")
     visible = None if actor.namespaces is None else [*actor.namespaces, "shared"]
     rows = await browse.entries(
-        _store(),
+        t.store(),
         namespaces=namespace or None,
         visible=visible,
         author=author or None,
@@ -198,5 +190,5 @@ async def memories(
         status=status,
         limit=max(1, min(limit, 500)),
     )
-    writers = await browse.authors(_store(), visible)
+    writers = await browse.authors(t.store(), visible)
     return {"entries": rows, "authors": [{"author": a, "entries": n} for a, n in writers]}

@@ -5,8 +5,9 @@ in `brain.services.capture`, `/health` and the database watch in `brain.gateway.
 module holds the parts they need (store, embedder, service, keys, catalog, capture queue, the
 injection cache) and the per-call context the pre- and post-call hooks share.
 
-LiteLLM imports our hooks and auth by dotted path, so they reach this state through one
-process-wide `Runtime` (`get_runtime()`). Nothing here may stop the proxy from serving: the
+LiteLLM imports our hooks and auth by dotted path, so those two entry points reach this state
+through one process-wide `Runtime` (`get_runtime()`); every other surface is handed it where the
+app is built (`brain.gateway.tools.Tools`, for REST and MCP). Nothing here may stop the proxy from serving: the
 database is opened (and migrated) in the background with retries, the offline model loads in a
 thread, and until they are there the hooks simply add no memory.
 """
@@ -27,7 +28,7 @@ from brain.core.models import Actor
 from brain.core.redact import SecretGate
 from brain.embedder.client import EmbeddingClient
 from brain.embedder.model import Embedder, QueryCache
-from brain.gateway import metrics as gm
+from brain.gateway import metrics
 from brain.gateway.capture import (
     CaptureQueue,
     Item,
@@ -43,7 +44,7 @@ from brain.gateway.settings import GatewaySettings
 from brain.retrieval.catalog import Catalog
 from brain.retrieval.compose import ComposeConfig, Injection, InjectionCache, compose
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
-from brain.services import capture as capture_door
+from brain.services import capture
 from brain.services.keys import KeyStore, KeyVerifier
 from brain.services.memory import MemoryService, read_only
 from brain.store.store import Scope, Store
@@ -116,7 +117,7 @@ class Runtime:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        tracing.configure(self.settings.traces, counted=gm.trace_spans, key=self.settings.master_key)
+        tracing.configure(self.settings.traces, counted=metrics.trace_spans, key=self.settings.master_key)
         self.capture.start()
         if self.embedder is None and self.settings.embedder_url:
             self._embedding_client = EmbeddingClient(
@@ -130,7 +131,7 @@ class Runtime:
             self.embedder = QueryCache(self._embedding_client)
         elif self.embedder is None:
             self._tasks.append(asyncio.create_task(self._load_local_model()))
-        gm.register_index_collector(lambda: self.index_stats)
+        metrics.register_index_collector(lambda: self.index_stats)
         self._tasks.append(asyncio.create_task(self._connect()))
         self.ready = True
 
@@ -275,33 +276,32 @@ class Runtime:
         return self.calls.pop(call_id, None) if pop else self.calls.get(call_id)
 
     def after_injection(self, ctx: CallContext, injection: Injection | None) -> None:
-        """Access tracking and no-hit events, through the queue (never on the request path)."""
-        store = self.store
-        if store is None:
+        """What the retrieval leaves behind, recorded by the door through the queue (never on the
+        request path): access counts, or the no-hit event."""
+        service = self.service
+        if service is None or injection is None:
             return
-        if injection is not None and injection.ids:
-            ids = list(injection.ids)
-            self.capture.submit(lambda: store.touch(ids), "touch")
-        elif injection is not None:
-            query = self._redact.check("query", ctx.query)[:500]
-            self.capture.submit(
-                lambda: store.record_event(
-                    "query_no_hit",
-                    key_name=ctx.actor.name,
-                    namespace=ctx.write_namespace,
-                    payload={"query": query, "api": ctx.api, "namespaces": list(ctx.namespaces)},
-                ),
-                "event",
-            )
+        done = injection
+        self.capture.submit(
+            lambda: service.retrieved(
+                ctx.actor,
+                done.ids,
+                done.query,
+                namespace=ctx.write_namespace,
+                api=ctx.api,
+                namespaces=ctx.namespaces,
+            ),
+            "touch" if injection.ids else "event",
+        )
 
     def capture_exchange(self, ctx: CallContext, answer: str, reasoning: str, model: str | None) -> None:
         if not self.settings.capture.enabled:
             return
         if not ctx.capture:
-            gm.captures_filtered.labels("opted_out").inc()
+            metrics.captures_filtered.labels("opted_out").inc()
             return
         if read_only(ctx.actor):  # the door's rule, asked before queueing work it would refuse
-            gm.captures_filtered.labels("read_only_key").inc()
+            metrics.captures_filtered.labels("read_only_key").inc()
             return
         self.capture.submit(lambda: self._capture(ctx, answer, reasoning, model), "capture")
 
@@ -330,7 +330,7 @@ class Runtime:
                 decision.filtered = "restates_injected"  # counted once below, like every refused exchange
             else:
                 for _ in range(len(decision.items) - len(fresh)):
-                    gm.captures_filtered.labels("restates_injected").inc()
+                    metrics.captures_filtered.labels("restates_injected").inc()
             tracing.set_attrs(
                 gate, {"brain.capture.items": len(fresh), "brain.capture.filtered": decision.filtered}
             )
@@ -338,30 +338,26 @@ class Runtime:
         to_keep = [i for i in fresh if not i.review]
         service = self.service
         if service is None:
-            gm.captures_filtered.labels("db_down").inc()
+            metrics.captures_filtered.labels("db_down").inc()
             return 0
-        exchange = capture_door.Exchange(
-            key_name=ctx.actor.name,
-            namespaces=ctx.actor.namespaces,
+        exchange = capture.Exchange(
+            caller=ctx.actor,
             write_namespace=ctx.write_namespace,
             api=ctx.api,
             model=model,
             episode=ctx.episode,
             injected=tuple(ctx.injected),
-            role=ctx.actor.role,
         )
         with tracing.span(
             "capture.store", {"brain.capture.items": len(to_keep), "brain.capture.proposed": len(to_review)}
         ):
-            outcome = await capture_door.keep(service, to_keep, exchange)
-            await capture_door.propose(service, to_review, exchange, outcome)
+            outcome = await capture.write(service, to_keep, to_review, exchange, decision.filtered)
         for reason in outcome.filtered:
-            gm.captures_filtered.labels(reason).inc()
+            metrics.captures_filtered.labels(reason).inc()
         for row in outcome.stored:
-            gm.captures.labels(row["kind"]).inc()
+            metrics.captures.labels(row["kind"]).inc()
         if decision.filtered:
-            gm.captures_filtered.labels(decision.filtered).inc()
-        await capture_door.record(service, exchange, outcome, decision.filtered)
+            metrics.captures_filtered.labels(decision.filtered).inc()
         return len(outcome.stored)
 
     async def _new_to(self, items: list[Item], injected: str) -> list[Item]:

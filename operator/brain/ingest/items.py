@@ -7,6 +7,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from brain.services.plan import Edge  # one type for a derived edge, from the parse to the write
+
 
 @dataclass
 class Item:
@@ -31,16 +33,6 @@ class Item:
         doc = [self.kind, self.title, self.body, sorted(self.tags), self.domain_keywords, self.standing]
         doc += [self.required, round(self.importance, 3), json.dumps(self.attrs, sort_keys=True, default=str)]
         return hashlib.sha256(json.dumps(doc, default=str).encode()).hexdigest()[:32]
-
-
-@dataclass(frozen=True)
-class Edge:
-    """A relation between two items of the same source, by item key (resolved to lineages on write)."""
-
-    source: str
-    target: str
-    relation: str  # contains | calls | imports | rationale_for
-    confidence: float = 1.0
 
 
 def shown_name(rel: str) -> str:

@@ -17,13 +17,14 @@ from typing import Any
 
 from brain.core.gitrefs import check_ref, check_url
 from brain.core.models import MAX_BODY, bad_identifier, check_namespace
-from brain.ingest import code as codemod
+from brain.ingest import code
 from brain.ingest.frontmatter import FrontMatterError
-from brain.ingest.items import Edge, Item, Parsed, Reject, shown_name
+from brain.ingest.items import Item, Parsed, Reject, shown_name
 from brain.ingest.markdown import is_memory_file, parse_memory
 from brain.ingest.personas import is_persona_file, parse_persona
 from brain.ingest.retireguard import RetireGuard
 from brain.ingest.skills import is_skill_file, parse_skill
+from brain.services.plan import Edge
 
 SKIP_DIRS = frozenset(
     {".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache", ".ruff_cache", "dist",
@@ -212,7 +213,7 @@ def parse_tree(
     if spec.kind == "personas":
         return parse_documents(root, [r for r in rels if is_persona_file(r)], parse_persona)
     if spec.format == "code":
-        return parse_code(root, [r for r in rels if codemod.language_for(r)], progress, embed_chars)
+        return parse_code(root, [r for r in rels if code.language_for(r)], progress, embed_chars)
     return parse_documents(root, [r for r in rels if is_memory_file(r)], parse_memory)
 
 
@@ -228,7 +229,7 @@ def _first_paragraph(doc: str) -> str:
     return doc.strip().split("\n\n", 1)[0].replace("\n", " ").strip()
 
 
-def _code_body(sym: codemod.Symbol, fc: codemod.FileChunks) -> str:
+def _code_body(sym: code.Symbol, fc: code.FileChunks) -> str:
     fence = "```"
     while fence in sym.text:
         fence += "`"
@@ -237,7 +238,7 @@ def _code_body(sym: codemod.Symbol, fc: codemod.FileChunks) -> str:
     return f"{head}\n\n{fence}{fc.language}\n{text}\n{fence}"
 
 
-def _card(sym: codemod.Symbol, embed_chars: int = EMBED_CHARS) -> str:
+def _card(sym: code.Symbol, embed_chars: int = EMBED_CHARS) -> str:
     """What a chunk is embedded as: name, docstring gist, then the code's start, cut at `embed_chars`.
 
     The encoder's cost grows with tokens (2000 characters of code cost ~7x what 300 do) while the
@@ -248,16 +249,16 @@ def _card(sym: codemod.Symbol, embed_chars: int = EMBED_CHARS) -> str:
     return f"{sym.name} ({sym.kind})\n{doc}\n{sym.text}"[:embed_chars]
 
 
-def code_items(files: list[codemod.FileChunks], embed_chars: int = EMBED_CHARS) -> Parsed:
+def code_items(files: list[code.FileChunks], embed_chars: int = EMBED_CHARS) -> Parsed:
     """Chunks, file map entries, docstring summaries and the contains / calls / imports edges."""
     out = Parsed()
-    index = codemod.PathIndex(fc.path for fc in files)
+    index = code.PathIndex(fc.path for fc in files)
     by_name: dict[str, list[tuple[str, str]]] = {}  # simple name → (path, item key)
     for fc in files:
         for sym in fc.symbols:
             simple = sym.name.rsplit("~", 1)[0].rsplit(".", 1)[-1]
             by_name.setdefault(simple, []).append((fc.path, f"{fc.path}#{sym.name}"))
-    imported: dict[str, set[str]] = {fc.path: set(codemod.resolve_imports(fc, index)) for fc in files}
+    imported: dict[str, set[str]] = {fc.path: set(code.resolve_imports(fc, index)) for fc in files}
     for fc in files:
         defines = ", ".join(f"{s.name} ({s.kind})" for s in fc.symbols if s.parent is None)[:4000]
         imports = sorted(imported[fc.path])
@@ -337,14 +338,14 @@ def parse_code(
     progress: Callable[[int, int], None] | None = None,
     embed_chars: int = EMBED_CHARS,
 ) -> Parsed:
-    files: list[codemod.FileChunks] = []
+    files: list[code.FileChunks] = []
     rejects: list[Reject] = []
     for i, rel in enumerate(rels):
         if (why := unsafe_file(root, rel)) is not None:
             rejects.append(Reject(shown_name(rel), why))
             continue
         try:
-            fc = codemod.chunk_file(rel, (root / rel).read_bytes())
+            fc = code.chunk_file(rel, (root / rel).read_bytes())
         except Exception as e:  # a grammar crash on one file must not stop the import
             rejects.append(Reject(rel, f"unparseable: {type(e).__name__}: {e}"))
             continue

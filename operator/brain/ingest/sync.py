@@ -37,14 +37,13 @@ from brain.core.errors import BrainError
 from brain.core.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
 from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
+from brain.ingest import retireguard
 from brain.ingest.grading import GradingConfig, score_chunk, tuned_threshold, unit
-from brain.ingest.items import Edge, Item, Parsed, Reject, shown_name
+from brain.ingest.items import Item, Parsed, Reject, shown_name
 from brain.ingest.retireguard import ImportStopped, RetireGuard
-from brain.ingest.retireguard import check as retire_check
 from brain.services.memory import Admitted, MemoryService, may_replace
-from brain.services.plan import Add, Retire, Supersede, WritePlan, apply, why
-from brain.services.plan import Edge as PlanEdge
-from brain.store import sources as source_rows
+from brain.services.plan import Add, Edge, Retire, Supersede, WritePlan, apply, why
+from brain.store import source_rows
 from brain.store.store import Store
 
 log = logging.getLogger("brain.ingest")
@@ -365,7 +364,7 @@ def build_plan(
         adds=tuple(adds),
         supersedes=tuple(supersedes),
         retires=tuple(retires),
-        edges=tuple(PlanEdge(e.source, e.target, e.relation, e.confidence) for e in edges),
+        edges=tuple(edges),
         known=dict(first.known),
     )
 
@@ -404,7 +403,7 @@ async def sync(
         )
     first = first_pass(door, actor, prefix, namespace, parsed.items, existing, cfg, summary)
     removed = [k for k in existing if k not in first.seen]
-    if (stop := retire_check(removed, len(existing), guard or RetireGuard())) is not None:
+    if (stop := retireguard.check(removed, len(existing), guard or RetireGuard())) is not None:
         raise ImportStopped(stop)
     vectors = await embed_all(embedder, [_embed_text(i) for i, _, _, _ in first.pending], progress)
     keep = grade([(i, k) for i, k, _, _ in first.pending], vectors, existing, cfg, summary.grading)

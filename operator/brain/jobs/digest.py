@@ -48,8 +48,7 @@ from brain.core.redact import SecretGate
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run, traced
 from brain.jobs.settings import JobSettings, load_job_settings
 from brain.services.digests import set_metrics
-from brain.store import digests as digest_rows
-from brain.store import exposure as exposure_rows
+from brain.store import digest_rows, exposure_rows
 from brain.store.store import Store, content_hash
 
 SignalType = Literal["outcome", "retrieval", "no_hit", "proposal", "pending", "stale", "created", "retracted"]

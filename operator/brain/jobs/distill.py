@@ -35,10 +35,8 @@ from brain.ingest.sync import as_vector
 from brain.jobs.common import emit, finish_run, job_env, setup_logging, start_run, traced
 from brain.jobs.settings import JobSettings, load_job_settings
 from brain.jobs.settings.distill import DistillConfig, load_distill_config
-from brain.services.proposals import create as create_proposal
-from brain.services.proposals import screen_draft
-from brain.store import episodes as episode_rows
-from brain.store import proposals as proposal_rows
+from brain.services import proposals
+from brain.store import episode_rows, proposal_rows
 from brain.store.store import Store
 
 log = logging.getLogger("brain.jobs.distill")
@@ -370,7 +368,9 @@ async def run_distill(
         for d in drafts:
             text = f"{d['title']}\n{d['body']}"
             try:  # the proposals door's screening, before the draft's text goes to the embedder
-                screen_draft(kind=d["kind"], namespace=c.namespace, title=d["title"], body=d["body"])
+                proposals.screen_draft(
+                    kind=d["kind"], namespace=c.namespace, title=d["title"], body=d["body"]
+                )
             except BrainError as e:
                 out.reject(e.code)
                 continue
@@ -404,7 +404,7 @@ async def run_distill(
                     }
                 )
                 out.conflicts += 1
-            await create_proposal(
+            await proposals.create(
                 store,
                 kind=d["kind"],
                 namespace=c.namespace,

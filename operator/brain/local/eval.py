@@ -24,6 +24,7 @@ from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
 from brain.local.settings import load_local_settings
 from brain.local.splits import SPLITS, SplitRule, assign, rule_for
+from brain.local.stats import percentile
 from brain.retrieval.catalog import Catalog
 from brain.retrieval.compose import ComposeConfig, compose
 from brain.retrieval.pipeline import RetrievalConfig, Retriever
@@ -247,13 +248,6 @@ async def load_into(
     return mapping
 
 
-def _pct(values: Sequence[float], q: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 async def evaluate(
     store: Store,
     embedder: Embedder,
@@ -328,7 +322,10 @@ async def evaluate(
             "injected_mean": round(statistics.fmean(injected), 2) if injected else 0.0,
             # Queries answered with a leg missing (embedder slow or down, a leg failing): not the ranking.
             "degraded": degraded,
-            "latency_ms": {"p50": round(_pct(latencies, 0.5), 2), "p95": round(_pct(latencies, 0.95), 2)},
+            "latency_ms": {
+                q: round(percentile(latencies, v), 2) if latencies else 0.0
+                for q, v in (("p50", 0.5), ("p95", 0.95))
+            },
             # The same figures on each split: constants are chosen on dev, test is only reported.
             "splits": {
                 s: summarize(

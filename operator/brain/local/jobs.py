@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from brain.core.contract import INGEST_COUNTS, Env
-from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
+from brain.embedder.model import DEFAULT_MODEL
 from brain.local.settings import load_local_settings
 
 _MACROS = {
@@ -134,7 +134,7 @@ def build_jobs(
         # brainctl up on a laptop: local paths, file:// and http:// sources are the user's own
         Env.GIT_ALLOW_INSECURE_URLS: "1",
         "BRAIN_DATABASE_URL": dsn,
-        "BRAIN_EMBEDDING_MODEL": OFFLINE_MODEL,  # what the laptop's vectors are (see brainctl up)
+        "BRAIN_EMBEDDING_MODEL": DEFAULT_MODEL,  # what the laptop's vectors are (see brainctl up)
         "BRAIN_EMBEDDING_DIM": str(brain.spec.embedding.dim),
     }
     (state / "sources").mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ from urllib.parse import urlparse
 import httpx
 import yaml
 
-from brain.embedder.model import DEFAULT_MODEL as OFFLINE_MODEL
+from brain.embedder.model import DEFAULT_MODEL
 from brain.local.jobs import build_jobs, load_sources, run_schedules
 from brain.local.settings import LocalSettings, load_local_settings
 
@@ -362,11 +362,11 @@ async def up(
         }
         gw_env.pop("BRAIN_EMBEDDER_URL", None)  # the offline model, in the gateway process
         # ... which is the bundled all-MiniLM-L6-v2 whatever the manifest names: label vectors with it.
-        gw_env["BRAIN_EMBEDDING_MODEL"] = OFFLINE_MODEL
-        if brain.spec.embedding.model != OFFLINE_MODEL:
+        gw_env["BRAIN_EMBEDDING_MODEL"] = DEFAULT_MODEL
+        if brain.spec.embedding.model != DEFAULT_MODEL:
             print(
                 f"embedding: the manifest names {brain.spec.embedding.model}; on this machine the bundled "
-                f"offline {OFFLINE_MODEL} ({dim} dims) embeds instead (a cluster's embedder serves the manifest's)",
+                f"offline {DEFAULT_MODEL} ({dim} dims) embeds instead (a cluster's embedder serves the manifest's)",
                 file=sys.stderr,
             )
         print(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from brain.core.models import Hit
-from brain.store import catalog as catalog_rows
+from brain.store import catalog_rows
 from brain.store.store import Scope, Store
 
 _WORD = re.compile(r"[a-z][a-z0-9+#._-]{1,40}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from brain.core import tracing
 from brain.core.models import Hit
 from brain.core.redact import SecretGate
-from brain.retrieval import telemetry as metrics
+from brain.retrieval import telemetry
 from brain.retrieval.catalog import Catalog, keywords
 from brain.retrieval.pipeline import Retriever
 from brain.retrieval.render import estimate_tokens, render_block, render_hit, render_persona, within_budget
@@ -46,6 +46,8 @@ class Injection:
     ids: list[str]
     tokens: int
     degraded: list[str]
+    #: the question as retrieval saw it (a secret in it masked): what a no-hit event may record
+    query: str = ""
 
 
 def assemble(
@@ -86,7 +88,7 @@ async def compose(
     safe = gate.check("query", query)
     if safe != query:
         degraded.append("secret_in_query")
-        metrics.retrieval_degraded.labels("secret_in_query").inc()
+        telemetry.retrieval_degraded.labels("secret_in_query").inc()
     # One embedding, taken inside retrieve in parallel with the lexical legs, then reused below.
     result = await retriever.retrieve(safe, scope, limit=config.top_k, include_pinned=True)
     degraded += result.degraded
@@ -97,11 +99,12 @@ async def compose(
         persona = catalog.persona(words, vec, scope) if config.persona else None
         skills = catalog.skills_for(vec, words, scope, config.skill_slots)
         injection = assemble(result.all_hits, persona, skills, config.token_budget, degraded=degraded)
+        injection.query = safe
         tracing.set_attrs(
             span, {"brain.memory.count": len(injection.ids), "brain.memory.injected_tokens": injection.tokens}
         )
         tracing.text(span, "brain.memory.text", injection.text)
-    metrics.retrieval_stage_seconds.labels("render").observe(time.perf_counter() - t0)
+    telemetry.retrieval_stage_seconds.labels("render").observe(time.perf_counter() - t0)
     return injection
 
 

@@ -22,7 +22,7 @@ from brain.core.contract import RetrievalFloor
 from brain.core.models import Hit
 from brain.embedder.client import EmbedderUnavailable
 from brain.embedder.model import Embedder
-from brain.retrieval import telemetry as metrics
+from brain.retrieval import telemetry, timeframe
 from brain.retrieval.calibration import Calibrator, calibrated_floor
 from brain.retrieval.fusion import (
     above_floor,
@@ -40,7 +40,6 @@ from brain.retrieval.fusion import (
 )
 from brain.retrieval.query import compound_names, identifier_tokens
 from brain.retrieval.timeframe import TimeFrame
-from brain.retrieval.timeframe import parse as parse_time
 from brain.store.lexical import bm25
 from brain.store.store import Scope, Store
 from brain.store.timeline import first_mention
@@ -173,7 +172,7 @@ class Retriever:
             finally:
                 dt = time.perf_counter() - t0
                 result.timings[stage] = dt
-                metrics.retrieval_stage_seconds.labels(stage).observe(dt)
+                telemetry.retrieval_stage_seconds.labels(stage).observe(dt)
 
     async def _fetch(self, ids: list[str], scope: Scope) -> Fetched:
         """The memories `ids` and, when edges are expanded, their neighbours (the final top three are
@@ -197,12 +196,12 @@ class Retriever:
         except Exception:
             cause = "embedder_down"
         result.degraded.append(cause)
-        metrics.retrieval_degraded.labels(cause).inc()
+        telemetry.retrieval_degraded.labels(cause).inc()
         return None
 
     async def _resolve_time(self, query: str, scope: Scope, now: datetime) -> TimeFrame | None:
         """The question's time window; a named event ("before Linear") is placed at its first mention."""
-        frame = parse_time(query, now)
+        frame = timeframe.parse(query, now)
         if frame is None or frame.anchor is None:
             return frame
         if frame.relation == "after":
@@ -268,7 +267,7 @@ class Retriever:
         for name, outcome in zip(names, outcomes, strict=True):
             if isinstance(outcome, BaseException):
                 result.degraded.append(f"{name}_failed")
-                metrics.retrieval_degraded.labels("error").inc()
+                telemetry.retrieval_degraded.labels("error").inc()
                 continue
             scored[name] = outcome
         if not scored and outcomes and isinstance(outcomes[0], BaseException):
@@ -331,7 +330,7 @@ class Retriever:
                 )
             except Exception:  # context refines the ranking; without it the fused order stands
                 result.degraded.append("context_failed")
-                metrics.retrieval_degraded.labels("error").inc()
+                telemetry.retrieval_degraded.labels("error").inc()
             else:
                 fused = episode_context(
                     fused,
@@ -438,5 +437,5 @@ class Retriever:
                     present.add(hit.id)
         total = time.perf_counter() - t_start
         result.timings["total"] = total
-        metrics.retrieval_stage_seconds.labels("total").observe(total)
+        telemetry.retrieval_stage_seconds.labels("total").observe(total)
         return result

@@ -2,11 +2,12 @@
 
 The gateway decides *what* is worth keeping (`brain.gateway.capture.analyse`, heuristics on the
 text); this module decides *how* it is written, with the same rules as every other writer: the
-entry is built as a `MemoryIn` under an `agent` actor with origin `gateway` (provenance comes from
-the key, never from the model's text), secrets are masked rather than refused (an experience is
+entry is built as a `MemoryIn` under `captured_as(caller)`: the caller's own key name, role and
+namespaces, origin `gateway` (provenance comes from the key, never from the model's text), secrets are masked rather than refused (an experience is
 worth keeping without its token; the masked «REDACTED:…» placeholder is never a secret again, so
 the door's refusing gate then finds nothing), and `MemoryService.note` applies the strict lint.
-It returns what happened instead of counting it, so the surface owns its metrics.
+`write` is the whole path after the heuristics: keep, propose, and the `capture` event, in that
+order; it returns what happened instead of counting it, so the surface owns its metrics.
 
 Code the heuristics marked for review (it downloads from a host outside `capture.trustedHosts` and
 runs something) is never written as a memory: `propose` queues it through the proposals door, where
@@ -23,7 +24,9 @@ from typing import Any, Protocol
 from brain.core.errors import BrainError
 from brain.core.models import Actor, MemoryIn
 from brain.core.redact import SecretGate
-from brain.services.memory import MemoryService, gate_fields
+from brain.services import proposals
+from brain.services.memory import MemoryService
+from brain.services.screening import gate_fields
 
 
 class CapturedItem(Protocol):
@@ -51,24 +54,43 @@ class CaptureOutcome:
 class Exchange:
     """Who captured what, from which call: the provenance the door records (never from the text)."""
 
-    key_name: str
-    namespaces: tuple[str, ...] | None
+    caller: Actor  # the key that made the call, as the gateway's auth resolved it
     write_namespace: str
     api: str
     model: str | None
     episode: str | None = None
     injected: tuple[str, ...] = ()
-    role: str = "agent"  # the key's role: a read key's exchange is refused at the door (never stored)
 
 
 _MASK = SecretGate("redact")
 
 
+def captured_as(caller: Actor) -> Actor:
+    """Who a captured entry is written as: the caller's key name and namespaces, origin `gateway`.
+    The text is the model's, so an owner's exchange writes as an agent (never curated, never a
+    persona or skill), and a read key stays a read key, which the door refuses."""
+    role = "read" if caller.role == "read" else "agent"
+    return Actor(name=caller.name, role=role, origin="gateway", namespaces=caller.namespaces)
+
+
+async def write(
+    service: MemoryService,
+    to_keep: Sequence[CapturedItem],
+    to_review: Sequence[CapturedItem],
+    exchange: Exchange,
+    filtered: str | None,
+) -> CaptureOutcome:
+    """The capture of one exchange: each entry kept or proposed through the door, then its event."""
+    outcome = await keep(service, to_keep, exchange)
+    await propose(service, to_review, exchange, outcome)
+    await record(service, exchange, outcome, filtered)
+    return outcome
+
+
 async def keep(service: MemoryService, items: Sequence[CapturedItem], exchange: Exchange) -> CaptureOutcome:
-    """Write each item through the door as the key's agent; one refused item never stops the rest."""
+    """Write each item through the door as `captured_as` the caller; one refused item never stops the rest."""
     out = CaptureOutcome()
-    role = "read" if exchange.role == "read" else "agent"
-    actor = Actor(name=exchange.key_name, role=role, origin="gateway", namespaces=exchange.namespaces)
+    actor = captured_as(exchange.caller)
     for item in items:
         try:
             proposed = MemoryIn(
@@ -99,8 +121,6 @@ async def propose(
     service: MemoryService, items: Sequence[CapturedItem], exchange: Exchange, out: CaptureOutcome
 ) -> None:
     """Queue each item for an owner instead of storing it (masked first, like `keep`)."""
-    from brain.services import proposals
-
     for item in items:
         try:
             masked = gate_fields(
@@ -122,7 +142,7 @@ async def propose(
                         "downloads_from": list(item.review),
                     }
                 ],
-                authors=[exchange.key_name],
+                authors=[exchange.caller.name],
                 score=0.0,
             )
         except BrainError as e:
@@ -140,7 +160,7 @@ async def record(
     """The `capture` event: what was stored and why the rest was not (the digest and review read it)."""
     await service.store.record_event(
         "capture",
-        key_name=exchange.key_name,
+        key_name=exchange.caller.name,
         namespace=exchange.write_namespace,
         payload={
             "stored": outcome.stored,

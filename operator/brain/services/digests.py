@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client import Gauge
 
-from brain.store import digests as digest_rows
+from brain.store import digest_rows
 from brain.store.store import Store
 
 hit_rate_gauge = Gauge(

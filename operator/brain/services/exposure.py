@@ -12,7 +12,7 @@ from typing import Any
 
 from brain.core.errors import Forbidden, NotFound
 from brain.core.models import Actor
-from brain.store import exposure as rows
+from brain.store import exposure_rows
 from brain.store.store import Store
 
 NOT_OWNER = (
@@ -33,7 +33,7 @@ async def exposure(store: Store, memory_id: str, actor: Actor, *, limit: int = 5
     m = detail.memory
     if not actor.can_see(m.namespace):
         raise NotFound("no memory with that id is visible to this key", field="id")
-    receipts = await rows.of_lineage(store, m.lineage_id, limit=limit)
+    receipts = await exposure_rows.of_lineage(store, m.lineage_id, limit=limit)
     conversations: dict[tuple[str, str], dict[str, Any]] = {}
     for r in receipts:
         k = (r["key_name"], r["conversation"])

@@ -29,8 +29,7 @@ from typing import Any
 
 from brain.core.errors import Conflict, Forbidden, InvalidInput, KeyStoreUnavailable, NotFound, Unauthorized
 from brain.core.models import Actor, check_namespace
-from brain.store import keys as key_rows
-from brain.store import outage
+from brain.store import key_rows, outage
 from brain.store.store import Store
 
 KEY_PREFIX = "brk_"
@@ -119,7 +118,7 @@ def _info(r: Mapping[str, Any]) -> KeyInfo:
 
 class KeyStore:
     """The owners' door to the `keys` table (REST and brainctl): names, roles and scopes are checked
-    here, the SQL is the store's (brain.store.keys)."""
+    here, the SQL is the store's (brain.store.key_rows)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store

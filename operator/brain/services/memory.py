@@ -1,10 +1,8 @@
 """The governed front door to memory: authorisation, the secret gate, the lint, embedding, then the store.
 
 MCP tools, the REST API, the gateway hooks, the jobs and brainctl all write through here, so the
-rules (who may write where, what may be stored, which tier) live in one place. `screen` is the one
-screening of a writer's entry: every field a writer controls (title, body, tags, attrs keys and
-values, source_key, episode, domain_keywords) passes the secret gate, then the instruction lint,
-after the model's normalisation (one-line NFKC titles, no control or invisible characters).
+rules (who may write where, what may be stored, which tier) live in one place. Every entry passes
+`brain.services.screening.screen` before it is stored.
 The door holds the store's one writer (`brain.store.writer.StoreWriter`), which no other room may
 import (.importlinter, only-services-write): a `Store` alone only reads. Batch writers (ingest,
 eval) hand the door a plan instead (`brain.services.plan`).
@@ -20,9 +18,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from brain.core import lint, tracing
 from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from brain.core.models import (
     KINDS,
@@ -37,78 +34,16 @@ from brain.core.models import (
 )
 from brain.core.redact import SecretGate
 from brain.embedder.model import Embedder
-from brain.retrieval import telemetry as metrics
+from brain.retrieval import telemetry
 from brain.retrieval.pipeline import Retriever
 from brain.retrieval.render import estimate_tokens
-from brain.store import sources as source_rows
+from brain.services import proposals
+from brain.services.screening import screen
+from brain.store import source_rows
 from brain.store.store import Scope, Store, embed_text
 from brain.store.writer import StoreWriter
 
 log = logging.getLogger("brain.services.memory")
-
-
-def parse_memory(data: dict[str, Any]) -> MemoryIn:
-    """Validate caller input; the error names the field and what would be accepted."""
-    try:
-        return MemoryIn.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"]) or "body"
-        raise InvalidInput(f"{loc}: {err['msg']}", field=loc) from None
-
-
-def _gate_json(value: Any, path: str, gate: SecretGate) -> Any:
-    if isinstance(value, dict):
-        return {gate.check(path, k): _gate_json(v, f"{path}.{k}", gate) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_gate_json(v, path, gate) for v in value]
-    return gate.check(path, value) if isinstance(value, str) else value
-
-
-def _json_strings(value: Any, path: str) -> list[tuple[str, str]]:
-    if isinstance(value, dict):
-        return [p for k, v in value.items() for p in ((path, k), *_json_strings(v, f"{path}.{k}"))]
-    if isinstance(value, list):
-        return [p for v in value for p in _json_strings(v, path)]
-    return [(path, value)] if isinstance(value, str) else []
-
-
-def gate_fields(item: MemoryIn, gate: SecretGate) -> MemoryIn:
-    """The secret gate over every writer-controlled field (refuse raises; redact returns masked copies)."""
-    return item.model_copy(
-        update={
-            "title": gate.check("title", item.title),
-            "body": gate.check("body", item.body),
-            "tags": [gate.check("tags", t) for t in item.tags],
-            "domain_keywords": [gate.check("domain_keywords", k) for k in item.domain_keywords],
-            "source_key": None if item.source_key is None else gate.check("source_key", item.source_key),
-            "episode": None if item.episode is None else gate.check("episode", item.episode),
-            "attrs": _gate_json(item.attrs, "attrs", gate),
-        }
-    )
-
-
-def lint_fields(item: MemoryIn, origin: str) -> None:
-    """The instruction lint over every writer-controlled field; labels get no runbook exemption."""
-    lint.check("title", item.title, kind="note", origin=origin)
-    lint.check("body", item.body, kind=item.kind, origin=origin)
-    labels = [
-        *(("tags", t) for t in item.tags),
-        *(("domain_keywords", k) for k in item.domain_keywords),
-        *((f, v) for f, v in (("source_key", item.source_key), ("episode", item.episode)) if v is not None),
-        *_json_strings(item.attrs, "attrs"),
-    ]
-    for field, value in labels:
-        lint.check(field, value, kind="note", origin=origin)
-
-
-def screen(item: MemoryIn, gate: SecretGate, *, origin: str) -> MemoryIn:
-    """The single screening of a writer's entry: gate, then lint. `origin` picks the lint's policy."""
-    with tracing.leaf("memory.secret_gate"):
-        item = gate_fields(item, gate)
-    with tracing.leaf("memory.lint", {"brain.origin": origin}):
-        lint_fields(item, origin)
-    return item
 
 
 #: Kinds that shape every agent's prompts (catalog entries) or speak for the whole team (the digest):
@@ -313,7 +248,7 @@ class MemoryService:
             return (await self.embedder.embed([text]))[0]
         except Exception as e:  # stored without a vector; `brainctl reindex` or the backfill fills it later
             log.warning("embedding failed, storing without a vector: %s", e)
-            metrics.retrieval_degraded.labels("embedder_down").inc()
+            telemetry.retrieval_degraded.labels("embedder_down").inc()
             return None
 
     # ------------------------------------------------------------------ writes
@@ -395,8 +330,6 @@ class MemoryService:
     async def _propose(
         self, item: MemoryIn, actor: Actor, supersedes: str | None, drafted_hash: str | None
     ) -> Proposed:
-        from brain.services import proposals  # proposals writes through this class: imported late
-
         item = self._screen(item, actor)  # every field, as a write would be; the draft screening follows
         # The fields a proposal row has no column for travel in its evidence, so approval writes them too.
         entry = {"tags": item.tags, "domain_keywords": item.domain_keywords, "attrs": item.attrs}
@@ -426,6 +359,29 @@ class MemoryService:
             supersedes=supersedes,
             message=f"{item.kind} entries are curated: this was queued as proposal {pid} for an owner to "
             "review (`brainctl proposals show`); nothing was stored yet",
+        )
+
+    async def retrieved(
+        self,
+        actor: Actor,
+        ids: Sequence[str],
+        query: str,
+        *,
+        namespace: str,
+        api: str,
+        namespaces: Sequence[str],
+    ) -> None:
+        """What one retrieval leaves behind: the access counts of what was injected, or, when nothing
+        was, a `query_no_hit` event (the digest's list of gaps). `query` is the question as retrieval
+        saw it, its secrets already masked (`brain.retrieval.compose`), cut to 500 characters."""
+        if ids:
+            await self.store.touch(list(ids))
+            return
+        await self.store.record_event(
+            "query_no_hit",
+            key_name=actor.name,
+            namespace=namespace,
+            payload={"query": query[:500], "api": api, "namespaces": list(namespaces)},
         )
 
     async def forget(

@@ -1,10 +1,7 @@
-"""Proposals: what distillation drafted, waiting for an owner. Automation proposes; only an owner approves.
+"""Proposals: what distillation drafted, waiting for an owner. Automation proposes; only an owner decides.
 
-Approval writes the memory through `MemoryService` as the approving owner (so the secret gate, the
-lint and the curated tier apply, and the owner is recorded as promoter). A proposal that supersedes
-an existing memory supersedes it with compare-and-set on the hash the proposal was drafted against,
-so an entry changed since then is not silently overwritten. The proposal row is locked while it is
-decided: two owners approving at once produce one memory and one conflict.
+This is the queue (create, list, show, reject). Approving writes a memory, so it lives a layer up in
+`brain.services.approval`, above the memory door that itself queues an agent's curated entries here.
 
 `create` is a door too: a draft is model output, so it is screened like every other writer's entry
 (the refusing secret gate, then the strict lint of origin `model`) before it is queued, and nothing
@@ -19,8 +16,8 @@ from typing import Any
 from brain.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from brain.core.models import KINDS, Actor, MemoryIn
 from brain.core.redact import SecretGate
-from brain.services.memory import MemoryService, screen
-from brain.store import proposals as proposal_rows
+from brain.services.screening import screen
+from brain.store import proposal_rows
 from brain.store.store import Store
 
 STATUSES = ("pending", "approved", "rejected")
@@ -97,77 +94,14 @@ async def show(store: Store, proposal_id: str, *, actor: Actor | None = None) ->
     return out
 
 
-def _require_owner(actor: Actor) -> Actor:
+def require_owner(actor: Actor) -> Actor:
     if actor.role != "owner":
         raise Forbidden("only an owner can decide a proposal")
     return Actor(name=actor.name, role="owner", origin="owner", namespaces=actor.namespaces)
 
 
-async def approve(
-    service: MemoryService, proposal_id: str, actor: Actor, *, reason: str | None = None
-) -> dict[str, Any]:
-    """Write the proposed memory as the approving owner and mark the proposal approved."""
-    owner = _require_owner(actor)
-    store = service.store
-    async with proposal_rows.deciding(store, proposal_id) as decision:
-        p = decision.row
-        if p is None:
-            raise NotFound(f"no proposal with id {proposal_id!r}", field="id")
-        if p["status"] != "pending":
-            raise Conflict(f"proposal {proposal_id} is already {p['status']}", field="id")
-        if not owner.can_write(p["namespace"]):
-            raise Forbidden(f"key {owner.name!r} may not write namespace {p['namespace']!r}")
-        if p["supersedes"]:
-            # What is written is the target's namespace (a supersede keeps it): that is what must be
-            # the owner's, and the proposal's own namespace must be it, or the review showed another.
-            target = await proposal_rows.memory_brief(store, p["supersedes"])
-            if target is None:
-                raise Conflict(f"the memory proposal {proposal_id} supersedes no longer exists", field="id")
-            if not owner.can_write(target["namespace"]):
-                raise Forbidden(
-                    f"key {owner.name!r} may not write namespace {target['namespace']!r}, where the memory "
-                    f"this proposal supersedes ({p['supersedes']}) lives",
-                    field="supersedes",
-                )
-            if target["namespace"] != p["namespace"]:
-                raise Conflict(
-                    f"proposal {proposal_id} is for namespace {p['namespace']!r} but would supersede an entry "
-                    f"of {target['namespace']!r}; reject it",
-                    field="supersedes",
-                )
-        entry: dict[str, Any] = next(
-            (e for e in p["evidence"] if e.get("type") == "entry"), {}
-        )  # an agent's own fields
-        item = MemoryIn(
-            body=p["body"],
-            title=p["title"],
-            kind=p["kind"],
-            namespace=p["namespace"],
-            tags=entry.get("tags") or [],
-            domain_keywords=entry.get("domain_keywords") or [],
-            attrs={
-                **(entry.get("attrs") or {}),
-                "proposal": proposal_id,
-                "evidence": len(p["evidence"]),
-                "distilled_from": [e.get("memory_id") for e in p["evidence"] if e.get("memory_id")][:50],
-            },
-            importance=0.6,
-        )
-        if p["supersedes"]:
-            drafted = next(
-                (e.get("content_hash") for e in p["evidence"] if e.get("type") == "supersedes"), None
-            )
-            mem = await service.supersede(p["supersedes"], item, drafted, owner)
-        else:
-            mem = (await service.note(item, owner)).memory
-            if mem.tier != "curated":  # an identical episodic entry already existed: promote it
-                mem = await service.promote(mem.id, owner)
-        await decision.approved(owner.name, reason, mem.id)
-    return {"id": proposal_id, "status": "approved", "memory_id": mem.id, "tier": mem.tier}
-
-
 async def reject(store: Store, proposal_id: str, actor: Actor, reason: str) -> dict[str, Any]:
-    owner = _require_owner(actor)
+    owner = require_owner(actor)
     if not reason.strip():
         raise InvalidInput("rejecting needs a reason (it teaches the next distillation)", field="reason")
     await show(store, proposal_id, actor=owner)  # a confined owner decides its own namespaces only

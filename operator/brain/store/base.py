@@ -212,7 +212,7 @@ class StoreBase:
     @property
     def pool_for_tests(self) -> asyncpg.Pool:
         """The pool itself, for tests/, e2e/ and hack/ only: fixtures that read rows to check a result
-        or seed a benchmark. Code under operator/ never uses it (tests/test_store.py checks); a caller
+        or seed a benchmark. Code under operator/ never uses it (tests/store/test_store.py checks); a caller
         there gets a method of the store instead."""
         return self._pool
 

@@ -6,10 +6,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from brain.store import reindex
 from brain.store.base import (
     StoreBase,
 )
-from brain.store.reindex import running as reindex_running
 
 
 class Events(StoreBase):
@@ -60,7 +60,7 @@ class Events(StoreBase):
                 " AND status = 'ok' ORDER BY finished_at DESC NULLS LAST, id DESC LIMIT 1"
             )
             live_model = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_model'")
-            reindexing = await reindex_running(conn)
+            reindexing = await reindex.running(conn)
         by_kind: dict[str, int] = {}
         by_ns: dict[str, int] = {}
         total = embedded = 0

@@ -9,7 +9,7 @@ read-as-is when it is at least that, and refuses naming both versions when it is
 A migration file whose first line is `-- destructive` is a contract step (it drops or rewrites what
 older code reads): it is refused unless the caller passes `allow_destructive=True`, so nothing
 stored is ever dropped by a routine upgrade, and it raises `oldest_reader` to the version before
-it. tests/test_migration_compat.py fails on a migration that breaks the previous release's schema
+it. tests/store/test_migration_compat.py fails on a migration that breaks the previous release's schema
 without saying so.
 """
 

@@ -1,6 +1,6 @@
 """The lexical leg over stored sparsevec weights (brain.store.lexical) ranks as the tsvector SQL did.
 
-The reference (tests/lexical_reference.py) is the leg the store shipped until then: BM25 from
+The reference (tests/kit/lexical_reference.py) is the leg the store shipped until then: BM25 from
 each candidate's tsvector at the live mean length, with the query's IDF in the same statement.
 """
 
@@ -23,8 +23,8 @@ from brain.store.base import LexicalStats
 from brain.store.lexical import Lexical, bm25
 from brain.store.migrate import migrate
 from brain.store.writer import StoreWriter
-from tests import lexical_reference as reference
-from tests.pg_fixtures import fresh_database, open_store
+from tests.kit import lexical_reference as reference
+from tests.kit.database import fresh_database, open_store
 
 BODIES = [
     ("repo:payments", "The staging Postgres for payments listens on port 6543 behind PgBouncer."),

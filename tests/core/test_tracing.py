@@ -1,5 +1,5 @@
 """Traces on real parts (#31): retrieval and writes on real Postgres and the real model, spans sent
-over OTLP/HTTP to a real OpenTelemetry Collector (tests/otel_fixtures.py) and read back from its
+over OTLP/HTTP to a real OpenTelemetry Collector (tests/kit/traces.py) and read back from its
 file exporter; and what a collector that is down or hung costs: spans, counted, never the caller.
 
 The gateway's own trace (one chat: the gateway's and the embedder's spans in one trace) is
@@ -29,7 +29,7 @@ from brain.retrieval.compose import ComposeConfig, compose
 from brain.services.memory import MemoryService
 from brain.store import Scope, Store
 from brain_operator.render.common import traces_url
-from tests.otel_fixtures import Collector
+from tests.kit.traces import Collector
 
 BODY = "The nightly {tag} export writes to the quartz bucket in eu-west-3, never to the default region."
 QUESTION = "Where does the nightly {tag} export write to?"

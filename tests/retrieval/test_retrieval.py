@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 
 from brain.core.models import Actor, Hit, MemoryIn
 from brain.embedder import EmbedderUnavailable
-from brain.retrieval import RetrievalConfig, Retriever
-from brain.retrieval import telemetry as metrics
+from brain.retrieval import RetrievalConfig, Retriever, telemetry
 from brain.retrieval.fusion import above_floor, diversify, episode_context, evidence, rrf, zscore_fusion
 from brain.retrieval.query import compound_names, identifier_tokens, shape_query
 from brain.retrieval.render import estimate_tokens, fence_for, render_block, render_hit, within_budget
@@ -99,12 +98,12 @@ async def test_embedder_down_lexical_answers_alone_and_is_counted(
     service: MemoryService, owner: Actor
 ) -> None:
     ids = await _seed(service, owner)
-    before = metrics.retrieval_degraded.labels("embedder_down")._value.get()
+    before = telemetry.retrieval_degraded.labels("embedder_down")._value.get()
     r = Retriever(service.store, _DeadEmbedder())
     res = await r.retrieve("settlement worker refunds", Scope.of(["repo:payments"]))
     assert res.hits[0].id == ids[FACTS[1][1]]
     assert res.degraded == ["embedder_down"] and all("vector" not in h.legs for h in res.hits)
-    assert metrics.retrieval_degraded.labels("embedder_down")._value.get() == before + 1
+    assert telemetry.retrieval_degraded.labels("embedder_down")._value.get() == before + 1
 
 
 async def test_required_entries_are_force_included(service: MemoryService, owner: Actor) -> None:

@@ -18,10 +18,11 @@ from brain.core.errors import (
 )
 from brain.core.models import MAX_BODY, Actor, MemoryIn
 from brain.local.devdb import EmbeddedPostgres
-from brain.services.memory import MemoryService, parse_memory
+from brain.services.memory import MemoryService
+from brain.services.screening import parse_memory
 from brain.store import Scope, Store
 from brain.store import migrate as mig
-from tests.secret_corpus import POSITIVES
+from tests.kit.secret_corpus import POSITIVES
 
 
 async def test_note_sets_governance_fields_from_the_key(service: MemoryService, agent: Actor) -> None:
@@ -283,7 +284,7 @@ def test_the_pool_stays_inside_the_store() -> None:
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "operator"
+    root = Path(__file__).resolve().parents[2] / "operator"
     store = root / "brain" / "store"
     reach = re.compile(r"\.(_pool|pool_for_tests|pool)\b")
     found = [

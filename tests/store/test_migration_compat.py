@@ -1,6 +1,6 @@
 """Expand, then contract (#29): HEAD's migrations leave the previous release working on the newer
 schema, a build opens a schema one release newer as it is (a `helm rollback`), and a migration that
-breaks the previous release fails the check (tests/migration_compat.py) or, marked destructive, makes
+breaks the previous release fails the check (tests/kit/migration_compat.py) or, marked destructive, makes
 the older build refuse, naming both versions."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest_asyncio
 
 from brain.core.errors import SchemaMismatch
 from brain.store import migrate as mig
-from tests.migration_compat import Column, breaks, migrations_at, named_by, previous_release, snapshot
-from tests.pg_fixtures import fresh_database
+from tests.kit.database import fresh_database
+from tests.kit.migration_compat import Column, breaks, migrations_at, named_by, previous_release, snapshot
 
 DIM = 384
 HEAD = mig.available()

@@ -24,8 +24,10 @@ from pathlib import Path
 
 import pytest
 
-#: BRAIN_SKIP_BUDGET_FILE points elsewhere only for the budget's own tests (tests/test_skip_budget.py).
-BUDGET = Path(os.environ.get("BRAIN_SKIP_BUDGET_FILE") or Path(__file__).with_name("expected_skips.txt"))
+#: BRAIN_SKIP_BUDGET_FILE points elsewhere only for the budget's own tests (tests/kit/test_skip_budget.py).
+BUDGET = Path(
+    os.environ.get("BRAIN_SKIP_BUDGET_FILE") or Path(__file__).resolve().parents[1] / "expected_skips.txt"
+)
 CONDITIONS = ("always", "non-root", "env-unset:")
 
 

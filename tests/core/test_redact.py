@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from brain.core.errors import SecretRejected
 from brain.core.redact import SecretGate, redact, scan, scan_all
-from tests.secret_corpus import FRESH_CLEAN, FRESH_SECRETS, NEGATIVES, POSITIVES
+from tests.kit.secret_corpus import FRESH_CLEAN, FRESH_SECRETS, NEGATIVES, POSITIVES
 
 
 @pytest.mark.parametrize(("kind", "text"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _) in enumerate(POSITIVES)])

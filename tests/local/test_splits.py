@@ -11,8 +11,8 @@ from brain.local.eval import load_dataset
 from brain.local.evalgen import HELD_OUT, generate
 from brain.local.splits import SEED, SplitRule, split_units
 
-DATA = Path(__file__).parent / "data"
-LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo10-retrieval.json"
+DATA = Path(__file__).resolve().parents[1] / "data"
+LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo10-retrieval.json"
 SHARED_LOCOMO = Path("/work/shared/data/locomo10-retrieval.json")
 
 

@@ -1,4 +1,4 @@
-"""The real OpenTelemetry Collector fixture (tests/otel_fixtures.py, #31): OTLP in, spans back out."""
+"""The real OpenTelemetry Collector fixture (tests/kit/traces.py, #31): OTLP in, spans back out."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.otel_fixtures import _BUILT, Collector, CollectorBuildError, Span, _binary
+from tests.kit.traces import _BUILT, Collector, CollectorBuildError, Span, _binary
 
 
 def _attr(key: str, value: Any) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def otlp_trace(service: str, spans: list[dict[str, Any]]) -> dict[str, Any]:
         "resourceSpans": [
             {
                 "resource": {"attributes": [_attr("service.name", service)]},
-                "scopeSpans": [{"scope": {"name": "tests.test_otelcol"}, "spans": out}],
+                "scopeSpans": [{"scope": {"name": "tests.kit.test_otelcol"}, "spans": out}],
             }
         ]
     }
@@ -117,7 +117,7 @@ def test_a_parent_and_child_span_come_back_with_link_service_and_attributes(
         "brain.legs": ["vector", "lexical"],
     }
     assert (parent["status"], child["status"], child["status_message"]) == ("UNSET", "ERROR", "partial")
-    assert child["scope"] == "tests.test_otelcol"
+    assert child["scope"] == "tests.kit.test_otelcol"
     assert parent["end_time_unix_nano"] - parent["start_time_unix_nano"] == 5_000_000
 
 

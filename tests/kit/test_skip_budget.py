@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.skip_budget import BUDGET, parse_budget, unexpected
+from tests.kit.skip_budget import BUDGET, parse_budget, unexpected
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SKIPPING = """
 import pytest
@@ -31,7 +31,7 @@ def _run(tmp_path: Path, budget: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "BRAIN_SKIP_BUDGET"))}
     env.update(PYTHONPATH=str(ROOT), BRAIN_SKIP_BUDGET_FILE=str(tmp_path / "budget.txt"))
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "tests.skip_budget", "--rootdir", str(tmp_path),
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.kit.skip_budget", "--rootdir", str(tmp_path),
          "-c", "/dev/null", "-o", f"cache_dir={tmp_path / 'cache'}", str(tmp_path)],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip

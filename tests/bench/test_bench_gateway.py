@@ -10,10 +10,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "hack"))
 import bench_gateway as bg  # noqa: E402  (a bench script, not a package)
 import benchcheck as bc  # noqa: E402
+
+from brain.local.stats import percentile, rank_from_top  # noqa: E402
 
 TARGETS = [
     bg.Target("bare", "http://bare", "k", "/health"),
@@ -99,9 +101,9 @@ def test_a_failed_request_is_an_error_outcome() -> None:
 
 def test_pct_takes_the_sample_at_floor_q_n() -> None:
     xs = [float(i) for i in range(1, 301)]
-    assert bg.pct(xs, 0.5) == 151.0
-    assert bg.pct(xs, 0.99) == 298.0  # the 3rd largest of 300
-    assert bg.pct_rank(300, 0.99) == 3
-    assert bg.pct_rank(50, 0.99) == 1
-    assert bg.pct_rank(100, 0.99) == 1
-    assert bg.pct_rank(150, 0.99) == 2
+    assert percentile(xs, 0.5) == 151.0
+    assert percentile(xs, 0.99) == 298.0  # the 3rd largest of 300
+    assert rank_from_top(300, 0.99) == 3
+    assert rank_from_top(50, 0.99) == 1
+    assert rank_from_top(100, 0.99) == 1
+    assert rank_from_top(150, 0.99) == 2

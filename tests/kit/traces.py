@@ -1,6 +1,6 @@
 """Pytest plugin: a real OpenTelemetry Collector on loopback, so tests send OTLP and read the spans back.
 
-Register it once, in tests/conftest.py (``pytest_plugins = [..., "tests.otel_fixtures"]``).
+Register it once, in tests/conftest.py (``pytest_plugins = [..., "tests.kit.traces"]``).
 
 The collector is ``otelcol-brain`` (hack/otelcol: the OTLP receiver over HTTP and gRPC, the batch
 processor, the file and debug exporters, collector v0.161.0), built once per machine by
@@ -13,7 +13,7 @@ Fixtures
 
 The one-time build runs in ``pytest_collection_modifyitems`` when a collected test uses the
 fixture, so it is not charged to any test's pytest-timeout. A failed build makes every test that
-uses the fixture ERROR (never skip: tests/skip_budget.py), with the build's output.
+uses the fixture ERROR (never skip: tests/kit/skip_budget.py), with the build's output.
 
 :class:`Collector` is usable without pytest too (``with Collector(binary, folder) as c: ...``).
 """
@@ -40,7 +40,7 @@ import yaml
 
 from brain.local.devdb import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = ROOT / "hack" / "otelcol-build.sh"
 _FIXTURES = {"otel_collector"}
 #: what the collection-time build gave: the binary's path, or the build's failure

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.parallel_workers import kube_env_for_worker, schedule_order, work_unit, worker_number
+from tests.kit.workers import kube_env_for_worker, schedule_order, work_unit, worker_number
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KUBE_KEYS = (
     "BRAIN_KUBE_STATE",
     "BRAIN_KUBE_ETCD_PORT",
@@ -139,7 +139,7 @@ def _run_tree(tmp_path: Path, *args: str) -> dict[str, dict[str, str | None]]:
         f = tmp_path / path
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text("\n".join(RECORD.format(name=n, keys=KUBE_KEYS) for n in names))
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.parallel_workers"]\n')
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.kit.workers"]\n')
     records = tmp_path / "records"
     records.mkdir(exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BRAIN_KUBE_", "PYTEST_"))}

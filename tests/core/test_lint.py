@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from brain.core.errors import InstructionRejected
 from brain.core.lint import CLASSES, check, findings
-from tests.lint_corpus import (
+from tests.kit.lint_corpus import (
     FRESH_NEGATIVES,
     FRESH_POSITIVES,
     HELD_OUT_NEGATIVES,

@@ -2,7 +2,7 @@
 
 Register it once, in tests/conftest.py:
 
-    pytest_plugins = ["tests.kube_fixtures"]
+    pytest_plugins = ["tests.kit.cluster"]
 
 Fixtures
 - ``kube_cluster`` (session): brings the cluster up once (builds the binaries the first time on
@@ -33,11 +33,32 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HACK = ROOT / "hack"
 _FIXTURES = {"kube_cluster", "kube_namespace"}
 #: cluster-up's result when collection started the cluster (the kube_cluster fixture takes it over)
 _STARTED = pytest.StashKey[subprocess.CompletedProcess[str]]()
+
+
+def run_tool(
+    binary: str,
+    *args: str,
+    env: dict[str, str],
+    input: str | None = None,
+    check: bool = True,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """kubectl (or helm, kind) against the cluster `env` names: the one place the suite, the e2e
+    stories and the benches run it, so a failure always says the command, its exit and its output."""
+    proc = subprocess.run(
+        [binary, *args], input=input, capture_output=True, text=True, env=env, timeout=timeout
+    )
+    if check and proc.returncode != 0:
+        name = Path(binary).name
+        raise AssertionError(
+            f"{name} {' '.join(args)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
+    return proc
 
 
 @dataclass(frozen=True)
@@ -65,20 +86,7 @@ class KubeCluster:
         timeout: float = 120,
     ) -> subprocess.CompletedProcess[str]:
         """Run kubectl/helm/kind from the cluster's bin folder against this cluster."""
-        proc = subprocess.run(
-            [self.tool(tool), *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=timeout,
-        )
-        if check and proc.returncode != 0:
-            raise AssertionError(
-                f"{tool} {' '.join(args)} exited {proc.returncode}\n"
-                f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-            )
-        return proc
+        return run_tool(self.tool(tool), *args, env=self.env, input=input, check=check, timeout=timeout)
 
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120

@@ -1,7 +1,7 @@
 """The instruction lint's corpus: what it must refuse (per class) and tricky text it must let through.
 
 POSITIVES: (class, kind, text) — the lint must report `class` for `text` written as `kind`.
-NEGATIVES: (group, kind, text) — must pass clean. `python -m tests.lint_corpus` prints per-class
+NEGATIVES: (group, kind, text) — must pass clean. `python -m tests.kit.lint_corpus` prints per-class
 true- and false-positive counts for this corpus and the secret gate's (docs/security.md quotes them).
 """
 
@@ -336,14 +336,14 @@ def held_out_report(
 def gate_report() -> tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]]:
     """(detector → (found, positives)), (negative group → (flagged, texts))."""
     from brain.core.redact import scan_all
-    from tests.secret_corpus import NEGATIVE_CASES
-    from tests.secret_corpus import POSITIVES as SECRETS
+    from tests.kit.secret_corpus import NEGATIVE_CASES
+    from tests.kit.secret_corpus import POSITIVES as SECRETS
 
     pos: dict[str, tuple[int, int]] = {}
     for kind, text in SECRETS:
         tp, n = pos.get(kind, (0, 0))
         pos[kind] = (tp + (kind in {f.type for f in scan_all(text)}), n + 1)
-    from tests.secret_corpus import FRESH_CLEAN, FRESH_SECRETS
+    from tests.kit.secret_corpus import FRESH_CLEAN, FRESH_SECRETS
 
     pos["(round 2: any detector)"] = (sum(bool(scan_all(t)) for t in FRESH_SECRETS), len(FRESH_SECRETS))
     neg: dict[str, tuple[int, int]] = {

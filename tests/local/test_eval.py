@@ -16,7 +16,7 @@ from brain.retrieval.compose import ComposeConfig
 from brain.retrieval.pipeline import Floor, RetrievalConfig
 from brain.store import Store
 
-MINI = Path(__file__).parent / "data" / "mini_eval.json"
+MINI = Path(__file__).resolve().parents[1] / "data" / "mini_eval.json"
 
 
 async def test_eval_honours_scope_supersede_and_as_of(store: Store, embedder) -> None:  # type: ignore[no-untyped-def]
@@ -100,8 +100,8 @@ def test_cli_reports_malformed_dataset_without_traceback(
     assert "memories[0] (id 'a'): field 'namespace'" in capsys.readouterr().err
 
 
-TEAM = Path(__file__).parent / "data" / "team_eval.json"
-GENERATED = Path(__file__).parent / "data" / "generated_eval.json"
+TEAM = Path(__file__).resolve().parents[1] / "data" / "team_eval.json"
+GENERATED = Path(__file__).resolve().parents[1] / "data" / "generated_eval.json"
 
 
 async def test_fused_ranking_abstains_as_often_as_the_vector_leg_and_keeps_its_recall(

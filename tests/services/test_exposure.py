@@ -20,8 +20,7 @@ from brain.jobs.digest import run_digest
 from brain.services.digests import latest_digest
 from brain.services.exposure import exposure
 from brain.services.memory import MemoryService
-from brain.store import Store
-from brain.store import exposure as rows
+from brain.store import Store, exposure_rows
 
 BRAINCTL = str(Path(sys.executable).parent / "brainctl")
 GH_TOKEN = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
@@ -37,7 +36,7 @@ async def test_receipts_merge_per_conversation_and_owners_read_them(
 ) -> None:
     mid = await _memory(service, owner, "repo:a", "the build cache lives on the blue volume")
     now = datetime.now(UTC)
-    n = await rows.record(
+    n = await exposure_rows.record(
         store,
         [
             (mid, "claude-mac", "c1", "chat", now),
@@ -47,7 +46,7 @@ async def test_receipts_merge_per_conversation_and_owners_read_them(
         ],
     )
     assert n == 2
-    await rows.record(store, [(mid, "claude-mac", "c1", "chat", now + timedelta(seconds=9))])
+    await exposure_rows.record(store, [(mid, "claude-mac", "c1", "chat", now + timedelta(seconds=9))])
     doc = await exposure(store, mid, owner)
     assert doc["count"] == 2 and doc["keys"] == ["claude-mac", "codex-ci"]
     c1 = next(c for c in doc["conversations"] if c["conversation"] == "c1")
@@ -75,7 +74,7 @@ async def test_receipts_merge_per_conversation_and_owners_read_them(
     await store.pool_for_tests.execute(
         "UPDATE memory_exposures SET last_at = now() - interval '31 days' WHERE conversation = 'c2'"
     )
-    assert await rows.prune(store, 30) == 1
+    assert await exposure_rows.prune(store, 30) == 1
     assert (await exposure(store, mid, owner))["count"] == 1
 
 
@@ -109,7 +108,7 @@ async def test_a_replica_tells_each_conversation_once_and_only_of_an_owners_retr
     assert set(other.pending) == {("codex-ci", "c2")}
 
     leaky = await _memory(service, owner, "repo:a", "the CI token is in the vault")
-    await rows.record(store, [(leaky, "codex-ci", "c3", "chat", now)])
+    await exposure_rows.record(store, [(leaky, "codex-ci", "c3", "chat", now)])
     await service.retire(leaky, f"wrong, and it named {GH_TOKEN}", owner)  # a retire reason is not gated
     await other.refresh(store)
     [told] = other.pending[("codex-ci", "c3")]
@@ -128,7 +127,7 @@ async def test_the_digest_lists_the_weeks_retractions_with_their_conversations_p
     mid = await _memory(service, owner, "repo:pay", "refunds are batched at midnight UTC")
     quiet = await _memory(service, owner, "repo:ops", "the pager rota is in the wiki")
     now = datetime.now(UTC)
-    await rows.record(
+    await exposure_rows.record(
         store,
         [(mid, "claude-mac", f"c{i}", "chat", now) for i in range(3)]
         + [(quiet, "claude-mac", "c9", "chat", now)],

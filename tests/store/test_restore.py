@@ -22,10 +22,10 @@ from brain.core.models import Actor, MemoryIn
 from brain.local.devdb import EmbeddedPostgres, pg_tool
 from brain.services.memory import MemoryService
 from brain.store import Store, roles
-from tests.pg_fixtures import fresh_database
+from tests.kit.database import fresh_database
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OTHER_MODEL = "BAAI/bge-small-en-v1.5"
 
 
