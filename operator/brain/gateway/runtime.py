@@ -7,9 +7,9 @@ injection cache) and the per-call context the pre- and post-call hooks share.
 
 LiteLLM imports our hooks and auth by dotted path, so those two entry points reach this state
 through one process-wide `Runtime` (`get_runtime()`); every other surface is handed it where the
-app is built (`brain.gateway.tools.Tools`, for REST and MCP). Nothing here may stop the proxy from serving: the
-database is opened (and migrated) in the background with retries, the offline model loads in a
-thread, and until they are there the hooks simply add no memory.
+app is built (`brain.gateway.tools.Tools`, for REST and MCP). Nothing here may stop the proxy from
+serving: the database is opened (and migrated) in the background with retries, the offline model
+loads in a thread, and until they are there the hooks simply add no memory.
 """
 
 from __future__ import annotations

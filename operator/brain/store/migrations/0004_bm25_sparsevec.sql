@@ -46,7 +46,7 @@ ALTER TABLE memories ADD COLUMN bm25 sparsevec(999999937);
 
 -- Every write path (notes, ingest, capture, supersede, import, reindex) inserts through here. A
 -- BEFORE trigger cannot read the generated `tsv`, so it builds the same tsvector from the same
--- columns (the expression is migration 0001's; tests/store/test_lexical.py checks the two agree). Weights
+-- columns (the expression is migration 0001's; tests/test_lexical.py checks the two agree). Weights
 -- a caller supplies are replaced, never trusted.
 CREATE FUNCTION brain_bm25_weights() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE tsv tsvector := setweight(to_tsvector('english', coalesce(NEW.title, '')), 'A')
