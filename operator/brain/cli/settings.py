@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from brain.core.contract import DEFAULT_EMBEDDING_DIM, DEFAULT_EMBEDDING_MODEL, Env
+from brain.core.contract import DEFAULT_EMBEDDING_MODEL, Env, parse_embedding_dim
 from brain.local.settings import LocalSettings, load_local_settings
 
 
@@ -28,9 +28,7 @@ class CliSettings:
 
     @property
     def embedding_dim(self) -> int:
-        return int(
-            self.embedding_dim_raw if self.embedding_dim_raw is not None else str(DEFAULT_EMBEDDING_DIM)
-        )
+        return parse_embedding_dim(self.embedding_dim_raw)
 
 
 def load_cli_settings(environ: Mapping[str, str] = os.environ) -> CliSettings:

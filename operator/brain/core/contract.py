@@ -22,6 +22,12 @@ DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_EMBEDDING_DIM = 384
 
 
+def parse_embedding_dim(raw: str | None) -> int:
+    """$BRAIN_EMBEDDING_DIM as a process got it (None: unset, the default model's). Parsed where it
+    is used, so a bad value fails the command that needs it, with int()'s own message."""
+    return int(raw) if raw is not None else DEFAULT_EMBEDDING_DIM
+
+
 class Env:
     """Environment variable names shared by the renderer and the pods."""
 

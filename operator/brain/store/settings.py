@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from brain.core.contract import DEFAULT_EMBEDDING_DIM, Env
+from brain.core.contract import Env, parse_embedding_dim
 
 
 @dataclass(frozen=True)
@@ -16,9 +16,7 @@ class MigrateSettings:
 
     @property
     def embedding_dim(self) -> int:
-        return int(
-            self.embedding_dim_raw if self.embedding_dim_raw is not None else str(DEFAULT_EMBEDDING_DIM)
-        )
+        return parse_embedding_dim(self.embedding_dim_raw)
 
 
 def load_migrate_settings(environ: Mapping[str, str] = os.environ) -> MigrateSettings:

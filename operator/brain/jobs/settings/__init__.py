@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from brain.core.contract import DEFAULT_EMBEDDING_DIM, Env
+from brain.core.contract import Env, parse_embedding_dim
 from brain.core.tracing import TraceSettings
 
 
@@ -31,9 +31,7 @@ class JobSettings:
     @property
     def embedding_dim(self) -> int:
         """The dimension an embedder client is built for: $BRAIN_EMBEDDING_DIM, else the default."""
-        return int(
-            self.embedding_dim_raw if self.embedding_dim_raw is not None else str(DEFAULT_EMBEDDING_DIM)
-        )
+        return parse_embedding_dim(self.embedding_dim_raw)
 
     @property
     def embedding_dim_or_none(self) -> int | None:
