@@ -240,7 +240,7 @@ async def load_into(
         episodic=True,
     )
     applied = await apply(MemoryService(store, embedder), plan, actor)
-    # A record the door refuses (LoCoMo holds a few turns that read like instructions to an agent)
+    # A record the door refuses (LoCoMo holds three: an instruction to an agent, two credentials)
     # is one no brain would hold: it is left out and named, and a query it answers misses it, so
     # the figures are those of what a brain admits. The report lists them (`refused`).
     for key, reason in applied.rejects:
