@@ -80,7 +80,13 @@ async def write(
     exchange: Exchange,
     filtered: str | None,
 ) -> CaptureOutcome:
-    """The capture of one exchange: each entry kept or proposed through the door, then its event."""
+    """The capture of one exchange: each entry kept or proposed through the door, then its event. A
+    caller the door would not let write there (a read key, a key confined elsewhere) leaves nothing:
+    no entry, no proposal, no event."""
+    try:
+        service.authorize_write(captured_as(exchange.caller), exchange.write_namespace)
+    except BrainError as e:
+        return CaptureOutcome(filtered=[e.code for _ in (*to_keep, *to_review)])
     outcome = await keep(service, to_keep, exchange)
     await propose(service, to_review, exchange, outcome)
     await record(service, exchange, outcome, filtered)
@@ -120,7 +126,13 @@ async def keep(service: MemoryService, items: Sequence[CapturedItem], exchange: 
 async def propose(
     service: MemoryService, items: Sequence[CapturedItem], exchange: Exchange, out: CaptureOutcome
 ) -> None:
-    """Queue each item for an owner instead of storing it (masked first, like `keep`)."""
+    """Queue each item for an owner instead of storing it (masked first, like `keep`), if the caller
+    may write its namespace at all: a proposal is a write waiting for an owner."""
+    try:
+        service.authorize_write(captured_as(exchange.caller), exchange.write_namespace)
+    except BrainError as e:
+        out.filtered += [e.code for _ in items]
+        return
     for item in items:
         try:
             masked = gate_fields(

@@ -105,7 +105,7 @@ def may_pin(actor: Actor) -> bool:
 
 
 def read_only(actor: Actor) -> bool:
-    """A read key never writes, on any surface: the door refuses it (`_authorize_write`), and a
+    """A read key never writes, on any surface: the door refuses it (`authorize_write`), and a
     surface that would do work before reaching the door (the gateway's capture queue) asks here."""
     return actor.role == "read"
 
@@ -192,7 +192,9 @@ class MemoryService:
     def _screen(self, item: MemoryIn, actor: Actor) -> MemoryIn:
         return screen(item, self.gate, origin=actor.origin)
 
-    def _authorize_write(self, actor: Actor, namespace: str) -> None:
+    def authorize_write(self, actor: Actor, namespace: str) -> None:
+        """Whether `actor` may write `namespace` at all: every write of the door asks it first, and so
+        do the writes of other rooms' queues (capture's proposals and its event)."""
         if import_name(actor.name) and not is_import(actor):
             raise Forbidden(
                 f"{actor.name!r} is the name an import writes as (source:<name>, digest); "
@@ -256,7 +258,7 @@ class MemoryService:
     async def note(
         self, item: MemoryIn, actor: Actor, *, standing: bool = False, required: bool = False
     ) -> NoteResult:
-        self._authorize_write(actor, item.namespace)
+        self.authorize_write(actor, item.namespace)
         self._authorize_kind(actor, item.kind)
         if (standing or required) and not may_pin(actor):
             raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
@@ -274,7 +276,7 @@ class MemoryService:
         self, memory_id: str, item: MemoryIn, expected_hash: str | None, actor: Actor
     ) -> Memory:
         current = (await self.store.get(memory_id)).memory
-        self._authorize_write(actor, current.namespace)
+        self.authorize_write(actor, current.namespace)
         self._authorize_kind(actor, item.kind, was=current.kind)  # a note never becomes a skill by supersede
         self._authorize_replace(actor, current.id, current.author, current.origin)
         if current.tier == "curated" and actor.role != "owner" and actor.origin != "import":
@@ -302,7 +304,7 @@ class MemoryService:
         proposal for an owner (screened like any draft) instead of refused; everything else is `note`."""
         if may_write_kind(actor, item.kind) or read_only(actor) or item.kind == "digest":
             return await self.note(item, actor, standing=standing, required=required)
-        self._authorize_write(actor, item.namespace)
+        self.authorize_write(actor, item.namespace)
         if standing or required:  # a proposal carries no pin: asking for one is refused, not dropped
             raise Forbidden("only an owner (or an owner's import) may pin standing or required entries")
         return await self._propose(item, actor, None, None)
@@ -316,7 +318,7 @@ class MemoryService:
         kinds = (item.kind, current.kind)
         if read_only(actor) or "digest" in kinds or all(may_write_kind(actor, k) for k in kinds):
             return await self.supersede(memory_id, item, expected_hash, actor)
-        self._authorize_write(actor, current.namespace)
+        self.authorize_write(actor, current.namespace)
         if current.status != "active":
             raise Conflict(f"memory {memory_id} is {current.status}, not the current version", field="id")
         if expected_hash is not None and expected_hash != current.content_hash:
@@ -389,7 +391,7 @@ class MemoryService:
     ) -> Memory:
         """Soft delete. Another author's entry needs `expected_hash` (owners excepted; see Store)."""
         current = (await self.store.get(memory_id)).memory
-        self._authorize_write(actor, current.namespace)
+        self.authorize_write(actor, current.namespace)
         self._authorize_replace(actor, memory_id, current.author, current.origin)
         if current.tier == "curated" and actor.role != "owner":
             raise Forbidden(f"memory {memory_id} is curated; only an owner can forget it")
@@ -406,14 +408,14 @@ class MemoryService:
         if actor.role != "owner":
             raise Forbidden("only an owner key can restore a memory")
         current = (await self.store.get(memory_id)).memory
-        self._authorize_write(actor, current.namespace)
+        self.authorize_write(actor, current.namespace)
         return await self.writer.restore(memory_id, self.gate.check("reason", reason), actor=actor)
 
     async def retire(self, memory_id: str, reason: str, actor: Actor) -> Memory:
         if actor.role != "owner" and actor.origin != "import":
             raise Forbidden("only an owner can retire a memory")
         current = (await self.store.get(memory_id)).memory
-        self._authorize_write(actor, current.namespace)  # a confined owner retires only in its namespaces
+        self.authorize_write(actor, current.namespace)  # a confined owner retires only in its namespaces
         self._authorize_replace(actor, memory_id, current.author, current.origin)
         return await self.writer.set_status(
             memory_id, "retired", reason, actor=actor, only_author=actor.name if is_import(actor) else None
@@ -426,7 +428,7 @@ class MemoryService:
         existed, or by a path that skipped the door, is refused here by the same codes as a new write."""
         if actor.role == "owner":  # the store refuses everyone else, naming the role
             current = (await self.store.get(memory_id)).memory
-            self._authorize_write(actor, current.namespace)  # promoting and pinning are writes too
+            self.authorize_write(actor, current.namespace)  # promoting and pinning are writes too
             stored = MemoryIn(
                 body=current.body,
                 title=current.title,
@@ -460,7 +462,7 @@ class MemoryService:
         Only a check: nothing is written. `brain.services.plan.apply` writes an `Admitted` only if
         this door issued that very object (`issued`); any other is admitted again, so one made
         anywhere else is never trusted."""
-        self._authorize_write(actor, item.namespace)
+        self.authorize_write(actor, item.namespace)
         self._authorize_kind(actor, item.kind, was=replaces.kind if replaces else None)
         if replaces is not None:
             self._authorize_replace(actor, replaces.id, replaces.author, replaces.origin)
@@ -565,7 +567,7 @@ class MemoryService:
         if actor.role != "owner":
             raise Forbidden("only an owner key can purge a memory")
         current = (await self.store.get(memory_id)).memory
-        self._authorize_write(actor, current.namespace)
+        self.authorize_write(actor, current.namespace)
         await self.writer.purge(memory_id, self.gate.check("reason", reason), TOMBSTONE, actor=actor)
         return await self.store.get(memory_id)
 
