@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from brain.core.contract import RetrievalFloor
 from brain.embedder import LocalEmbedder
 from brain.local.devdb import EmbeddedPostgres
 from brain.local.eval import MODES, evaluate, load_dataset, load_into
 from brain.retrieval import calibration
-from brain.retrieval.pipeline import Floor, RetrievalConfig
+from brain.retrieval.pipeline import RetrievalConfig
 from brain.store import Store
 
 
@@ -46,10 +47,10 @@ class CachedEmbedder:
 
 ALL_PROBES = calibration.PROBES
 VARIANTS: dict[str, dict[str, Any]] = {
-    "fixed-floor": {"floor": Floor(calibration=0)},
+    "fixed-floor": {"floor": RetrievalFloor(calibration=0)},
     "calibrated": {},
-    "calibrated-0.9": {"floor": Floor(calibration=0.9)},
-    "calibrated-max": {"floor": Floor(calibration=1.0)},
+    "calibrated-0.9": {"floor": RetrievalFloor(calibration=0.9)},
+    "calibrated-max": {"floor": RetrievalFloor(calibration=1.0)},
     # robustness to the probe sample: each half of PROBES alone
     "probes-even": {"probes": slice(0, None, 2)},
     "probes-odd": {"probes": slice(1, None, 2)},

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from brain.cli import main
+from brain.core.contract import RetrievalFloor
 from brain.core.errors import InvalidInput
 from brain.local.eval import evaluate, format_report, load_dataset, load_into
 from brain.retrieval.compose import ComposeConfig
-from brain.retrieval.pipeline import Floor, RetrievalConfig
+from brain.retrieval.pipeline import RetrievalConfig
 from brain.store import Store
 
 MINI = Path(__file__).resolve().parents[1] / "data" / "mini_eval.json"
@@ -143,7 +144,7 @@ async def test_fused_ranking_abstains_as_often_as_the_vector_leg_and_keeps_its_r
         mapping,
         modes=["hybrid"],
         ks=[5],
-        config=RetrievalConfig(floor=Floor(gate=False), embed_timeout_s=30.0),
+        config=RetrievalConfig(floor=RetrievalFloor(gate=False), embed_timeout_s=30.0),
     )
     for split in ("dev", "test"):
         fused, vector = gated["modes"]["hybrid"]["splits"][split], gated["modes"]["vector"]["splits"][split]
@@ -189,7 +190,7 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
         mapping,
         modes=["hybrid"],
         ks=[5],
-        config=RetrievalConfig(floor=Floor(vector=0, lexical=0, trigram=0), embed_timeout_s=30.0),
+        config=RetrievalConfig(floor=RetrievalFloor(vector=0, lexical=0, trigram=0), embed_timeout_s=30.0),
     )
     assert unfloored["modes"]["hybrid"]["abstain"] == 0.0
     assert hybrid["injected_tokens_mean"] < unfloored["modes"]["hybrid"]["injected_tokens_mean"] / 2
@@ -202,7 +203,7 @@ async def test_team_set_abstains_on_unrelated_questions_and_keeps_recall(store: 
         mapping,
         modes=["hybrid"],
         ks=[5],
-        config=RetrievalConfig(floor=Floor(calibration=0), embed_timeout_s=30.0),
+        config=RetrievalConfig(floor=RetrievalFloor(calibration=0), embed_timeout_s=30.0),
     )
     fixed_para = fixed["modes"]["hybrid"]["by_category"]["paraphrase"]["recall@5"]
     assert fixed_para < hybrid["by_category"]["paraphrase"]["recall@5"], (fixed_para, hybrid)

@@ -81,10 +81,10 @@ def test_invalid_brain_is_refused_naming_the_field(path: str, value: Any, named:
 def test_floor_defaults_are_the_gateways() -> None:
     """The CRD's defaults and the pods' own defaults are one contract: a Brain without `floor`
     and a gateway run without a config behave the same."""
-    from brain.retrieval.pipeline import Floor
+    from brain.core.contract import RetrievalFloor
 
     rendered = Brain.model_validate(sample("brain.yaml")).spec.gateway.retrieval.floor
-    assert rendered.model_dump() == Floor().model_dump()
+    assert rendered.model_dump() == RetrievalFloor().model_dump()
 
 
 def test_duplicate_model_names_refused() -> None:

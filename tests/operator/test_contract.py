@@ -279,13 +279,16 @@ def test_the_crd_and_the_gateway_share_the_retrieval_section() -> None:
     same defaults, same bounds: a value the CRD admits, the gateway admits, and no more."""
     from brain.core.contract import RetrievalFloor, RetrievalSection
     from brain.gateway.settings import RetrievalSettings
-    from brain.retrieval.pipeline import Floor
+    from brain.retrieval.pipeline import RetrievalConfig
     from brain_operator.api import Retrieval
     from brain_operator.api import RetrievalFloor as CRDFloor
 
     assert _bounds(Retrieval) == _bounds(RetrievalSection)
     assert _bounds(CRDFloor) == _bounds(RetrievalFloor)
-    assert issubclass(RetrievalSettings, RetrievalSection) and Floor is RetrievalFloor
+    assert (
+        issubclass(RetrievalSettings, RetrievalSection)
+        and RetrievalConfig.model_fields["floor"].annotation is RetrievalFloor
+    )
     assert set(RetrievalSettings.model_fields) - set(RetrievalSection.model_fields) == {"cache_ttl_s"}
 
 

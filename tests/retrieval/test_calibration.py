@@ -6,10 +6,11 @@ import asyncio
 
 import pytest
 
+from brain.core.contract import RetrievalFloor
 from brain.core.models import Actor, MemoryIn
 from brain.embedder import LocalEmbedder
 from brain.retrieval.calibration import MAX_SAMPLING, PROBES, calibrated_floor
-from brain.retrieval.pipeline import Floor, RetrievalConfig, Retriever
+from brain.retrieval.pipeline import RetrievalConfig, Retriever
 from brain.store import Store
 from brain.store.store import Scope, embed_text
 from brain.store.writer import StoreWriter
@@ -53,7 +54,7 @@ async def test_quiet_scope_lowers_the_floor_noisy_scope_keeps_it(
         await retriever.warm(scope)
     assert retriever._floors(eng)["vector"] < 0.3
     assert retriever._floors(chat)["vector"] == 0.3
-    fixed = Retriever(store, embedder, RetrievalConfig(floor=Floor(calibration=0)))
+    fixed = Retriever(store, embedder, RetrievalConfig(floor=RetrievalFloor(calibration=0)))
     await fixed.warm(eng)
     assert fixed._floors(eng)["vector"] == 0.3
 
@@ -64,7 +65,9 @@ async def test_weak_paraphrase_answered_in_quiet_scope_and_small_talk_still_gets
     await _load(store, embedder, "repo:eng", ENGINEERING)
     eng = Scope.of(["repo:eng"])
     calibrated = Retriever(store, embedder, RetrievalConfig(embed_timeout_s=30.0))
-    fixed = Retriever(store, embedder, RetrievalConfig(embed_timeout_s=30.0, floor=Floor(calibration=0)))
+    fixed = Retriever(
+        store, embedder, RetrievalConfig(embed_timeout_s=30.0, floor=RetrievalFloor(calibration=0))
+    )
     for r in (calibrated, fixed):
         await r.warm(eng)
     question = "when do schema changes get applied?"  # cosine ~0.23 to the migrations note

@@ -15,28 +15,33 @@ from brain.core.errors import BrainError, InvalidInput
 
 
 def parse_floor(spec: str | None) -> Any:
-    """`vector=0.4,lexical=0.6,calibration=0` → a Floor: three legs and the vector floor's
+    """`vector=0.4,lexical=0.6,calibration=0` → a RetrievalFloor: three legs and the vector floor's
     calibration quantile; unknown names and values outside [0, 1] are refused by name."""
     from pydantic import ValidationError
 
-    from brain.retrieval.pipeline import Floor
+    from brain.core.contract import RetrievalFloor
 
     if not spec:
-        return Floor()
+        return RetrievalFloor()
     values: dict[str, str] = {}
     for part in spec.split(","):
         leg, sep, value = part.partition("=")
         if not sep:
             raise InvalidInput(
-                f"--floor: {part!r} is not NAME=VALUE (names: {', '.join(Floor.model_fields)})", field="floor"
+                f"--floor: {part!r} is not NAME=VALUE (names: {', '.join(RetrievalFloor.model_fields)})",
+                field="floor",
             )
         values[leg.strip()] = value.strip()
     try:
-        return Floor.model_validate(values)
+        return RetrievalFloor.model_validate(values)
     except ValidationError as e:
         err = e.errors()[0]
         leg = ".".join(str(x) for x in err["loc"])
-        accepted = "a number in [0, 1]" if leg in Floor.model_fields else ", ".join(Floor.model_fields)
+        accepted = (
+            "a number in [0, 1]"
+            if leg in RetrievalFloor.model_fields
+            else ", ".join(RetrievalFloor.model_fields)
+        )
         raise InvalidInput(
             f"--floor: {leg}: {err['msg']} (accepted: {accepted})", field=f"floor.{leg}"
         ) from None

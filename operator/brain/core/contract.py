@@ -90,7 +90,8 @@ class CaptureSection(_Section):
 
 class RetrievalFloor(_Section):
     """`brain.retrieval.floor`: the least absolute evidence, per leg, for a memory to be injected at
-    all (each in [0, 1]); brain.retrieval.pipeline uses it as its `Floor`.
+    all (each in [0, 1]); brain.retrieval.pipeline's
+    `RetrievalConfig.floor`.
 
     Evidence per leg: cosine similarity for `vector`, the share of the query's IDF its BM25 covers for
     `lexical`, the share of the query's identifiers it contains for `trigram`. A memory passes when

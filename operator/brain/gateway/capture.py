@@ -22,7 +22,7 @@ Capture keeps only what is new (#32):
 - *Download-then-run*: a code block that fetches from a host outside `capture.trustedHosts` and runs
   something (`untrusted_fetch`: curl | sh, `RUN pip install --index-url …`, a Makefile target, a
   Python `urlopen` + `exec`, a `terminal` transcript) is marked for review; the write path queues it
-  as a proposal for an owner instead of storing it (`brain.services.capture.propose`).
+  as a proposal for an owner instead of storing it (`brain.services.capture.write`).
 
 `CaptureQueue` is a bounded queue drained by a few workers: `submit` never waits; a full queue
 drops the job and counts it.

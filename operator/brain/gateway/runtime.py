@@ -281,17 +281,12 @@ class Runtime:
         service = self.service
         if service is None or injection is None:
             return
-        done = injection
+        ids, query = injection.ids, injection.query
         self.capture.submit(
             lambda: service.retrieved(
-                ctx.actor,
-                done.ids,
-                done.query,
-                namespace=ctx.write_namespace,
-                api=ctx.api,
-                namespaces=ctx.namespaces,
+                ctx.actor, ids, query, namespace=ctx.write_namespace, api=ctx.api, namespaces=ctx.namespaces
             ),
-            "touch" if injection.ids else "event",
+            "touch" if ids else "event",
         )
 
     def capture_exchange(self, ctx: CallContext, answer: str, reasoning: str, model: str | None) -> None:

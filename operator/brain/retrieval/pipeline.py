@@ -67,10 +67,6 @@ async def _none() -> None:
     return None
 
 
-#: The floor of the `brain.retrieval` section (brain.core.contract), one model for the operator and the pods.
-Floor = RetrievalFloor
-
-
 class RetrievalConfig(BaseModel):
     """Knobs of Brain.spec.gateway.retrieval. Seeds' defaults (80 candidates a leg, RRF k=60 available as
     `fusion: rrf`); z-score fusion is the default because it measured better (docs/benchmarks.md)."""
@@ -101,7 +97,7 @@ class RetrievalConfig(BaseModel):
     # share of its score (plus those naming what it names and the question does not: a second hop);
     # 0 injects up to top_k. fusion.selective; 0.55 chosen on dev (docs/performance.md).
     standout_ratio: float = Field(default=0.55, ge=0, le=1)
-    floor: Floor = Field(default_factory=Floor)
+    floor: RetrievalFloor = Field(default_factory=RetrievalFloor)
 
 
 @dataclass

@@ -88,8 +88,8 @@ async def write(
     except BrainError as e:
         return CaptureOutcome(filtered=[e.code for _ in (*to_keep, *to_review)])
     outcome = await keep(service, to_keep, exchange)
-    await propose(service, to_review, exchange, outcome)
-    await record(service, exchange, outcome, filtered)
+    await _propose(service, to_review, exchange, outcome)
+    await _record(service, exchange, outcome, filtered)
     return outcome
 
 
@@ -123,16 +123,12 @@ async def keep(service: MemoryService, items: Sequence[CapturedItem], exchange: 
     return out
 
 
-async def propose(
+async def _propose(
     service: MemoryService, items: Sequence[CapturedItem], exchange: Exchange, out: CaptureOutcome
 ) -> None:
-    """Queue each item for an owner instead of storing it (masked first, like `keep`), if the caller
-    may write its namespace at all: a proposal is a write waiting for an owner."""
-    try:
-        service.authorize_write(captured_as(exchange.caller), exchange.write_namespace)
-    except BrainError as e:
-        out.filtered += [e.code for _ in items]
-        return
+    """Queue each item for an owner instead of storing it (masked first, like `keep`). Only `write`
+    calls it, after the door said the caller may write the namespace: a proposal is a write waiting
+    for an owner."""
     for item in items:
         try:
             masked = gate_fields(
@@ -166,7 +162,7 @@ async def propose(
         out.proposed.append(pid)
 
 
-async def record(
+async def _record(
     service: MemoryService, exchange: Exchange, outcome: CaptureOutcome, filtered: str | None
 ) -> None:
     """The `capture` event: what was stored and why the rest was not (the digest and review read it)."""
