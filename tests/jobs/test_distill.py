@@ -10,13 +10,13 @@ import pytest
 from brain.core.errors import Conflict, Forbidden
 from brain.core.models import Actor, MemoryIn
 from brain.jobs.distill import (
-    DistillConfig,
     InvalidOutput,
     cluster_vectors,
     load_prompt,
     parse_draft,
     run_distill,
 )
+from brain.jobs.settings.distill import DistillConfig
 from brain.services import approval, proposals
 from brain.services.memory import MemoryService
 from brain.store import Store

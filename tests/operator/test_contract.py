@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from brain.core.contract import Env
 from brain.gateway.settings import load_settings
-from brain.jobs.distill import DistillConfig
+from brain.jobs.settings.distill import DistillConfig
 from brain_operator.api import Brain
 from brain_operator.render.litellm_config import CALLBACKS, CUSTOM_AUTH, render_litellm_config
 

@@ -26,7 +26,8 @@ from brain.core.redact import SecretGate
 from brain.embedder import LocalEmbedder
 from brain.ingest.items import Item, Parsed
 from brain.ingest.sync import sync
-from brain.jobs.distill import DistillConfig, run_distill
+from brain.jobs.distill import run_distill
+from brain.jobs.settings.distill import DistillConfig
 from brain.services import proposals
 from brain.services.memory import MemoryService
 from brain.services.screening import screen

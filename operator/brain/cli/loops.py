@@ -12,8 +12,8 @@ from brain.cli.common import command, open_service
 @command("distill")
 async def cmd_distill(args: argparse.Namespace) -> int:
     from brain.jobs.common import finish_run, start_run
-    from brain.jobs.distill import DistillConfig, run_distill
-    from brain.jobs.settings.distill import load_distill_config
+    from brain.jobs.distill import run_distill
+    from brain.jobs.settings.distill import DistillConfig, load_distill_config
 
     cfg = load_distill_config()  # the distill job's own variables (BRAIN_DISTILL_*, BRAIN_GATEWAY_URL)
     if args.model:
