@@ -58,7 +58,7 @@ agents: ## the pinned agent CLIs (Claude Code, Codex) tests/agents drives, into 
 	bash hack/agents.sh
 
 bench: install ## benchmarks → docs/benchmarks.md
-	$(PY) hack/bench.py --out docs/benchmarks.md
+	$(PY) -m hack.bench --out docs/benchmarks.md
 
 release: install ## cut release VERSION=x.y.z: version, CHANGELOG, commit + tag, hack/releases.txt, dist/ chart, images (IMAGES=0: none)
 	VERSION=$(VERSION) IMAGES=$(or $(IMAGES),1) bash hack/release.sh

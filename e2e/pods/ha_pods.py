@@ -1,4 +1,4 @@
-"""Helpers for high availability on real pods (e2e/pods/test_ha.py, hack/bench_ha.py): a Brain on a
+"""Helpers for high availability on real pods (e2e/pods/test_ha.py, hack/bench/ha.py): a Brain on a
 real 2-instance CloudNativePG Cluster, and a bounded stream of chats and memory writes whose every
 outcome is recorded with its time, so a test can say what a user saw during a failover.
 """
@@ -215,7 +215,7 @@ def failover_figures(outcomes: list[Outcome], t_delete: float, t_promoted: float
 
 
 def save_figures(name: str, figures: dict[str, Any]) -> None:
-    """hack/bench_ha.py reads these (BRAIN_HA_FIGURES=<folder>); a plain test run writes nothing."""
+    """hack/bench/ha.py reads these (BRAIN_HA_FIGURES=<folder>); a plain test run writes nothing."""
     folder = os.environ.get("BRAIN_HA_FIGURES")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ platform meets it:
 2. the primary is deleted under a bounded stream of chats and memory writes: chats in the gap are
    answered without memory (none broken), writes in the gap are a clear 503 (never a false
    success), and every acknowledged write is there afterwards; the window without memory and the
-   time to the first write after failover are printed (and saved for hack/bench_ha.py);
+   time to the first write after failover are printed (and saved for hack/bench/ha.py);
 3. the gateway's PodDisruptionBudget is honoured by the eviction API, under a stream, and a revoked
    key is refused by every replica within the documented bound;
 4. two operator replicas in the chart's Deployment, with liveness probed every second: neither is

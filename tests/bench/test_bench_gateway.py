@@ -1,26 +1,20 @@
-"""hack/bench_gateway.py's load levels: every arm gets its requests at the level's concurrency, in rotating
+"""hack/bench/gateway.py's load levels: every arm gets its requests at the level's concurrency, in rotating
 turns, bounded in count and time, each reply's outcome counted (#33)."""
 
 from __future__ import annotations
 
 import asyncio
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
+from hack.bench import check, gateway
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
-import bench_gateway as bg  # noqa: E402  (a bench script, not a package)
-import benchcheck as bc  # noqa: E402
-
-from brain.local.stats import percentile, rank_from_top  # noqa: E402
+from brain.local.stats import percentile, rank_from_top
 
 TARGETS = [
-    bg.Target("bare", "http://bare", "k", "/health"),
-    bg.Target("brain", "http://brain", "k", "/healthz"),
-    bg.Target("remote", "http://remote", "k", "/healthz"),
+    gateway.Target("bare", "http://bare", "k", "/health"),
+    gateway.Target("brain", "http://brain", "k", "/healthz"),
+    gateway.Target("remote", "http://remote", "k", "/healthz"),
 ]
 
 
@@ -53,7 +47,7 @@ def test_every_arm_gets_its_requests_at_the_level_in_rotating_turns(clients: int
     up = Upstream()
     questions = [f"q{i}" for i in range(3 + 25)]
     lv = asyncio.run(
-        bg.level(TARGETS, clients, 25, questions, turn=2, warmup=3, transport=httpx.MockTransport(up))
+        gateway.level(TARGETS, clients, 25, questions, turn=2, warmup=3, transport=httpx.MockTransport(up))
     )
     assert not lv.cut_short
     for t in TARGETS:
@@ -64,8 +58,8 @@ def test_every_arm_gets_its_requests_at_the_level_in_rotating_turns(clients: int
         # the same questions to every arm, the warm-up's first
         sent = [q.split('"content":"')[1].split('"')[0] for q in up.questions[t.name]]
         assert sorted(sent[3:], key=lambda q: int(q[1:])) == questions[3:]
-    bc.expect(lv.counts["bare"], bc.bare("bare", 25))
-    bc.expect(lv.counts["brain"], bc.memory_on("brain", 25))
+    check.expect(lv.counts["bare"], check.bare("bare", 25))
+    check.expect(lv.counts["brain"], check.memory_on("brain", 25))
     # turns rotate: after the warm-up, round r starts with arm r mod 3
     turns = [arm for i, arm in enumerate(up.order[9:]) if i == 0 or up.order[9 + i - 1] != arm]
     assert turns[:6] == ["bare", "brain", "remote", "brain", "remote", "bare"]
@@ -74,12 +68,12 @@ def test_every_arm_gets_its_requests_at_the_level_in_rotating_turns(clients: int
 def test_a_level_out_of_time_is_cut_short_and_fails_its_rows() -> None:
     up = Upstream(delay=0.05)
     lv = asyncio.run(
-        bg.level(
+        gateway.level(
             TARGETS, 2, 100, [f"q{i}" for i in range(100)], deadline_s=0.3, transport=httpx.MockTransport(up)
         )
     )
     assert lv.cut_short
-    assert bc.mismatch(lv.counts["brain"], bc.memory_on("brain", 100)) is not None
+    assert check.mismatch(lv.counts["brain"], check.memory_on("brain", 100)) is not None
 
 
 def test_a_failed_request_is_an_error_outcome() -> None:
@@ -91,12 +85,12 @@ def test_a_failed_request_is_an_error_outcome() -> None:
         return httpx.Response(200, headers={"x-brain-memory": "injected"})
 
     lv = asyncio.run(
-        bg.level(TARGETS, 3, 6, [f"q{i}" for i in range(6)], transport=httpx.MockTransport(handler))
+        gateway.level(TARGETS, 3, 6, [f"q{i}" for i in range(6)], transport=httpx.MockTransport(handler))
     )
     assert lv.counts["remote"]["error"] == 6
     assert lv.counts["remote"].causes == {"ConnectError": 6}
     assert lv.counts["bare"]["injected"] == 6  # the mock says injected to all: the bare row's check fails
-    assert bc.mismatch(lv.counts["bare"], bc.bare("bare", 6)) is not None
+    assert check.mismatch(lv.counts["bare"], check.bare("bare", 6)) is not None
 
 
 def test_pct_takes_the_sample_at_floor_q_n() -> None:

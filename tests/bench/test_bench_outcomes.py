@@ -1,4 +1,4 @@
-"""The benches' outcome counting (hack/benchcheck.py): a row's figure fails when retrieval did not run as it says."""
+"""The benches' outcome counting (hack/bench/check.py): a row's figure fails when retrieval did not run as it says."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from hack.bench import check
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "hack"))
-import benchcheck as bc  # noqa: E402  (a sibling of the bench scripts, not a package)
 
 
 @dataclass
@@ -51,24 +50,24 @@ class Result:  # the two fields of brain.retrieval.RetrievalResult the check rea
 def test_of_response(
     status: int | None, headers: dict[str, str] | None, outcome: str, causes: list[str]
 ) -> None:
-    assert bc.of_response(status, headers) == (outcome, causes)
+    assert check.of_response(status, headers) == (outcome, causes)
 
 
 def test_of_result() -> None:
-    assert bc.of_result(Result(all_hits=["m1"])) == ("injected", [])
-    assert bc.of_result(Result()) == ("none", [])
-    assert bc.of_result(Result(all_hits=["m1"], degraded=["embedder_down"])) == (
+    assert check.of_result(Result(all_hits=["m1"])) == ("injected", [])
+    assert check.of_result(Result()) == ("none", [])
+    assert check.of_result(Result(all_hits=["m1"], degraded=["embedder_down"])) == (
         "degraded",
         ["embedder_down"],
     )
-    assert bc.of_result(Result(degraded=["timeout", "timeout"])) == ("timed_out", ["timeout"])
-    assert bc.of_result(error=TimeoutError()) == ("timed_out", ["timeout"])
-    assert bc.of_result(error=ConnectionError("gone")) == ("error", ["ConnectionError"])
-    assert bc.of_result(None) == ("error", ["no result"])
+    assert check.of_result(Result(degraded=["timeout", "timeout"])) == ("timed_out", ["timeout"])
+    assert check.of_result(error=TimeoutError()) == ("timed_out", ["timeout"])
+    assert check.of_result(error=ConnectionError("gone")) == ("error", ["ConnectionError"])
+    assert check.of_result(None) == ("error", ["no result"])
 
 
-def _counts(**n: int) -> bc.Counts:
-    c = bc.Counts()
+def _counts(**n: int) -> check.Counts:
+    c = check.Counts()
     for outcome, k in n.items():
         for _ in range(k):
             c.add(outcome, ["embedder_down"] if outcome == "degraded" else ())
@@ -76,46 +75,46 @@ def _counts(**n: int) -> bc.Counts:
 
 
 def test_memory_on_row_needs_every_request_injected() -> None:
-    bc.expect(_counts(injected=200), bc.memory_on("brain", 200))
-    with pytest.raises(bc.OutcomeMismatch) as e:
-        bc.expect(_counts(injected=198, degraded=2), bc.memory_on("brain p50", 200))
+    check.expect(_counts(injected=200), check.memory_on("brain", 200))
+    with pytest.raises(check.OutcomeMismatch) as e:
+        check.expect(_counts(injected=198, degraded=2), check.memory_on("brain p50", 200))
     assert str(e.value) == (
         "brain p50: claims every request injected, but 198 injected, 2 degraded (embedder_down ×2) "
         "(degraded not allowed)"
     )
-    with pytest.raises(bc.OutcomeMismatch, match="none not allowed"):
-        bc.expect(_counts(injected=10, none=1), bc.memory_on("brain"))
+    with pytest.raises(check.OutcomeMismatch, match="none not allowed"):
+        check.expect(_counts(injected=10, none=1), check.memory_on("brain"))
 
 
 def test_bare_row_injects_nothing() -> None:
-    bc.expect(_counts(none=5), bc.bare("bare"))
-    with pytest.raises(bc.OutcomeMismatch, match="injected not allowed"):
-        bc.expect(_counts(none=4, injected=1), bc.bare("bare"))
+    check.expect(_counts(none=5), check.bare("bare"))
+    with pytest.raises(check.OutcomeMismatch, match="injected not allowed"):
+        check.expect(_counts(none=4, injected=1), check.bare("bare"))
 
 
 def test_row_must_count_what_it_reports() -> None:
-    with pytest.raises(bc.OutcomeMismatch, match="no request was counted"):
-        bc.expect(bc.Counts(), bc.answered("frozen"))
-    with pytest.raises(bc.OutcomeMismatch, match="199 requests counted, the row reports 200"):
-        bc.expect(_counts(injected=199), bc.memory_on("brain", 200))
+    with pytest.raises(check.OutcomeMismatch, match="no request was counted"):
+        check.expect(check.Counts(), check.answered("frozen"))
+    with pytest.raises(check.OutcomeMismatch, match="199 requests counted, the row reports 200"):
+        check.expect(_counts(injected=199), check.memory_on("brain", 200))
 
 
 def test_retrieval_and_answered_rows() -> None:
-    bc.expect(_counts(injected=150, none=50), bc.retrieval("10k"))
-    with pytest.raises(bc.OutcomeMismatch, match="timed_out not allowed"):
-        bc.expect(_counts(injected=150, timed_out=1), bc.retrieval("10k"))
-    bc.expect(_counts(degraded=30, timed_out=2, injected=1), bc.answered("frozen"))
-    with pytest.raises(bc.OutcomeMismatch, match="error not allowed"):
-        bc.expect(_counts(degraded=30, error=1), bc.answered("frozen"))
+    check.expect(_counts(injected=150, none=50), check.retrieval("10k"))
+    with pytest.raises(check.OutcomeMismatch, match="timed_out not allowed"):
+        check.expect(_counts(injected=150, timed_out=1), check.retrieval("10k"))
+    check.expect(_counts(degraded=30, timed_out=2, injected=1), check.answered("frozen"))
+    with pytest.raises(check.OutcomeMismatch, match="error not allowed"):
+        check.expect(_counts(degraded=30, error=1), check.answered("frozen"))
 
 
 def test_expect_all_names_every_failing_row() -> None:
-    with pytest.raises(bc.OutcomeMismatch) as e:
-        bc.expect_all(
+    with pytest.raises(check.OutcomeMismatch) as e:
+        check.expect_all(
             [
-                (_counts(injected=3), bc.memory_on("a")),
-                (_counts(degraded=3), bc.memory_on("b")),
-                (_counts(injected=1), bc.bare("c")),
+                (_counts(injected=3), check.memory_on("a")),
+                (_counts(degraded=3), check.memory_on("b")),
+                (_counts(injected=1), check.bare("c")),
             ]
         )
     lines = str(e.value).splitlines()
@@ -125,7 +124,7 @@ def test_expect_all_names_every_failing_row() -> None:
 
 def test_counts_refuse_unknown_outcomes_and_serialise() -> None:
     with pytest.raises(ValueError):
-        bc.Counts().add("fine")
+        check.Counts().add("fine")
     c = _counts(injected=2, degraded=1)
     assert c.as_dict() == {
         "total": 3,
@@ -142,9 +141,9 @@ def test_counts_refuse_unknown_outcomes_and_serialise() -> None:
 def test_a_mismatch_exits_non_zero() -> None:
     """Uncaught in a bench script, the mismatch is a non-zero exit with the row named."""
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'hack')!r}); import benchcheck as bc; c = bc.Counts(); "
-        "c.add('degraded', ['embedder_down']); bc.expect(c, bc.memory_on('brain p50'))"
+        "from hack.bench import check; c = check.Counts(); "
+        "c.add('degraded', ['embedder_down']); check.expect(c, check.memory_on('brain p50'))"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode != 0
     assert "OutcomeMismatch: brain p50: claims every request injected" in done.stderr

@@ -1,7 +1,7 @@
 """The real parts the tests stand on, as plain context managers: the fixtures and the benches share them.
 
-tests/conftest.py wraps these in pytest fixtures; hack/bench*.py import them directly (with the
-repository root on sys.path), so a bench measures the same Postgres, database and store setup the
+tests/conftest.py wraps these in pytest fixtures; the benches (hack/bench/, run from the repository
+root) import them directly, so a bench measures the same Postgres, database and store setup the
 suite tests instead of a copy that drifts.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 from brain.embedder import LocalEmbedder
 from brain.local.devdb import EmbeddedPostgres
@@ -17,9 +18,11 @@ from brain.store import Store
 
 
 @contextmanager
-def postgres() -> Iterator[EmbeddedPostgres]:
-    """One embedded Postgres with pgvector (as an unprivileged user when run as root), stopped after."""
-    server = EmbeddedPostgres().start()
+def postgres(data_dir: Path | None = None) -> Iterator[EmbeddedPostgres]:
+    """One embedded Postgres with pgvector (as an unprivileged user when run as root), stopped after.
+
+    Its data is a temporary folder, removed after; a `data_dir` given is kept (a bench's cached seed)."""
+    server = EmbeddedPostgres(data_dir=data_dir).start()
     try:
         yield server
     finally:

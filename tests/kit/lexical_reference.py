@@ -4,7 +4,7 @@ Retired from the store (`brain.store.lexical.bm25` scores with stored sparsevec 
 as the plain reference the shipped statement must agree with: BM25 (k1 1.2, b 0.3) computed at
 query time by unnesting each candidate's tsvector and joining it to the query's lexemes, at the
 live mean length, with the query's IDF sum in the same statement. tests/store/test_lexical.py checks the
-ranking, scores and IDF are the same, and hack/bench_lexical.py times the two against each other.
+ranking, scores and IDF are the same, and hack/bench/lexical.py times the two against each other.
 SQL only; it reads the store's pool and corpus numbers like the shipped leg does. `k1` and `b` are
 parameters so a test can check what a stale reference length is equivalent to.
 

@@ -14,7 +14,7 @@ size: until #33 the leg took the first 3,000 memories the GIN index matched by e
 in no order, which grew with the scope and cut the ranking at an arbitrary place.
 
 Two bounds keep a query of common words cheap, and are the only places the ranking can differ from
-exhaustive BM25 (`tests/kit/lexical_reference.exhaustive`, checked in `hack/benchscale.py`): a term in
+exhaustive BM25 (`tests/kit/lexical_reference.exhaustive`, checked in `hack/bench/scale.py`): a term in
 more than 5 % of the brain (and at least 50 memories) is never scanned unless it is the query's
 rarest, and a pass stops adding terms past SCAN_BUDGET postings.
 

@@ -1,11 +1,11 @@
 """Lexical leg: BM25 as a sparsevec inner product against the tsvector SQL it replaced.
 
-Prints Markdown for docs/benchmarks.md (`python hack/bench.py --only lexical`, or alone with sizes
-as arguments: `python hack/bench_lexical.py 10000 100000`). LoCoMo turns are copied into namespaces
+Prints Markdown for docs/benchmarks.md (`python -m hack.bench --only lexical`, or alone with sizes
+as arguments: `python -m hack.bench.lexical 10000 100000`). LoCoMo turns are copied into namespaces
 until the store holds N memories (no embeddings: only the lexical leg is timed), written through
 the store (so the weights come from the write trigger), then the weights settled at the live mean
 (the rewrite is timed: what a reference move costs at that size); 200 LoCoMo questions over the
-whole corpus (#33, hack/benchcorpus.py): all of it in `shared`, and split over four namespaces with
+whole corpus (#33, hack/bench/corpus.py): all of it in `shared`, and split over four namespaces with
 all four read, each its own database. "before" is the statement retrieval shipped until then, BM25 from each
 candidate's unnested tsvector (tests/kit/lexical_reference.py); "after" is `brain.store.lexical.bm25`,
 the same GIN candidates scored by `bm25 <#> query`. Both are interleaved query by query, rankings
@@ -25,21 +25,15 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from brain.local.devdb import EmbeddedPostgres
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the suite's fixtures and the reference leg (tests/)
-sys.path.insert(0, str(ROOT / "hack"))
-import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts)
-import benchcorpus  # noqa: E402
+from hack.bench import LOCOMO, check, corpus, results
 
-from brain.local.stats import percentile  # noqa: E402
+from brain.local.stats import percentile
 
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
 STALE = (0.5, 0.8, 1.25, 2.0)  # live mean / reference
 
 # The HNSW variant: candidates straight from the index by inner product, scope filtered during the
@@ -111,8 +105,8 @@ async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) 
 
 
 async def main(
-    sizes: list[int], runs: int = 3, layouts: tuple[str, ...] = tuple(benchcorpus.LAYOUTS)
-) -> tuple[str, list[tuple[benchcheck.Counts, benchcheck.Claim]]]:
+    sizes: list[int], runs: int = 3, layouts: tuple[str, ...] = tuple(corpus.LAYOUTS)
+) -> tuple[str, list[tuple[check.Counts, check.Claim]]]:
     from tests.kit import lexical_reference as reference
     from tests.kit.database import fresh_database, open_store, postgres
 
@@ -128,7 +122,7 @@ async def main(
     queries = [q.query for q in ds.queries[:200]]
     load0 = os.getloadavg()[0]
     rows: list[str] = []
-    checks: list[tuple[benchcheck.Counts, benchcheck.Claim]] = []
+    checks: list[tuple[check.Counts, check.Claim]] = []
     extra: list[str] = []
     stale_rows: list[str] = []
     with postgres() as pg:
@@ -146,7 +140,7 @@ async def main(
                                 MemoryIn(
                                     body=m.body,
                                     title=m.title,
-                                    namespace=benchcorpus.namespace(layout, n + i),
+                                    namespace=corpus.namespace(layout, n + i),
                                     valid_from=m.valid_from,
                                 ),
                                 None,
@@ -173,7 +167,7 @@ async def main(
                     vocab = await store.pool_for_tests.fetchrow(
                         "SELECT count(*) AS lexemes, count(DISTINCT brain_lexeme_dim(lexeme)) AS dims FROM lexeme_stats"
                     )
-                    scope = benchcorpus.scope(layout)
+                    scope = corpus.scope(layout)
                     where, args = scope.where(4)
 
                     async def before(q: str, store: Store = store, scope: Scope = scope) -> list[str]:
@@ -187,11 +181,11 @@ async def main(
                         await after(q)
                     exact = {q: await before(q) for q in queries}
                     tops = {q: await after(q) for q in queries}
-                    counts = benchcheck.Counts()
+                    counts = check.Counts()
                     for q in queries:  # the leg raised nothing; a question without a lexical match is none
                         counts.add("injected" if tops[q] else "none")
                     checks.append(
-                        (counts, benchcheck.retrieval(f"lexical, {size:,} memories, {layout}", len(queries)))
+                        (counts, check.retrieval(f"lexical, {size:,} memories, {layout}", len(queries)))
                     )
                     same = sum(exact[q][:10] == tops[q][:10] for q in queries if exact[q])
                     answered = sum(bool(exact[q]) for q in queries)
@@ -269,9 +263,9 @@ async def main(
     out = [
         "## Lexical leg: sparsevec weights",
         "",
-        "`hack/bench_lexical.py`: LoCoMo turns copied to N memories, 200 LoCoMo questions over the whole "
+        "`hack/bench/lexical.py`: LoCoMo turns copied to N memories, 200 LoCoMo questions over the whole "
         "corpus (layouts, each its own database: "
-        + "; ".join(f"{k}: {benchcorpus.LAYOUTS[k]}" for k in layouts)
+        + "; ".join(f"{k}: {corpus.LAYOUTS[k]}" for k in layouts)
         + "), interleaved query by query. before = BM25 unnesting each candidate's tsvector (the "
         "statement shipped until the sparsevec weights); after = the same GIN candidates scored by the "
         f"stored weights' inner product with the query's IDF. Medians of {runs} runs. Load average "
@@ -302,8 +296,9 @@ if __name__ == "__main__":
     import argparse
 
     ap = argparse.ArgumentParser(
+        prog=f"python -m {__spec__.name}",
         description=__doc__.splitlines()[0],
-        epilog="Prints Markdown for docs/benchmarks.md; BRAIN_BENCH_JSON=<file> also writes make bench's record.",
+        epilog="Prints Markdown for docs/benchmarks.md, and records the figures (hack/bench/results.py).",
     )
     ap.add_argument("sizes", nargs="*", type=int, help="corpus sizes in memories (default: 10000 100000)")
     ap.add_argument(
@@ -313,14 +308,10 @@ if __name__ == "__main__":
     sizes = args.sizes or ([] if args.writes else [10_000, 100_000])
     text, checks = asyncio.run(main(sizes))
     print(text)
-    if os.environ.get("BRAIN_BENCH_JSON"):  # make bench's record (hack/bench.py)
-        Path(os.environ["BRAIN_BENCH_JSON"]).write_text(
-            json.dumps(
-                {
-                    "table": text.splitlines(),
-                    "checks": [{"row": c.row, "outcomes": n.as_dict()} for n, c in checks],
-                },
-                indent=2,
-            )
-        )
-    benchcheck.expect_all(checks)  # after the table: a mismatch exits non-zero, naming the row
+    results.emit(
+        "lexical",
+        {"table": text.splitlines(), "checks": [{"row": c.row, "outcomes": n.as_dict()} for n, c in checks]},
+        markdown=text,
+        checks=checks,
+    )
+    check.expect_all(checks)  # after the table: a mismatch exits non-zero, naming the row

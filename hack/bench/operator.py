@@ -1,6 +1,6 @@
 """Operator benchmarks on the local control plane; prints the `## Operator` section of docs/benchmarks.md.
 
-    .venv/bin/python hack/bench_operator.py [--runs 3] [--brains 50] [--resync-seconds 20] [--budget 900]
+    .venv/bin/python -m hack.bench.operator [--runs 3] [--brains 50] [--resync-seconds 20] [--budget 900]
 
 Measures, against the issue's goals:
 - apply samples/ (Brain + RoutingPolicy + MemorySource) → the Brain is Ready at its generation
@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import json
 import os
-import shlex
 import shutil
 import signal
 import socket
@@ -35,14 +34,16 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
+from hack.bench import ROOT, results
+from tests.kit.cluster import parse_exports, run_tool
+from tests.kit.poll import wait_for
 
-ROOT = Path(__file__).resolve().parents[1]
 HACK = ROOT / "hack"
 SAMPLES = ROOT / "samples"
 CLUSTER_ENV = {
@@ -73,17 +74,6 @@ class Budget:
         return min(want, left)
 
 
-def wait_until(what: str, pred: Callable[[], Any], timeout: float, every: float = 0.25) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(every)
-
-
 # ---------------------------------------------------------------------------------------- cluster
 class Cluster:
     """hack/cluster-up.sh on the bench's own state folder and ports; kubectl bound to it."""
@@ -103,15 +93,7 @@ class Cluster:
         )
         if proc.returncode != 0:
             raise RuntimeError(f"hack/cluster-up.sh failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-        for line in proc.stdout.splitlines():
-            if line.startswith("export "):
-                key, _, value = shlex.split(line[len("export ") :])[0].partition("=")
-                if key == "KUBECONFIG":
-                    self.kubeconfig = value
-                elif key == "PATH":
-                    self.bin = value.removesuffix(":$PATH")
-        if not self.kubeconfig or not self.bin:
-            raise RuntimeError(f"hack/cluster-up.sh printed no exports: {proc.stdout!r}")
+        self.kubeconfig, self.bin = parse_exports(proc.stdout)
         self.started_here = "already running" not in proc.stderr
         self.env["KUBECONFIG"] = self.kubeconfig
         self.env["PATH"] = f"{self.bin}{os.pathsep}{self.env.get('PATH', '')}"
@@ -125,17 +107,9 @@ class Cluster:
     def kubectl(
         self, *args: str, input: str | None = None, check: bool = True, timeout: float = 120
     ) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run(
-            [str(Path(self.bin) / "kubectl"), *args],
-            input=input,
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=timeout,
+        return run_tool(
+            str(Path(self.bin) / "kubectl"), *args, env=self.env, input=input, check=check, timeout=timeout
         )
-        if check and proc.returncode != 0:
-            raise RuntimeError(f"kubectl {' '.join(args)}: {proc.stderr.strip()[-2000:]}")
-        return proc
 
     def apply(self, docs: list[dict[str, Any]]) -> None:
         self.kubectl(
@@ -233,7 +207,7 @@ class OperatorProcess:
         ]
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-        wait_until("operator /healthz", self._healthy, timeout=60)
+        wait_for("operator /healthz", self._healthy, timeout=60, every=0.25)
         say(f"operator running (pid {self.proc.pid}, metrics on 127.0.0.1:{self.port}, log {self.log})")
 
     def _healthy(self) -> bool:
@@ -338,7 +312,9 @@ def apply_to_ready(cluster: Cluster, run: int, budget: Budget) -> float:
     ]
     started = time.monotonic()
     cluster.apply(docs)
-    wait_until(f"Brain Ready in {ns}", lambda: ready_brains(cluster, {ns}), timeout=budget.left(180))
+    wait_for(
+        f"Brain Ready in {ns}", lambda: ready_brains(cluster, {ns}), timeout=budget.left(180), every=0.25
+    )
     took = time.monotonic() - started
     say(f"run {run}: samples → Ready in {took:.1f} s")
     return took
@@ -359,7 +335,7 @@ def many_to_ready(cluster: Cluster, op: OperatorProcess, count: int, budget: Bud
         peak = max(peak, op.memory_mib()[0])
         return len(ready_brains(cluster, set(names))) == count
 
-    wait_until(f"{count} Brains Ready", all_ready, timeout=budget.left(600), every=1.0)
+    wait_for(f"{count} Brains Ready", all_ready, timeout=budget.left(600), every=1.0)
     took = time.monotonic() - started
     say(f"{count} Brains Ready in {took:.1f} s")
     return took, peak
@@ -390,7 +366,7 @@ def quiet_resync(
 
     rv0 = versions()
     w0, r0 = op.metric(writes), op.metric(reconciles, kind="Brain")
-    wait_until(
+    wait_for(
         f"{count} resyncs",
         lambda: op.metric(reconciles, kind="Brain") >= r0 + count,
         timeout=budget.left(3 * op.resync + 120),
@@ -471,7 +447,7 @@ def report(a: argparse.Namespace, res: dict[str, Any]) -> str:
         "the operator as a subprocess: "
         f"`python -m brain_operator --all-namespaces --standalone --resync-seconds {a.resync_seconds:g}`. "
         "Ready means the Brain's Ready condition is True at its current generation (database, embedder "
-        "and gateway workloads all ready). Command: `python hack/bench_operator.py`"
+        "and gateway workloads all ready). Command: `python -m hack.bench.operator`"
         f" (`--runs {a.runs} --brains {n}`).",
         "",
         "| Measure | Result | Goal | |",
@@ -521,7 +497,11 @@ def run(a: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=f"python -m {__spec__.name}",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--runs", type=int, default=3, help="apply → Ready runs (median) [%(default)s]")
     p.add_argument("--brains", type=int, default=50, help="Brains (one per namespace) [%(default)s]")
     p.add_argument("--resync-seconds", type=float, default=20.0, help="operator resync period [%(default)s]")
@@ -534,7 +514,9 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, interrupted)
-    print(run(a), end="")
+    text = run(a)
+    results.emit("operator", {}, markdown=text)
+    print(text, end="")
     return 0
 
 

@@ -4,11 +4,12 @@ Runs e2e/pods/test_ha.py's failover case (BRAIN_E2E_HA=1; hack/node-up.sh with t
 Brain on a 2-instance Cluster, the primary deleted under 2 chat streams and 1 writer) and reports
 what that stream saw: the window answered without memory, the time to the first acknowledged write
 after the failover, and when the Cluster named a new primary. Then node-down (the fixture's).
-Run alone: `python hack/bench_ha.py`. Not root: the section says so and measures nothing.
+Run alone: `python -m hack.bench.ha`. Not root: the section says so and measures nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -16,11 +17,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from hack.bench import ROOT, results
+
 IMAGES = ("operator", "gateway", "embedder", "jobs", "database", "cnpg", "cnpg-postgres")
 
 
 def main() -> None:
+    argparse.ArgumentParser(
+        prog=f"python -m {__spec__.name}",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    ).parse_args()
     head = ["## High availability (CloudNativePG failover on the real node)", ""]
     if os.geteuid() != 0:
         print("\n".join([*head, "Not measured: the real node needs root.", ""]))
@@ -57,19 +64,19 @@ def main() -> None:
         ("chats (without memory / broken)", f"{f['chats']} ({f['chats_without_memory']} / {f['chats_broken']})"),
         ("writes (acknowledged / 503 / other)", f"{f['writes']} ({f['writes_acknowledged']} / {f['writes_refused_503']} / {f['writes_other']})"),
     ]  # fmt: skip
-    print(
-        "\n".join(
-            [
-                *head,
-                f"One run, 2 instances with quorum commit, load average {' '.join(load)} at the end.",
-                "",
-                "| what | figure |",
-                "| --- | --- |",
-                *(f"| {a} | {b} |" for a, b in rows),
-                "",
-            ]
-        )
+    text = "\n".join(
+        [
+            *head,
+            f"One run, 2 instances with quorum commit, load average {' '.join(load)} at the end.",
+            "",
+            "| what | figure |",
+            "| --- | --- |",
+            *(f"| {a} | {b} |" for a, b in rows),
+            "",
+        ]
     )
+    results.emit("ha", f, markdown=text)
+    print(text)
 
 
 if __name__ == "__main__":

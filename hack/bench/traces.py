@@ -1,8 +1,8 @@
 """What traces cost: retrieval at 100k memories with the exporter off and on, side by side (#31).
 
-    .venv/bin/python hack/bench_traces.py [--memories 100000] [--queries 200] [--runs 2]
+    .venv/bin/python -m hack.bench.traces [--memories 100000] [--queries 200] [--runs 2]
 
-The corpus is hack/benchscale.py's (LoCoMo turns copied to N with their texts' real embeddings
+The corpus is hack/bench/scale.py's (LoCoMo turns copied to N with their texts' real embeddings
 jittered, all in the team's `shared`, the scope the questions ask). Each question goes through the
 gateway's retrieval path (retrieve + render, the query embedded for real by the one-thread query
 model) inside a `search_memory` span, as the gateway's hook opens it. Off: no endpoint
@@ -15,10 +15,10 @@ Also timed, in the on arm: the exposure receipt the gateway records for each inj
 to Postgres in the background as a replica does.
 
 Checked, so that the table cannot be printed for a run that measured something else: every
-retrieval's outcome is counted (hack/benchcheck.py; degraded, timed out or failed fails the run);
+retrieval's outcome is counted (hack/bench/check.py; degraded, timed out or failed fails the run);
 in the on arm, the collector must have received one `search_memory` span per question and no span
 may have been dropped; in the off arm, none. Loopback only, bounded. Prints Markdown for
-docs/benchmarks.md and, with $BRAIN_BENCH_JSON, its figures as JSON.
+docs/benchmarks.md, and its figures to the run's record (hack/bench/results.py).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import json
 import os
 import sys
@@ -34,15 +35,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "hack"))
-import benchcheck  # noqa: E402
-import benchcorpus  # noqa: E402
-import benchscale  # noqa: E402
-import benchvectors  # noqa: E402
+from hack.bench import check, corpus, results, scale, vectors
+from tests.kit.database import postgres
 
-from brain.local.stats import percentile  # noqa: E402
+from brain.local.stats import percentile
 
 BLOCK = 20
 
@@ -56,26 +52,26 @@ async def main(a: argparse.Namespace) -> None:
     from brain.embedder.model import QUERY_THREADS
     from brain.gateway.retractions import Exposure
     from brain.gateway.settings import ExposureSettings
-    from brain.local.devdb import EmbeddedPostgres
     from brain.local.eval import load_dataset
     from brain.retrieval import Retriever, render_block
     from brain.retrieval.render import within_budget
     from brain.store import Store
     from brain.store.store import embed_text
 
-    ds = load_dataset(json.loads(benchscale.LOCOMO.read_text()))
+    ds = load_dataset(json.loads(scale.LOCOMO.read_text()))
     embedder = LocalEmbedder(threads=QUERY_THREADS)
-    base = await benchvectors.vectors(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+    base = await vectors.vectors(embedder, [embed_text(m.title, m.body) for m in ds.memories])
     queries = [q.query for q in ds.queries[: a.queries]]
     fates: collections.Counter[str] = collections.Counter()
     load0 = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-traces-") as tmp:
         collector = Collector(build_collector(), Path(tmp) / "otel", grpc=False)
         collector.start()
-        pg = EmbeddedPostgres().start()
+        held = contextlib.ExitStack()
+        pg = held.enter_context(postgres())
         try:
             dsn = await pg.create_database("bench_traces")
-            built = await benchscale.build(dsn, a.memories, ds, base, embedder.model, "shared")
+            built = await scale.build(dsn, a.memories, ds, base, embedder.model, "shared")
             print(f"built {a.memories:,}: {built}", file=sys.stderr, flush=True)
             on = TraceSettings(endpoint=f"{collector.endpoint}/v1/traces", service="brain-bench")
             store = await Store.open(dsn, dim=embedder.dim)
@@ -83,13 +79,13 @@ async def main(a: argparse.Namespace) -> None:
             flusher = asyncio.create_task(exposure.run(store))
             try:
                 retriever = Retriever(store, embedder)
-                scope = benchcorpus.scope("shared")
+                scope = corpus.scope("shared")
                 await retriever.warm(scope)
                 for q in queries[:10]:
                     await retriever.retrieve(q, scope, include_pinned=True)
                 times: dict[str, list[float]] = {"off": [], "on": []}
                 receipts: list[float] = []
-                counts = {arm: benchcheck.Counts() for arm in times}
+                counts = {arm: check.Counts() for arm in times}
                 sent = {"off": 0, "on": 0}
                 plan = [q for _ in range(a.runs) for q in queries]
                 for b in range(0, len(plan), BLOCK):
@@ -117,7 +113,7 @@ async def main(a: argparse.Namespace) -> None:
                 written = await store.pool_for_tests.fetchval("SELECT count(*) FROM memory_exposures")
                 await store.close()
         finally:
-            pg.stop()
+            held.close()
         arrived = collector.wait_spans(lambda s: s["name"] == "search_memory", timeout=30, count=sent["on"])
         collector.stop()
     load1 = os.getloadavg()
@@ -127,8 +123,8 @@ async def main(a: argparse.Namespace) -> None:
     lines = [
         f"## Traces: off against on at {a.memories:,} memories (#31)",
         "",
-        f"`hack/bench_traces.py`: {len(queries)} LoCoMo questions × {a.runs} runs over {a.memories:,} "
-        "memories in one scope (hack/benchscale.py's corpus), each through retrieve + render inside a "
+        f"`hack/bench/traces.py`: {len(queries)} LoCoMo questions × {a.runs} runs over {a.memories:,} "
+        "memories in one scope (hack/bench/scale.py's corpus), each through retrieve + render inside a "
         "`search_memory` span; off: no endpoint; on: every span over OTLP/HTTP to a real OpenTelemetry "
         f"Collector on loopback. Arms alternate in blocks of {BLOCK} questions. {os.cpu_count()} CPUs; load "
         f"average {load0[0]:.1f} at the start, {load1[0]:.1f} at the end.",
@@ -146,7 +142,7 @@ async def main(a: argparse.Namespace) -> None:
         f"{written} receipts written by the background flush.",
     ]
     print("\n".join(lines))
-    results: dict[str, Any] = {
+    figures: dict[str, Any] = {
         "memories": a.memories,
         "queries": len(queries),
         "runs": a.runs,
@@ -161,20 +157,18 @@ async def main(a: argparse.Namespace) -> None:
         "receipts_written": written,
         "outcomes": {arm: c.as_dict() for arm, c in counts.items()},
     }
-    if os.environ.get("BRAIN_BENCH_JSON"):
-        Path(os.environ["BRAIN_BENCH_JSON"]).write_text(json.dumps(results, indent=2))
+    checks = [(counts[arm], check.retrieval(f"traces {arm}", sent[arm])) for arm in ("off", "on")]
+    results.emit("traces", figures, markdown="\n".join(lines), checks=checks)
     dropped = fates["queue_full"] + fates["export_failed"]
     if dropped or len(arrived) != sent["on"]:
         raise SystemExit(f"traces: {dropped} spans dropped, {len(arrived)} of {sent['on']} arrived")
     if not written:
         raise SystemExit("traces: no exposure receipt was written")
-    benchcheck.expect_all(
-        (counts[arm], benchcheck.retrieval(f"traces {arm}", sent[arm])) for arm in ("off", "on")
-    )
+    check.expect_all(checks)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--runs", type=int, default=2)

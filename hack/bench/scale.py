@@ -1,19 +1,19 @@
 """How retrieval cost grows: p50/p95 at 1M memories against 100k, in one run (issue 16).
 
-    .venv/bin/python hack/benchscale.py [--sizes 10000,100000,1000000] [--queries 200] [--layouts shared,split]
+    .venv/bin/python -m hack.bench.scale [--sizes 10000,100000,1000000] [--queries 200] [--layouts shared,split]
 
 Embedding a million texts takes hours on two cores, so the corpus is the `make bench` one built
 faster: LoCoMo's 5,882 turns copied until the store holds N, each copy with its text's real
-embedding (the model's, embedded once and cached by hack/benchvectors.py) jittered (N(0, 0.02) per
+embedding (the model's, embedded once and cached by hack/bench/vectors.py) jittered (N(0, 0.02) per
 dimension, renormalised: copies differ, neighbourhoods stay those of real text). The queried scope
-holds the whole corpus (hack/benchcorpus.py, #33): layout `shared` puts every copy in the team's
+holds the whole corpus (hack/bench/corpus.py, #33): layout `shared` puts every copy in the team's
 `shared`, layout `split` spreads them over `shared` + three repos and asks for all four; each its
 own database. Memories are
 written with COPY into a table without its search indexes and triggers, then the lexeme statistics
 computed in one statement and each index built once and timed (the HNSW build at 1M is itself a
 figure for docs/scaling.md). Then VACUUM ANALYZE, as autovacuum leaves a live brain, and the
 gateway's path: 200 LoCoMo questions over the whole corpus, each embedded for real by the
-gateway's one-thread query model, each one's outcome counted (hack/benchcheck.py): the run fails
+gateway's one-thread query model, each one's outcome counted (hack/bench/check.py): the run fails
 when any retrieval was degraded, timed out or failed. The lexical leg's BM25 weights (migration 0004) are computed
 once after the COPY, at the copied corpus's mean length, as `Store.settle_weights` leaves a live
 brain.
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -40,17 +41,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hack.bench import LOCOMO, check, corpus, results, vectors
+from tests.kit.database import postgres
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the reference lexical leg (tests/kit/lexical_reference.py)
-sys.path.insert(0, str(ROOT / "hack"))
-import benchcheck  # noqa: E402  (siblings: outcome check, corpus layouts, vector cache)
-import benchcorpus  # noqa: E402
-import benchvectors  # noqa: E402
+from brain.local.stats import percentile
 
-from brain.local.stats import percentile  # noqa: E402
-
-LOCOMO = Path(os.environ.get("BRAIN_LOCOMO", "/work/shared/data/locomo10-retrieval.json"))
 # Built after the COPY, each timed. The names and definitions are migration 0001/0002's.
 INDEXES = {
     "tsv GIN": "CREATE INDEX memories_tsv ON memories USING gin (tsv)",
@@ -97,7 +92,7 @@ async def build(dsn: str, size: int, ds: Any, base: np.ndarray, model: str, layo
             for i, m in enumerate(ds.memories[:take]):
                 mid = new_id()
                 rows.append(
-                    (mid, mid, "note", benchcorpus.namespace(layout, n + i), "import", "bench", m.title,
+                    (mid, mid, "note", corpus.namespace(layout, n + i), "import", "bench", m.title,
                      m.body, hashes[i], m.valid_from, f"copy-{copy}@{m.valid_from}", i, vecs[i], model)
                 )  # fmt: skip
             await conn.copy_records_to_table("memories", records=rows, columns=cols)
@@ -146,7 +141,7 @@ async def build(dsn: str, size: int, ds: Any, base: np.ndarray, model: str, layo
 
 
 async def measure(
-    dsn: str, embedder: Any, queries: list[str], layout: str, counts: benchcheck.Counts
+    dsn: str, embedder: Any, queries: list[str], layout: str, counts: check.Counts
 ) -> dict[str, list[float]]:
     from brain.retrieval import Retriever, render_block
     from brain.retrieval.render import within_budget
@@ -155,7 +150,7 @@ async def measure(
     store = await Store.open(dsn, dim=embedder.dim)
     try:
         retriever = Retriever(store, embedder)
-        scope = benchcorpus.scope(layout)
+        scope = corpus.scope(layout)
         await retriever.warm(scope)
         for q in queries[:10]:  # warm-up: plans cached, pages in memory
             await retriever.retrieve(q, scope, include_pinned=True)
@@ -190,7 +185,7 @@ async def lexical_pair(dsn: str, queries: list[str], layout: str) -> dict[str, f
 
     store = await Store.open(dsn, dim=384)
     try:
-        scope = benchcorpus.scope(layout)
+        scope = corpus.scope(layout)
         lat: dict[str, list[float]] = {"exhaustive": [], "maxscore": []}
         same = answered = exact = scanned = terms = 0
         for i, q in enumerate([*queries[:10], *queries]):
@@ -223,7 +218,6 @@ async def lexical_pair(dsn: str, queries: list[str], layout: str) -> dict[str, f
 async def main(a: argparse.Namespace) -> None:
     from brain.embedder import LocalEmbedder
     from brain.embedder.model import QUERY_THREADS
-    from brain.local.devdb import EmbeddedPostgres
     from brain.local.eval import load_dataset
     from brain.store.store import embed_text
 
@@ -231,17 +225,18 @@ async def main(a: argparse.Namespace) -> None:
     # The gateway's query model (one thread, brain/embedder/model.py); the corpus is embedded with it too,
     # once, and the vectors are the same as with more threads.
     embedder = LocalEmbedder(threads=QUERY_THREADS)
-    base = await benchvectors.vectors(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+    base = await vectors.vectors(embedder, [embed_text(m.title, m.body) for m in ds.memories])
     queries = [q.query for q in ds.queries[: a.queries]]
     sizes = [int(s) for s in a.sizes.split(",")]
     layouts = a.layouts.split(",")
     cases = [(size, layout) for size in sizes for layout in layouts]
     load0 = os.getloadavg()
-    pg = EmbeddedPostgres(data_dir=Path(a.data) if a.data else None).start()
+    held = contextlib.ExitStack()
+    pg = held.enter_context(postgres(Path(a.data) if a.data else None))
     built: dict[Case, dict[str, float]] = {}
     dsns: dict[Case, str] = {}
     loads: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
-    counts = {c: benchcheck.Counts() for c in cases}
+    counts = {c: check.Counts() for c in cases}
     try:
         for size, layout in cases:
             l0 = os.getloadavg()
@@ -263,16 +258,16 @@ async def main(a: argparse.Namespace) -> None:
         loads["lexical pair"] = (l0, os.getloadavg())
         print(f"lexical pair: {pairs}", file=sys.stderr, flush=True)
     finally:
-        pg.stop()
+        held.close()
     lines = [
         f"## Retrieval at {' and '.join(f'{s:,}' for s in sizes)} memories, the whole corpus in the scope",
         "",
-        "`hack/benchscale.py`: LoCoMo turns copied with their texts' embeddings jittered, COPY-loaded, "
+        "`hack/bench/scale.py`: LoCoMo turns copied with their texts' embeddings jittered, COPY-loaded, "
         "indexes built after; the queried scope holds every memory (layouts: "
-        + "; ".join(f"{k}: {benchcorpus.LAYOUTS[k]}" for k in layouts)
+        + "; ".join(f"{k}: {corpus.LAYOUTS[k]}" for k in layouts)
         + f", each its own database); {len(queries)} LoCoMo questions × {a.runs} runs per case, cases "
         f"alternating run by run. {os.cpu_count()} CPUs; load average {load0[0]:.1f} at the start, "
-        f"{load1[0]:.1f} at the end of the timings. Outcomes counted per question (hack/benchcheck.py): the "
+        f"{load1[0]:.1f} at the end of the timings. Outcomes counted per question (hack/bench/check.py): the "
         "run fails when any retrieval was degraded, timed out or failed.",
         "",
         "| memories | layout | COPY s | lexeme stats s | BM25 weights s | tsv GIN s | trigram GIN s | HNSW build s | "
@@ -336,7 +331,7 @@ async def main(a: argparse.Namespace) -> None:
             f"{v['exact']:.0f}/{len(queries)} | {v['terms scanned']:.0%} |"
         )
     print("\n".join(lines))
-    results = {
+    figures = {
         "queries": len(queries),
         "runs": a.runs,
         "load": loads,
@@ -354,26 +349,23 @@ async def main(a: argparse.Namespace) -> None:
             for c in cases
         ],
     }
-    for path in (a.json, os.environ.get("BRAIN_BENCH_JSON")):
-        if path:
-            Path(path).write_text(json.dumps(results, indent=2))
-    benchcheck.expect_all(
-        (counts[c], benchcheck.retrieval(f"{c[0]:,} memories, {c[1]}", len(queries) * a.runs)) for c in cases
-    )
+    checks = [
+        (counts[c], check.retrieval(f"{c[0]:,} memories, {c[1]}", len(queries) * a.runs)) for c in cases
+    ]
+    results.emit("scale", figures, markdown="\n".join(lines), checks=checks, also=a.json)
+    check.expect_all(checks)
 
 
 Case = tuple[int, str]  # (memories, layout)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--data", help="Postgres data directory (default: a temporary one)")
-    ap.add_argument(
-        "--layouts", default="shared,split", help="comma-separated: " + ", ".join(benchcorpus.LAYOUTS)
-    )
+    ap.add_argument("--layouts", default="shared,split", help="comma-separated: " + ", ".join(corpus.LAYOUTS))
     ap.add_argument("--json", help="also write the figures as JSON")
 
     def _interrupt(*_: object) -> None:

@@ -1,6 +1,6 @@
 """Ingest benchmark: this repository plus a vendored PyPI sdist (≥ 50k lines), grading on.
 
-    .venv/bin/python hack/bench_ingest.py [--package NAME] [--no-vendor] [--dsn DSN]
+    .venv/bin/python -m hack.bench.ingest [--package NAME] [--no-vendor] [--dsn DSN]
 
 Each tree is committed to a throwaway git repository and imported through the real job code
 (`run_ingest`: git fetch, tree-sitter chunking, tier-1/2 grading, embedding, bulk write, edges)
@@ -12,27 +12,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "operator"))
+from hack.bench import ROOT, results
+from tests.kit.database import fresh_database, postgres
 
-from brain.embedder import LocalEmbedder  # noqa: E402
-from brain.ingest.code import language_for  # noqa: E402
-from brain.ingest.source import parse_source, walk_files  # noqa: E402
-from brain.jobs.common import Progress, progress_enabled  # noqa: E402
-from brain.jobs.ingest import run_ingest  # noqa: E402
-from brain.jobs.settings import load_job_settings  # noqa: E402
-from brain.local.devdb import EmbeddedPostgres  # noqa: E402
-from brain.store import Store  # noqa: E402
+from brain.embedder import LocalEmbedder
+from brain.ingest.code import language_for
+from brain.ingest.source import parse_source, walk_files
+from brain.jobs.common import Progress, progress_enabled
+from brain.jobs.ingest import run_ingest
+from brain.jobs.settings import load_job_settings
+from brain.store import Store
 
 
 def git_repo(src: Path, dest: Path) -> Path:
@@ -127,7 +126,7 @@ def report(rows: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 async def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     p.add_argument(
         "--package",
         default="coverage",
@@ -138,13 +137,11 @@ async def main() -> int:
     p.add_argument("--threads", type=int, default=None, help="onnxruntime threads for the embedder")
     args = p.parse_args()
     embedder = LocalEmbedder(threads=args.threads)
-    pg = None
-    dsn = args.dsn
-    if not dsn:
-        pg = EmbeddedPostgres().start()
-        dsn = await pg.create_database(f"bench_{uuid.uuid4().hex[:8]}")
     rows: list[tuple[str, dict[str, Any]]] = []
-    try:
+    async with contextlib.AsyncExitStack() as held:
+        dsn = args.dsn or await held.enter_async_context(
+            fresh_database(held.enter_context(postgres()), "bench")
+        )
         store = await Store.open(dsn, dim=embedder.dim)
         with tempfile.TemporaryDirectory(prefix="brain-bench-") as tmp:
             work = Path(tmp)
@@ -155,10 +152,9 @@ async def main() -> int:
             for name, repo in trees:
                 rows.append((name, await bench_tree(store, embedder, name, repo, work)))
         await store.close()
-    finally:
-        if pg is not None:
-            pg.stop()
-    print(report(rows))
+    text = report(rows)
+    results.emit("ingest", {"trees": dict(rows)}, markdown=text)
+    print(text)
     return 0
 
 

@@ -23,16 +23,11 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from hack.bench import LOCOMO, results
 
 from brain.local.stats import percentile
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the suite's fixtures (tests/kit/database.py)
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo10-retrieval.json"
-
 
 SERVICES = [
     "billing",
@@ -146,7 +141,7 @@ def short_queries() -> list[str]:
 
 
 async def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=10_000)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--corpus", choices=["short", "locomo"], default="short")
@@ -257,7 +252,7 @@ async def main() -> int:
     out = [
         "## Model migration (reindex)",
         "",
-        f"{n:,} memories migrated from `{base.model}` to `{target.model}` (hack/bench_reindex.py) while a client "
+        f"{n:,} memories migrated from `{base.model}` to `{target.model}` (hack/bench/reindex.py) while a client "
         f"queried about 20 times a second; {failures} queries failed. The model alone embeds the same "
         f"{n:,} texts in batches of {reindex.BATCH} in the same run. Corpus `{args.corpus}`: "
         f"{tokens:.1f} tokens per memory (title and body, by the model's tokenizer). Load average "
@@ -278,6 +273,7 @@ async def main() -> int:
         f"| idle | {len(idle)} | {statistics.median(idle):.1f} | {percentile(idle, 0.95):.1f} |",
         f"| during the migration | {len(during)} | {statistics.median(during):.1f} | {percentile(during, 0.95):.1f} |",
     ]
+    results.emit("reindex", {}, markdown="\n".join(out))
     print("\n".join(out))
     return 0
 

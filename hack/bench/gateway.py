@@ -1,15 +1,15 @@
 """Gateway benchmarks: the brain hooks' added latency over the bare LiteLLM proxy under load, and streaming.
 
-    .venv/bin/python hack/bench_gateway.py [--memories 100000] [--requests 300] [--concurrency 1,10,50]
+    .venv/bin/python -m hack.bench.gateway [--memories 100000] [--requests 300] [--concurrency 1,10,50]
         [--turn 2] [--level-timeout 600] [--cases new,repeated] [--clients 100] [--duration 60]
 
 Everything is loopback and real: an embedded Postgres seeded with `--memories` entries (generated
-text with the model's own vectors of it, embedded once and cached by hack/benchvectors.py; the
+text with the model's own vectors of it, embedded once and cached by hack/bench/vectors.py; the
 database kept under ~/.cache/brain-operator/bench-gateway-v4-<n> between runs, `--seed-only` to
 make it and stop), in two layouts, each its own database: the whole corpus in the team's `shared`
 (the agent key, no header, sees all of it) and split over four namespaces (`shared` + three repos;
 the key asks for all four with `x-brain-namespaces`). Questions are drawn from the seeded text, so
-every one has an answer; each request's outcome (hack/benchcheck.py, from the `x-brain-memory`
+every one has an answer; each request's outcome (hack/bench/check.py, from the `x-brain-memory`
 headers) is counted, and the run fails unless every brain request was injected with retrieval
 whole, every bare one was bare, none failed, and every row counted the requests it claims
 (`--stop-embedder` stops the embedder process first: the embedder-process rows must then fail).
@@ -24,7 +24,7 @@ request when its last is answered) and the arms take turns in an order rotating 
 each arm has had `--requests` (bounded in time too: `--level-timeout`); see `level()`. While an arm
 is driven a probe GETs its health endpoint (2 ms into each turn, then 50 ms after each answer): how
 long that proxy's event loop takes to answer (the in-process model runs in a worker thread, but tokenisation holds the GIL). Prints a
-Markdown section for docs/benchmarks.md; `--json` or $BRAIN_BENCH_JSON also writes the figures.
+Markdown section for docs/benchmarks.md; the figures go to the run's record (hack/bench/results.py), and to `--json`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import contextlib
 import itertools
-import json
 import os
 import random
 import signal
@@ -46,13 +45,10 @@ from typing import Any, NamedTuple
 
 import httpx
 import yaml
+from hack.bench import check, results, vectors
+from tests.kit.database import postgres
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import benchcheck  # noqa: E402  (siblings: the benches' outcome check and vector cache)
-import benchvectors  # noqa: E402
-
-from brain.local.stats import percentile, rank_from_top  # noqa: E402
+from brain.local.stats import percentile, rank_from_top
 
 _PARAGRAPH = (
     "deploy cluster postgres replica index cache queue worker retry timeout latency budget gateway token "
@@ -156,10 +152,10 @@ async def _load(dsn: str, have: int, n: int, dim: int, layout: str) -> None:
     print(f"seeding {n} memories, layout {layout} (once; cached for later runs) …", file=sys.stderr)
     memories = corpus(n, layout)
     # the gateway's model; every core for the one-time corpus (the vectors do not depend on threads;
-    # 100k texts take ~30 min on two cores, once: hack/benchvectors.py caches them)
+    # 100k texts take ~30 min on two cores, once: hack/bench/vectors.py caches them)
     embedder = LocalEmbedder()
     assert embedder.model == MODEL, embedder.model
-    all_vecs = await benchvectors.vectors(embedder, [embed_text(m.title, m.body) for m in memories])
+    all_vecs = await vectors.vectors(embedder, [embed_text(m.title, m.body) for m in memories])
     conn = await asyncpg.connect(dsn)
     await register_vector(conn)
     try:
@@ -286,7 +282,7 @@ class Level(NamedTuple):
 
     ms: dict[str, list[float]]  # request latencies
     probe: dict[str, list[float]]  # loop probe latencies
-    counts: dict[str, benchcheck.Counts]  # request outcomes
+    counts: dict[str, check.Counts]  # request outcomes
     busy_s: dict[str, float]  # wall seconds the target was being driven (its turns, end to end)
     cut_short: bool  # the level ran into its time bound before every request was sent
 
@@ -328,7 +324,7 @@ async def level(
     assert len(questions) >= warmup + requests
     ms: dict[str, list[float]] = {t.name: [] for t in targets}
     probe: dict[str, list[float]] = {t.name: [] for t in targets}
-    counts = {t.name: benchcheck.Counts() for t in targets}
+    counts = {t.name: check.Counts() for t in targets}
     busy = {t.name: 0.0 for t in targets}
     sent = {t.name: 0 for t in targets}  # counted requests sent so far
     stop_at = time.monotonic() + deadline_s
@@ -585,28 +581,14 @@ async def start_pair(
     return Pair(key, master, gw_url, bare_url, fake, gw, remote_url, embedder)
 
 
-def _write_json(a: argparse.Namespace, results: dict[str, Any]) -> None:
-    """The figures so far to --json and $BRAIN_BENCH_JSON (hack/bench.py reads the latter)."""
-    for path in (a.json, os.environ.get("BRAIN_BENCH_JSON")):
-        if path:
-            Path(path).write_text(json.dumps(results, indent=2) + "\n")
+def _write_json(a: argparse.Namespace, figures: dict[str, Any]) -> None:
+    """The figures so far to the run's record (hack/bench/results.py) and to --json."""
+    results.emit("gateway", figures, markdown="\n".join(figures.get("table", [])) or None, also=a.json)
 
 
 def _cells(f: dict[str, Any]) -> str:
     """An arm's throughput and loop probe cells."""
     return f"{f['throughput_rps']:.1f} | {f['loop_probe_p50_ms']:.1f} / {f['loop_probe_p99_ms']:.1f} ms"
-
-
-def _machine() -> str:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        "unknown cpu",
-    )
-    return f"{cpu}, {os.cpu_count()} CPUs, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB"
 
 
 def _ordinal(n: int) -> str:
@@ -619,9 +601,9 @@ async def layout_rows(
     layout: str,
     pg: Any,
     state: Path,
-    results: dict[str, Any],
+    figures: dict[str, Any],
     stage_rows: list[str],
-) -> tuple[list[str], list[str], list[tuple[benchcheck.Counts, benchcheck.Claim]]]:
+) -> tuple[list[str], list[str], list[tuple[check.Counts, check.Claim]]]:
     """One layout's database, gateways and latency rows (and, for the first, the streaming run):
     the table's rows, the notes under it, and each row's outcome check; its rows of the stage table
     appended to `stage_rows`."""
@@ -634,7 +616,7 @@ async def layout_rows(
     procs: list[Any] = []
     rows: list[str] = []
     lines: list[str] = []  # the notes under the table
-    checks: list[tuple[benchcheck.Counts, benchcheck.Claim]] = []
+    checks: list[tuple[check.Counts, check.Claim]] = []
     try:
         pair = await start_pair(
             dsn, state / layout, procs, ready=lambda d: d["database"] == "ok", remote_embedder=True
@@ -711,13 +693,13 @@ async def layout_rows(
                         b, e = before[name], after[name]
                         st = mean_ms(b, e, "brain_retrieval_stage_duration_seconds", "stage")
                         st |= mean_ms(b, e, "brain_gateway_hook_duration_seconds", "hook")
-                        results.setdefault("stages", {})[f"{layout}, {clients} clients, {topology}"] = st
+                        figures.setdefault("stages", {})[f"{layout}, {clients} clients, {topology}"] = st
                         stage_rows.append(
                             f"| {words} | {clients} | {topology} | "
                             + " | ".join(f"{st[k][0]:.1f}" if k in st else "–" for k in STAGES)
                             + " |"
                         )
-                results["rows"].append(
+                figures["rows"].append(
                     {
                         "layout": layout,
                         "case": label,
@@ -731,14 +713,14 @@ async def layout_rows(
                         **fig,
                     }
                 )
-                _write_json(a, results)  # after every level: a run stopped later keeps what it measured
+                _write_json(a, figures)  # after every level: a run stopped later keeps what it measured
 
                 rows.append(
                     f"| {case} | {clients} | bare proxy | {bare_fig['n']} | {bare_fig['p50_ms']:.1f} ms | | "
                     f"{bare_fig['p99_ms']:.1f} ms | | {_cells(bare_fig)} | {lv.counts['bare'].summary()} |"
                 )
                 checks.append(
-                    (lv.counts["bare"], benchcheck.bare(f"{case}, {clients} clients, bare proxy", a.requests))
+                    (lv.counts["bare"], check.bare(f"{case}, {clients} clients, bare proxy", a.requests))
                 )
                 for name, topology in topologies:
                     f = fig[name]
@@ -750,7 +732,7 @@ async def layout_rows(
                     checks.append(
                         (
                             lv.counts[name],
-                            benchcheck.memory_on(f"{case}, {clients} clients, {topology}", a.requests),
+                            check.memory_on(f"{case}, {clients} clients, {topology}", a.requests),
                         )
                     )
         if a.skip_streaming or layout != a.layouts.split(",")[0]:
@@ -770,7 +752,7 @@ async def layout_rows(
         stored = sum(by_label(m, "brain_captures_stored_total").values()) - sum(
             by_label(metrics_before, "brain_captures_stored_total").values()
         )
-        results["streaming"] = {**s, "load_before": load0, "load_after": load1, "layout": layout}
+        figures["streaming"] = {**s, "load_before": load0, "load_after": load1, "layout": layout}
         lines += [
             "",
             f"{a.clients} concurrent streaming clients for {a.duration:.0f} s, {words} (each answer 16 "
@@ -789,8 +771,6 @@ async def layout_rows(
 
 
 async def main(a: argparse.Namespace) -> None:
-    from brain.local.devdb import EmbeddedPostgres
-
     cache = Path(os.environ.get("BRAIN_CACHE", Path.home() / ".cache" / "brain-operator"))
     if os.geteuid() == 0:  # Postgres runs as `nobody`, which cannot enter /root
         cache = Path("/var/tmp/brain-operator")
@@ -801,9 +781,9 @@ async def main(a: argparse.Namespace) -> None:
     layouts = a.layouts.split(",")
     for layout in layouts:
         (state / layout).mkdir(parents=True)
-    pg = EmbeddedPostgres(data_dir=data / "pgdata")
-    pg.start()
-    results: dict[str, Any] = {
+    held = contextlib.ExitStack()
+    pg = held.enter_context(postgres(data / "pgdata"))  # kept: the seed is reused by the next run
+    figures: dict[str, Any] = {
         "memories": a.memories,
         "requests": a.requests,  # per arm and concurrency level
         "concurrency": a.concurrency,
@@ -812,7 +792,7 @@ async def main(a: argparse.Namespace) -> None:
         "cases": a.cases.split(","),
         "layouts": layouts,
         "percentile": "sample at sorted index floor(q*n), no interpolation",
-        "machine": _machine(),
+        "machine": results.machine(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "rows": [],
     }
@@ -834,7 +814,7 @@ async def main(a: argparse.Namespace) -> None:
             f"{a.memories:,} memories stored (the model's own vectors of their text), in each layout its own "
             "database: all in the team's `shared` (the agent key, no header, sees all of it), and split over "
             "`shared` + three repos, all four asked for with `x-brain-namespaces`. Echo upstream; loopback; "
-            f"{_machine()}. Three arms: the bare proxy, the gateway with the model in-process "
+            f"{results.machine()}. Three arms: the bare proxy, the gateway with the model in-process "
             "(`brainctl up`) and the gateway with the embedder as its own process (the cluster topology; here "
             "it shares the same cores). At each concurrency level C, C clients (one event loop, the same "
             f"machine) drive one arm at a time in turns of {a.turn} requests per client (each sends its next "
@@ -849,7 +829,7 @@ async def main(a: argparse.Namespace) -> None:
             f"the driven proxy's health endpoint 2 ms into each turn, then {PROBE_EVERY_S * 1000:.0f} ms after each "
             "answer: how long its event loop "
             "takes to answer. Outcomes from each reply's `x-brain-memory` / `x-brain-memory-degraded` headers "
-            "(hack/benchcheck.py): the run fails unless every brain reply was injected with retrieval whole, "
+            "(hack/bench/check.py): the run fails unless every brain reply was injected with retrieval whole, "
             "every bare one bare, none an error, and every row counted all its requests. "
             f"Load average at the start: {' / '.join(f'{x:.1f}' for x in os.getloadavg())}.",
             "",
@@ -857,11 +837,11 @@ async def main(a: argparse.Namespace) -> None:
             "| outcomes |",
             "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
-        checks: list[tuple[benchcheck.Counts, benchcheck.Claim]] = []
+        checks: list[tuple[check.Counts, check.Claim]] = []
         tails: list[str] = []
         stage_rows: list[str] = []
         for layout in layouts:
-            rows, notes, more = await layout_rows(a, layout, pg, state, results, stage_rows)
+            rows, notes, more = await layout_rows(a, layout, pg, state, figures, stage_rows)
             lines += rows
             tails += notes
             checks += more
@@ -882,28 +862,28 @@ async def main(a: argparse.Namespace) -> None:
             "its wait for the cores, Postgres and (embedder process) the embedder's one thread.",
         ]
         print("\n".join(lines))
-        results["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        results["table"] = lines
-        results["checks"] = [
+        figures["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        figures["table"] = lines
+        figures["checks"] = [
             {
                 "row": claim.row,
                 "claims": claim.says,
                 "counts": counts.as_dict(),
-                "ok": benchcheck.mismatch(counts, claim) is None,
+                "ok": check.mismatch(counts, claim) is None,
             }
             for counts, claim in checks
         ]
-        _write_json(a, results)
-        benchcheck.expect_all(checks)
+        _write_json(a, figures)
+        check.expect_all(checks)
     finally:
-        pg.stop(remove=False)
+        held.close()
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--serve-bare":
         serve_bare(sys.argv[2], int(sys.argv[3]))
         sys.exit(0)
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--requests", type=int, default=300, help="per arm, per concurrency level")
     ap.add_argument(

@@ -3,24 +3,21 @@
 Starts the node (root only; the images of hack/images.sh, cached), installs the chart with the local
 images, applies the sample Brain (pointed at an in-cluster fake upstream), and times each step until
 the Brain's Ready condition is True with every pod Running and Ready; then node-down. Run alone:
-`python hack/bench_pods.py`. Not root: the section says so and measures nothing.
+`python -m hack.bench.pods`. Not root: the section says so and measures nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "operator"))
-
-from e2e.pods.conftest import RealNode  # noqa: E402
-from e2e.pods.story_pods import CHART, brain_manifest, helm_values, helpers_manifest, pods_ready  # noqa: E402
-from tests.kit.cluster import parse_exports  # noqa: E402
+from e2e.pods.conftest import RealNode
+from e2e.pods.story_pods import CHART, brain_manifest, helm_values, helpers_manifest, pods_ready
+from hack.bench import results
+from tests.kit.cluster import parse_exports
 
 
 def timed(args: list[str], timeout: float) -> tuple[float, subprocess.CompletedProcess[str]]:
@@ -30,6 +27,11 @@ def timed(args: list[str], timeout: float) -> tuple[float, subprocess.CompletedP
 
 
 def main() -> None:
+    argparse.ArgumentParser(
+        prog=f"python -m {__spec__.name}",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    ).parse_args()
     head = ["## Real node", ""]
     if os.geteuid() != 0:
         print("\n".join([*head, "Not measured: the real node needs root.", ""]))
@@ -74,7 +76,9 @@ def main() -> None:
         f"| `helm install` → every pod Running and Ready | {pods_s:.0f} |",
         f"| hack/node-down.sh | {down_s:.0f} |",
     ]
-    print("\n".join([*head, *rows, ""]))
+    text = "\n".join([*head, *rows, ""])
+    results.emit("pods", {}, markdown=text)
+    print(text)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Fault benchmark: chat latency while the database hangs, against the bare proxy's.
 
-    .venv/bin/python hack/bench_faults.py [--memories 10000] [--freeze 10] [--clients 4]
+    .venv/bin/python -m hack.bench.faults [--memories 10000] [--freeze 10] [--clients 4]
 
 A database that hangs (SIGSTOP of the postmaster and every backend: what a stuck disk, a frozen VM
 or a black-holed network looks like from the client) is worse than one that is down, because
@@ -8,9 +8,9 @@ nothing fails: every wait simply lasts. Here a real gateway and the bare LiteLLM
 same echo upstream; `--clients` agents keep asking new questions while Postgres is frozen for
 `--freeze` seconds. The goal (issue 14): p99 of chat latency during the freeze stays under the
 retrieval budget plus the bare proxy's own p99. Also reported: how long after the thaw a seeded fact
-is injected again. Its own Postgres (seeded like hack/bench_gateway.py, the whole corpus in
+is injected again. Its own Postgres (seeded like hack/bench/gateway.py, the whole corpus in
 `shared`), so no shared cache is touched. Questions are words of seeded memories, and each reply's
-outcome is counted (hack/benchcheck.py): the run fails unless the bare proxy injected nothing, every
+outcome is counted (hack/bench/check.py): the run fails unless the bare proxy injected nothing, every
 healthy-database request was injected, every frozen one was answered, and the fact came back
 `injected` after the thaw. Prints a Markdown section for docs/benchmarks.md.
 """
@@ -19,22 +19,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import contextlib
 import os
 import random
 import shutil
 import signal
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_gateway as bg  # a sibling script, not a package
-import benchcheck
+from hack.bench import check, gateway, results
+from tests.kit.database import postgres
 
 from brain.local.stats import percentile
 
@@ -53,17 +50,23 @@ async def _ask(c: httpx.AsyncClient, url: str, key: str, q: str) -> Reply:
     except httpx.HTTPError:
         status, headers = None, {}
     dt = (time.perf_counter() - t0) * 1000
-    return (t0, dt, *benchcheck.of_response(status, headers))
+    return (t0, dt, *check.of_response(status, headers))
 
 
 async def warm(url: str, key: str, n: int, seed: int) -> list[float]:
     rng = random.Random(seed)
     async with httpx.AsyncClient(timeout=60) as c:
-        return [(await _ask(c, url, key, bg._sentence(rng, 10) + "?"))[1] for _ in range(n)]
+        return [(await _ask(c, url, key, gateway._sentence(rng, 10) + "?"))[1] for _ in range(n)]
 
 
 async def load(
-    url: str, key: str, clients: int, seconds: float, seed: int, memories: list[bg.Memory], pg: Any = None
+    url: str,
+    key: str,
+    clients: int,
+    seconds: float,
+    seed: int,
+    memories: list[gateway.Memory],
+    pg: Any = None,
 ) -> tuple[list[Reply], float]:
     """`clients` loops asking new questions about seeded memories for `seconds` (with Postgres frozen
     meanwhile when `pg` is given): the requests that started in that window, and when it ended."""
@@ -74,7 +77,7 @@ async def load(
         rng = random.Random(seed * 1000 + i)  # questions of their own: no answer cached by an earlier case
         async with httpx.AsyncClient(timeout=120) as c:
             while not stop.is_set():
-                out.append(await _ask(c, url, key, bg.question(rng, memories)))
+                out.append(await _ask(c, url, key, gateway.question(rng, memories)))
 
     tasks = [asyncio.create_task(client(i)) for i in range(clients)]
     await asyncio.sleep(1.0)
@@ -92,14 +95,14 @@ async def load(
     return [r for r in out if start <= r[0] < end], end
 
 
-async def recovery(url: str, key: str, thawed_at: float) -> tuple[float, benchcheck.Counts]:
-    """Seconds from the thaw until the seeded fact (bench_gateway.FACT) is injected again, and the
+async def recovery(url: str, key: str, thawed_at: float) -> tuple[float, check.Counts]:
+    """Seconds from the thaw until the seeded fact (gateway.FACT) is injected again, and the
     outcomes of the tries until then; NaN when it is not back within a minute. The plain question,
     asked again: words added to it could drop it below the lexical floor."""
-    tries = benchcheck.Counts()
+    tries = check.Counts()
     async with httpx.AsyncClient(timeout=60) as c:
         for _ in range(600):
-            *_, outcome, causes = await _ask(c, url, key, bg.REPEATED)
+            *_, outcome, causes = await _ask(c, url, key, gateway.REPEATED)
             tries.add(outcome, causes)
             if outcome == "injected":
                 return time.perf_counter() - thawed_at, tries
@@ -107,14 +110,14 @@ async def recovery(url: str, key: str, thawed_at: float) -> tuple[float, benchch
     return float("nan"), tries
 
 
-def counted(replies: list[Reply]) -> benchcheck.Counts:
-    c = benchcheck.Counts()
+def counted(replies: list[Reply]) -> check.Counts:
+    c = check.Counts()
     for *_, outcome, causes in replies:
         c.add(outcome, causes)
     return c
 
 
-def explain(frozen: benchcheck.Counts, back_s: float, tries: benchcheck.Counts) -> str:
+def explain(frozen: check.Counts, back_s: float, tries: check.Counts) -> str:
     """What the frozen case's counts say happened, in words computed from them."""
     n = frozen.total
     timed_out, skipped = frozen.causes["timeout"], frozen.causes["db_down"]
@@ -140,18 +143,18 @@ def explain(frozen: benchcheck.Counts, back_s: float, tries: benchcheck.Counts) 
 
 
 async def main(a: argparse.Namespace) -> None:
-    from brain.local.devdb import EmbeddedPostgres
     from brain.local.up import stop
 
     state = Path(f"/tmp/bench-faults-{uuid.uuid4().hex[:6]}")
     state.mkdir()
-    pg = EmbeddedPostgres().start()
+    held = contextlib.ExitStack()
+    pg = held.enter_context(postgres())
     procs: list[Any] = []
     try:
         dsn = await pg.create_database("bench")
-        await bg.seed(dsn, a.memories)
-        memories = bg.corpus(a.memories, "shared")
-        key, master, gw_url, bare_url, *_ = await bg.start_pair(
+        await gateway.seed(dsn, a.memories)
+        memories = gateway.corpus(a.memories, "shared")
+        key, master, gw_url, bare_url, *_ = await gateway.start_pair(
             dsn, state, procs, ready=lambda d: d["status"] == "ok"
         )
         await warm(gw_url, key, 20, 1)  # model, pools, caches
@@ -171,9 +174,9 @@ async def main(a: argparse.Namespace) -> None:
         back_s, tries = await recovery(gw_url, key, ended)
         counts = [counted(res) for *_, res in rows]
         claims = [
-            benchcheck.bare(cases[0][0], len(rows[0][1])),
-            benchcheck.memory_on(cases[1][0], len(rows[1][1])),
-            benchcheck.answered(cases[2][0], len(rows[2][1])),
+            check.bare(cases[0][0], len(rows[0][1])),
+            check.memory_on(cases[1][0], len(rows[1][1])),
+            check.answered(cases[2][0], len(rows[2][1])),
         ]
         bare99, frozen99 = percentile(rows[0][1], 0.99), percentile(rows[-1][1], 0.99)
         goal = BUDGET_MS + bare99
@@ -201,7 +204,7 @@ async def main(a: argparse.Namespace) -> None:
             + explain(counts[2], back_s, tries),
         ]
         print("\n".join(lines))
-        results = {
+        figures = {
             "memories": a.memories,
             "clients": a.clients,
             "freeze_s": a.freeze,
@@ -223,22 +226,21 @@ async def main(a: argparse.Namespace) -> None:
             "recovery_s": back_s,
             "recovery_tries": tries.as_dict(),
         }
-        if os.environ.get("BRAIN_BENCH_JSON"):
-            Path(os.environ["BRAIN_BENCH_JSON"]).write_text(json.dumps(results, indent=2))
         checks = list(zip(counts, claims, strict=True))
         if back_s != back_s:  # NaN: the fact never came back
-            checks.append((tries, benchcheck.memory_on("the seeded fact after the thaw")))
-        benchcheck.expect_all(checks)
+            checks.append((tries, check.memory_on("the seeded fact after the thaw")))
+        results.emit("faults", figures, markdown="\n".join(lines), checks=checks)
+        check.expect_all(checks)
     finally:
         for p in reversed(procs):
             stop(p)
         pg.thaw()
-        pg.stop()
+        held.close()
         shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--freeze", type=float, default=10.0)
     ap.add_argument("--clients", type=int, default=4)

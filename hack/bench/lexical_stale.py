@@ -1,6 +1,6 @@
 """What a stale BM25 reference length costs in ranking: LoCoMo recall with the weights at other lengths.
 
-    .venv/bin/python hack/lexical_stale.py [--modes lexical,hybrid] [--ratios 0.5,0.8,1,1.25,2]
+    .venv/bin/python -m hack.bench.lexical_stale [--modes lexical,hybrid] [--ratios 0.5,0.8,1,1.25,2]
 
 Loads LoCoMo as `brainctl eval --episodes valid_from` does (weights settled at the live mean),
 then for each ratio rewrites the `bm25` column at live mean / ratio (the reference in brain_meta
@@ -16,11 +16,8 @@ import asyncio
 import json
 import os
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-LOCOMO = Path(os.environ.get("BRAIN_LOCOMO", "/work/shared/data/locomo10-retrieval.json"))
+from hack.bench import LOCOMO
 
 
 async def main(a: argparse.Namespace) -> None:
@@ -71,7 +68,7 @@ async def main(a: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     ap.add_argument("--modes", default="lexical,hybrid")
     ap.add_argument("--ratios", default="0.5,0.8,1,1.25,2")
     asyncio.run(main(ap.parse_args()))

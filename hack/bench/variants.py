@@ -4,13 +4,14 @@ Each variant is a name and a RetrievalConfig update; the same loaded databases a
 query embeddings serve every variant, so differences are the variant's and nothing else's (`brainctl
 eval` would reload and re-embed per run). Used to decide what ships in retrieval/ (docs/performance.md).
 
-    python hack/eval_variants.py --set tests/data/team_eval.json --set /work/shared/data/locomo10-retrieval.json
+    python -m hack.bench.variants --set tests/data/team_eval.json --set /work/shared/data/locomo10-retrieval.json
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import uuid
@@ -18,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tests.kit.database import postgres
 
 from brain.core.contract import RetrievalFloor
 from brain.embedder import LocalEmbedder
-from brain.local.devdb import EmbeddedPostgres
 from brain.local.eval import MODES, evaluate, load_dataset, load_into
 from brain.retrieval import calibration
 from brain.retrieval.pipeline import RetrievalConfig
@@ -64,14 +65,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     ap.add_argument("--set", action="append", required=True)
     ap.add_argument("--variant", action="append", help="names from VARIANTS (default: all)")
     ap.add_argument("--modes", default="hybrid,lexical,vector")
     ap.add_argument("--json")
     args = ap.parse_args()
     embedder = CachedEmbedder(LocalEmbedder())
-    pg = EmbeddedPostgres().start()
+    held = contextlib.ExitStack()
+    pg = held.enter_context(postgres())
     out: dict[str, Any] = {}
     try:
         loaded = []
@@ -119,7 +121,7 @@ async def main() -> None:
     finally:
         for _, _, store, _ in loaded:
             await store.close()
-        pg.stop()
+        held.close()
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 

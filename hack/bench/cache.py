@@ -1,6 +1,6 @@
 """Prompt-cache benchmark: a 20-turn conversation, straight to the upstream and through the gateway.
 
-    .venv/bin/python hack/bench_cache.py [--turns 20]
+    .venv/bin/python -m hack.bench.cache [--turns 20]
 
 What memory costs in the provider's prompt cache (issue #27). A Claude-Code-shaped conversation
 (an 8 KB system prompt and a tool catalogue, both marked `cache_control`, and a mark on the newest
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -28,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from hack.bench import results
+from tests.kit.database import postgres
 
-ROOT = Path(__file__).resolve().parent.parent
 MODEL = "claude-echo"
 PRICE = {"read": 0.1, "write": 1.25, "none": 1.0}
 SYSTEM = "You are a careful engineer on the payments team; follow the repository's conventions. " * 100
@@ -83,7 +85,7 @@ def cost(usage: dict[str, int]) -> float:
 async def run(turns: int) -> str:
     import yaml
 
-    from brain.local.devdb import EmbeddedPostgres, free_port
+    from brain.local.devdb import free_port
     from brain.local.promptcache import tokens
     from brain.local.up import gateway_command, spawn, stop, wait_http
     from brain.retrieval.render import PREAMBLE
@@ -93,7 +95,8 @@ async def run(turns: int) -> str:
     from brain_operator.render.litellm_config import model_api_key_env, render_litellm_config
 
     state = Path(tempfile.mkdtemp(prefix="bench-cache-"))
-    pg = EmbeddedPostgres().start()
+    held = contextlib.ExitStack()
+    pg = held.enter_context(postgres())
     procs: list[Any] = []
     try:
         dsn = await pg.create_database("bench_cache")
@@ -195,7 +198,7 @@ async def run(turns: int) -> str:
     finally:
         for p in procs:
             stop(p)
-        pg.stop()
+        held.close()
 
     rows, totals = [], {}
     for name, arm in arms.items():
@@ -229,7 +232,7 @@ async def run(turns: int) -> str:
         [
             f"## Prompt cache: a {turns}-turn conversation (issue #27)",
             "",
-            f"`python hack/bench_cache.py --turns {turns}`: one Claude-Code-shaped conversation, a question about "
+            f"`python -m hack.bench.cache --turns {turns}`: one Claude-Code-shaped conversation, a question about "
             "another stored fact each turn; each arm its own echo upstream billing the prompt cache as Anthropic "
             "does (`brain.local.promptcache`); arms alternate which goes first, turn by turn. Cost in "
             "input-token units priced read 0.1x, write 1.25x, plain 1x.",
@@ -252,11 +255,16 @@ async def run(turns: int) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=f"python -m {__spec__.name}",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--turns", type=int, default=20, help="turns of the conversation [%(default)s]")
     a = p.parse_args()
-    sys.path.insert(0, str(ROOT))
-    print(asyncio.run(run(a.turns)))
+    text = asyncio.run(run(a.turns))
+    results.emit("cache", {"turns": a.turns}, markdown=text)
+    print(text)
 
 
 if __name__ == "__main__":

@@ -2,17 +2,17 @@
 
 Builds through hack/images.sh (Docker from hack/docker-up.sh; a cached rebuild is seconds), then
 reads each image's size and its base's from the engine, so the table shows what each image adds
-on top of the shared base. Run alone: `python hack/bench_images.py`.
+on top of the shared base. Run alone: `python -m hack.bench.images`.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from hack.bench import ROOT, results
 
 
 def inspect(ref: str) -> dict[str, object]:
@@ -47,13 +47,20 @@ def section(lines: list[str]) -> str:
 
 
 def main() -> int:
+    argparse.ArgumentParser(
+        prog=f"python -m {__spec__.name}",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    ).parse_args()
     proc = subprocess.run(
         ["bash", str(ROOT / "hack" / "images.sh")], capture_output=True, text=True, cwd=ROOT
     )
     if proc.returncode:
         print(f"## Images\n\nFAILED: {proc.stderr[-2000:]}")
         return 1
-    print(section([line for line in proc.stdout.splitlines() if line.strip()]))
+    text = section([line for line in proc.stdout.splitlines() if line.strip()])
+    results.emit("images", {}, markdown=text)
+    print(text)
     return 0
 
 

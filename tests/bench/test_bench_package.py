@@ -1,0 +1,128 @@
+"""hack/bench/ is one package (#30): every part runs as `python -m hack.bench.<part>`, and one writer
+records the figures, whether `make bench` runs the part or a person runs it alone (#33)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hack.bench import ROOT, check, results
+from hack.bench.__main__ import PARTS
+
+MODULES = sorted(p.stem for p in (ROOT / "hack" / "bench").glob("*.py") if not p.stem.startswith("_"))
+#: what the parts share, and `make bench`'s in-process sections: imported, not run
+LIBRARIES = {"check", "corpus", "vectors", "results", "quality", "latency", "notes"}
+#: run by hand: the scale run (hours at 1M) and the studies behind docs/performance.md's decisions
+BY_HAND = {"scale", "variants", "lexical_stale"}
+
+
+def test_make_bench_runs_every_part_the_package_has() -> None:
+    """A module left out of PARTS would never run under `make bench`: every module is a part, a
+    library, or a bench run by hand."""
+    assert set(PARTS) == set(MODULES) - LIBRARIES - BY_HAND
+
+
+@pytest.mark.parametrize("module", ["", *sorted(set(MODULES) - LIBRARIES)])
+def test_every_bench_explains_itself(module: str) -> None:
+    """`--help` explains and measures nothing: a part without a parser would start its servers."""
+    name = "hack.bench" + (f".{module}" if module else "")
+    done = subprocess.run(
+        [sys.executable, "-m", name, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith(f"usage: python -m {name}"), done.stdout[:200]
+
+
+@pytest.fixture
+def alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(results, "RESULTS", tmp_path)
+    monkeypatch.setattr(results, "_alone", None)
+    monkeypatch.delenv(results.HANDOFF, raising=False)
+    return tmp_path
+
+
+def _counts(outcome: str, causes: list[str] | None = None) -> check.Counts:
+    c = check.Counts()
+    c.add(outcome, causes or [])
+    return c
+
+
+def test_a_part_run_alone_writes_its_own_record(alone: Path) -> None:
+    path = results.emit(
+        "scale",
+        {"p95_ms": 1.5},
+        markdown="## Retrieval at 10,000 memories",
+        checks=[(_counts("injected"), check.retrieval("10,000 memories, shared", 1))],
+    )
+    assert path.parent == alone and path.name.endswith("-scale.json")
+    record = json.loads(path.read_text())
+    assert record["commit"] in path.name
+    assert "cores" in record["machine"]
+    section = record["sections"]["scale"]
+    assert section["results"] == {"p95_ms": 1.5}
+    assert section["markdown"] == "## Retrieval at 10,000 memories"
+    assert section["ok"] is True and record["failed"] == []
+    assert len(section["load_before"]) == 3 and len(section["load_after"]) == 3
+    # a later call (the gateway bench writes after every level) rewrites the same file
+    assert results.emit("scale", {"p95_ms": 2.5}) == path
+    assert json.loads(path.read_text())["sections"]["scale"]["results"] == {"p95_ms": 2.5}
+    assert list(alone.iterdir()) == [path]
+
+
+def test_a_failed_outcome_check_marks_the_record_failed(alone: Path) -> None:
+    """A row whose requests were degraded did not measure retrieval: its record says so."""
+    path = results.emit(
+        "gateway",
+        {"rows": []},
+        checks=[(_counts("degraded", ["embedder_down"]), check.memory_on("brain p50", 1))],
+    )
+    record = json.loads(path.read_text())
+    assert record["sections"]["gateway"]["ok"] is False
+    assert record["failed"] == ["gateway"]
+
+
+def test_under_make_bench_the_figures_go_to_the_runner(
+    alone: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handoff = tmp_path_factory.mktemp("handoff") / ".scale.json"
+    also = tmp_path_factory.mktemp("also") / "figures.json"
+    monkeypatch.setenv(results.HANDOFF, str(handoff))
+    assert results.emit("scale", {"p95_ms": 1.5}, also=str(also)) == handoff
+    assert json.loads(handoff.read_text()) == {"p95_ms": 1.5}
+    assert json.loads(also.read_text()) == {"p95_ms": 1.5}
+    assert list(alone.iterdir()) == []  # one file per run: the runner's
+
+
+def _calls_and_literals(path: Path) -> tuple[set[str], set[str], set[str]]:
+    tree = ast.parse(path.read_text())
+    calls = {
+        n.func.id if isinstance(n.func, ast.Name) else n.func.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name | ast.Attribute)
+    }
+    docs = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}  # docstrings may name them
+    literals = {
+        n.value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs
+    }
+    defs = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    return calls, literals, defs
+
+
+@pytest.mark.parametrize(
+    "path", sorted((ROOT / "hack").rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT))
+)
+def test_one_postgres_one_percentile_one_writer(path: Path) -> None:
+    """Postgres is started by tests.kit.database.postgres, percentiles are brain.local.stats', and only
+    hack/bench/results.py names the results folder or the runner's hand-off: the 8 starts, 5 copies of
+    a percentile and per-script JSON writers this package replaced stay gone."""
+    calls, literals, defs = _calls_and_literals(path)
+    assert "EmbeddedPostgres" not in calls
+    assert not defs & {"percentile", "pct", "_pct", "p95", "quantile"}
+    if path != ROOT / "hack" / "bench" / "results.py":
+        assert not {s for s in literals if "bench-results" in s or results.HANDOFF in s}
