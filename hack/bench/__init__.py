@@ -18,10 +18,31 @@ part that starts servers or a cluster cleans up after itself whatever the others
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 #: LoCoMo's retrieval set (shared/data, outside the repository); BRAIN_LOCOMO points elsewhere
 LOCOMO = Path(os.environ.get("BRAIN_LOCOMO") or ROOT.parent / "shared" / "data" / "locomo10-retrieval.json")
 TEAM = ROOT / "tests" / "data" / "team_eval.json"
+
+
+def parser(module: str, doc: str | None, **kw: Any) -> argparse.ArgumentParser:
+    """A bench's command line: `python -m <module>` in its usage, its whole docstring as the help."""
+    return argparse.ArgumentParser(
+        prog=f"python -m {module}",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **kw,
+    )
+
+
+def on_the_real_node(title: str) -> bool:
+    """The real node's parts need root (it runs containers); without it their section says so and
+    measures nothing, so `make bench` as a user still writes every other section."""
+    if os.geteuid() == 0:
+        return True
+    print(f"## {title}\n\nNot measured: the real node needs root.\n")
+    return False

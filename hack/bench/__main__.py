@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hack.bench import ROOT, check, corpus, latency, notes, quality, results
+from hack.bench import ROOT, check, corpus, latency, notes, parser, quality, results
 
 SECTIONS = ("quality", "selectivity", "latency", "ingest")
 #: the parts `make bench` runs after its sections, each `python -m hack.bench.<part>` in its own process
@@ -131,9 +131,7 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m hack.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    p = parser("hack.bench", __doc__)
     p.add_argument("--out", help="write Markdown here (docs/benchmarks.md)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--sizes", default="10000,100000")

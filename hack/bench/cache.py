@@ -16,7 +16,6 @@ retrieval broke cannot print a table. Loopback only, bounded. Prints Markdown fo
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from hack.bench import results
+from hack.bench import parser, results
 from tests.kit.database import postgres
 
 MODEL = "claude-echo"
@@ -255,11 +254,7 @@ async def run(turns: int) -> str:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(
-        prog=f"python -m {__spec__.name}",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = parser(__spec__.name, __doc__)
     p.add_argument("--turns", type=int, default=20, help="turns of the conversation [%(default)s]")
     a = p.parse_args()
     text = asyncio.run(run(a.turns))

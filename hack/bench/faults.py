@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from hack.bench import check, gateway, results
+from hack.bench import check, gateway, parser, results
 from tests.kit.database import postgres
 
 from brain.local.stats import percentile
@@ -240,7 +240,7 @@ async def main(a: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    ap = parser(__spec__.name, __doc__)
     ap.add_argument("--memories", type=int, default=10_000)
     ap.add_argument("--freeze", type=float, default=10.0)
     ap.add_argument("--clients", type=int, default=4)

@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 
 import httpx
 import yaml
-from hack.bench import check, results, vectors
+from hack.bench import check, parser, results, vectors
 from tests.kit.database import postgres
 
 from brain.local.stats import percentile, rank_from_top
@@ -883,7 +883,7 @@ if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--serve-bare":
         serve_bare(sys.argv[2], int(sys.argv[3]))
         sys.exit(0)
-    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    ap = parser(__spec__.name, __doc__)
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--requests", type=int, default=300, help="per arm, per concurrency level")
     ap.add_argument(

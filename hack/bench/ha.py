@@ -9,7 +9,6 @@ Run alone: `python -m hack.bench.ha`. Not root: the section says so and measures
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -17,21 +16,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-from hack.bench import ROOT, results
+from hack.bench import ROOT, on_the_real_node, parser, results
 
 IMAGES = ("operator", "gateway", "embedder", "jobs", "database", "cnpg", "cnpg-postgres")
 
 
 def main() -> None:
-    argparse.ArgumentParser(
-        prog=f"python -m {__spec__.name}",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    ).parse_args()
-    head = ["## High availability (CloudNativePG failover on the real node)", ""]
-    if os.geteuid() != 0:
-        print("\n".join([*head, "Not measured: the real node needs root.", ""]))
+    parser(__spec__.name, __doc__).parse_args()
+    if not on_the_real_node("High availability (CloudNativePG failover on the real node)"):
         return
+    head = ["## High availability (CloudNativePG failover on the real node)", ""]
     subprocess.run(
         ["bash", "hack/images.sh", "cnpg", "cnpg-postgres"], cwd=ROOT, capture_output=True, check=True
     )

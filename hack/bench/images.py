@@ -7,12 +7,11 @@ on top of the shared base. Run alone: `python -m hack.bench.images`.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 
-from hack.bench import ROOT, results
+from hack.bench import ROOT, parser, results
 
 
 def inspect(ref: str) -> dict[str, object]:
@@ -47,11 +46,7 @@ def section(lines: list[str]) -> str:
 
 
 def main() -> int:
-    argparse.ArgumentParser(
-        prog=f"python -m {__spec__.name}",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    ).parse_args()
+    parser(__spec__.name, __doc__).parse_args()
     proc = subprocess.run(
         ["bash", str(ROOT / "hack" / "images.sh")], capture_output=True, text=True, cwd=ROOT
     )

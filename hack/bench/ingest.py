@@ -10,7 +10,6 @@ chunk counts kept / dropped per tier. The sdist is fetched with `pip download --
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import shutil
@@ -22,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hack.bench import ROOT, results
+from hack.bench import ROOT, parser, results
 from tests.kit.database import fresh_database, postgres
 
 from brain.embedder import LocalEmbedder
@@ -126,7 +125,7 @@ def report(rows: list[tuple[str, dict[str, Any]]]) -> str:
 
 
 async def main() -> int:
-    p = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    p = parser(__spec__.name, __doc__)
     p.add_argument(
         "--package",
         default="coverage",

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from brain.local.devdb import EmbeddedPostgres
 
-from hack.bench import LOCOMO, check, corpus, results
+from hack.bench import LOCOMO, check, corpus, parser, results
 
 from brain.local.stats import percentile
 
@@ -293,11 +293,9 @@ async def main(
 
 
 if __name__ == "__main__":
-    import argparse
-
-    ap = argparse.ArgumentParser(
-        prog=f"python -m {__spec__.name}",
-        description=__doc__.splitlines()[0],
+    ap = parser(
+        __spec__.name,
+        __doc__,
         epilog="Prints Markdown for docs/benchmarks.md, and records the figures (hack/bench/results.py).",
     )
     ap.add_argument("sizes", nargs="*", type=int, help="corpus sizes in memories (default: 10000 100000)")

@@ -17,7 +17,7 @@ import json
 import os
 import sys
 
-from hack.bench import LOCOMO
+from hack.bench import LOCOMO, parser
 
 
 async def main(a: argparse.Namespace) -> None:
@@ -68,7 +68,7 @@ async def main(a: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    ap = parser(__spec__.name, __doc__)
     ap.add_argument("--modes", default="lexical,hybrid")
     ap.add_argument("--ratios", default="0.5,0.8,1,1.25,2")
     asyncio.run(main(ap.parse_args()))

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hack.bench import ROOT, results
+from hack.bench import ROOT, parser, results
 from tests.kit.cluster import parse_exports, run_tool
 from tests.kit.poll import wait_for
 
@@ -497,11 +497,7 @@ def run(a: argparse.Namespace) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog=f"python -m {__spec__.name}",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = parser(__spec__.name, __doc__)
     p.add_argument("--runs", type=int, default=3, help="apply → Ready runs (median) [%(default)s]")
     p.add_argument("--brains", type=int, default=50, help="Brains (one per namespace) [%(default)s]")
     p.add_argument("--resync-seconds", type=float, default=20.0, help="operator resync period [%(default)s]")

@@ -8,7 +8,6 @@ the Brain's Ready condition is True with every pod Running and Ready; then node-
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import time
 
 from e2e.pods.conftest import RealNode
 from e2e.pods.story_pods import CHART, brain_manifest, helm_values, helpers_manifest, pods_ready
-from hack.bench import results
+from hack.bench import on_the_real_node, parser, results
 from tests.kit.cluster import parse_exports
 
 
@@ -27,15 +26,10 @@ def timed(args: list[str], timeout: float) -> tuple[float, subprocess.CompletedP
 
 
 def main() -> None:
-    argparse.ArgumentParser(
-        prog=f"python -m {__spec__.name}",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    ).parse_args()
-    head = ["## Real node", ""]
-    if os.geteuid() != 0:
-        print("\n".join([*head, "Not measured: the real node needs root.", ""]))
+    parser(__spec__.name, __doc__).parse_args()
+    if not on_the_real_node("Real node"):
         return
+    head = ["## Real node", ""]
     build_s, build = timed(["bash", "hack/node-build.sh"], 3600)
     if build.returncode:
         sys.exit(f"hack/node-build.sh failed:\n{build.stderr[-2000:]}")

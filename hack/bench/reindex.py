@@ -15,7 +15,6 @@ namespaces until the store holds N.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -25,7 +24,7 @@ import sys
 import time
 
 import numpy as np
-from hack.bench import LOCOMO, results
+from hack.bench import LOCOMO, parser, results
 
 from brain.local.stats import percentile
 
@@ -141,7 +140,7 @@ def short_queries() -> list[str]:
 
 
 async def main() -> int:
-    p = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    p = parser(__spec__.name, __doc__)
     p.add_argument("--size", type=int, default=10_000)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--corpus", choices=["short", "locomo"], default="short")

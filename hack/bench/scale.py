@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hack.bench import LOCOMO, check, corpus, results, vectors
+from hack.bench import LOCOMO, check, corpus, latency, parser, results, vectors
 from tests.kit.database import postgres
 
 from brain.local.stats import percentile
@@ -143,32 +143,15 @@ async def build(dsn: str, size: int, ds: Any, base: np.ndarray, model: str, layo
 async def measure(
     dsn: str, embedder: Any, queries: list[str], layout: str, counts: check.Counts
 ) -> dict[str, list[float]]:
-    from brain.retrieval import Retriever, render_block
-    from brain.retrieval.render import within_budget
+    from brain.retrieval import Retriever
     from brain.store import Store
 
     store = await Store.open(dsn, dim=embedder.dim)
     try:
         retriever = Retriever(store, embedder)
         scope = corpus.scope(layout)
-        await retriever.warm(scope)
-        for q in queries[:10]:  # warm-up: plans cached, pages in memory
-            await retriever.retrieve(q, scope, include_pinned=True)
-        out: dict[str, list[float]] = {"total": []}
-        for q in queries:
-            t = time.perf_counter()
-            try:
-                res = await retriever.retrieve(q, scope, include_pinned=True)
-            except Exception as e:  # counted: the check fails the run after the table
-                counts.add_result(error=e)
-                continue
-            render_block(within_budget(res.all_hits, 1500))
-            out["total"].append((time.perf_counter() - t) * 1000)
-            counts.add_result(res)
-            for stage, sec in res.timings.items():
-                if stage != "total":
-                    out.setdefault(stage, []).append(sec * 1000)
-        return out
+        await latency.warm_up(retriever, scope, queries)
+        return await latency.timed(retriever, scope, queries, counts)
     finally:
         await store.close()
 
@@ -360,7 +343,7 @@ Case = tuple[int, str]  # (memories, layout)
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    ap = parser(__spec__.name, __doc__)
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--runs", type=int, default=2)

@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hack.bench import check, corpus, results, scale, vectors
+from hack.bench import check, corpus, parser, results, scale, vectors
 from tests.kit.database import postgres
 
 from brain.local.stats import percentile
@@ -168,7 +168,7 @@ async def main(a: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    ap = parser(__spec__.name, __doc__)
     ap.add_argument("--memories", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--runs", type=int, default=2)

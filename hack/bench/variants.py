@@ -9,7 +9,6 @@ eval` would reload and re-embed per run). Used to decide what ships in retrieval
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import json
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from hack.bench import parser
 from tests.kit.database import postgres
 
 from brain.core.contract import RetrievalFloor
@@ -65,7 +65,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    ap = parser(__spec__.name, __doc__)
     ap.add_argument("--set", action="append", required=True)
     ap.add_argument("--variant", action="append", help="names from VARIANTS (default: all)")
     ap.add_argument("--modes", default="hybrid,lexical,vector")
