@@ -29,6 +29,7 @@ from brain.local.devdb import EmbeddedPostgres
 from brain.local.up import stop
 from brain.services.keys import KeyInfo, KeyStore, KeyVerifier
 from brain.store import Store
+from tests.kit.database import own_postgres
 from tests.kit.gateway import MASTER, start_gateway
 
 REVOKED_BEFORE_STOP_S = 10.0
@@ -37,11 +38,8 @@ TTL_S = 30.0  # KeyVerifier's default verdict TTL: past it, only the stale windo
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def own_pg() -> AsyncIterator[EmbeddedPostgres]:
-    pg = await asyncio.to_thread(EmbeddedPostgres().start)
-    try:
+    async with own_postgres() as pg:
         yield pg
-    finally:
-        await asyncio.to_thread(pg.stop)
 
 
 async def _status(url: str, key: str) -> tuple[int, str]:

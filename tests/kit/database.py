@@ -7,6 +7,8 @@ suite tests instead of a copy that drifts.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -32,6 +34,20 @@ def postgres(data_dir: Path | None = None) -> Iterator[EmbeddedPostgres]:
 def offline_embedder(threads: int | None = 2) -> LocalEmbedder:
     """The offline ONNX model from the cache (what the gateway loads without an embedder URL)."""
     return LocalEmbedder(threads=threads)
+
+
+@asynccontextmanager
+async def own_postgres() -> AsyncIterator[EmbeddedPostgres]:
+    """A Postgres of a test's own, started off the event loop: for a test that freezes or stops it,
+    which the session's shared server must never be. Thawed before it is stopped, whatever the test
+    left it as."""
+    server = await asyncio.to_thread(EmbeddedPostgres().start)
+    try:
+        yield server
+    finally:
+        with contextlib.suppress(Exception):
+            server.thaw()
+        await asyncio.to_thread(server.stop)
 
 
 @asynccontextmanager

@@ -21,19 +21,15 @@ from brain.local.up import supervise_postgres
 from brain.store import Scope, Store
 from brain.store.lexical import bm25
 from brain.store.writer import StoreWriter
+from tests.kit.database import own_postgres
 
 AGENT = Actor(name="claude-mac", role="agent", origin="agent")
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def own_pg() -> AsyncIterator[EmbeddedPostgres]:
-    pg = await asyncio.to_thread(EmbeddedPostgres().start)
-    try:
+    async with own_postgres() as pg:
         yield pg
-    finally:
-        with contextlib.suppress(Exception):
-            pg.thaw()
-        await asyncio.to_thread(pg.stop)
 
 
 class Frozen:
