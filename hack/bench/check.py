@@ -14,7 +14,7 @@ fallback, not retrieval. So every retrieval bench classifies each request:
 `expect(counts, claim)` raises `OutcomeMismatch` (a bench exits non-zero with its message) when the
 counts hold an outcome the row does not allow, or fewer requests than it says it measured.
 
-Named outside `make bench`'s `bench_*.py` glob: a library of the benches, not a bench.
+A library of the benches, not a part: `make bench` runs only what hack/bench/__main__.py's PARTS names.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ Until #33 the in-process benches copied LoCoMo into namespaces `bench-0`, `bench
 - `shared`: all of them in the team's `shared` namespace (what a key with no namespaces reads);
 - `split`: memory i in `SPLIT[i % 4]`, `shared` and three repos, the scope asking for all four.
 
-Named outside `make bench`'s `bench_*.py` glob: a library of the benches, not a bench.
+A library of the benches, not a part: `make bench` runs only what hack/bench/__main__.py's PARTS names.
 """
 
 from __future__ import annotations

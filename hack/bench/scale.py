@@ -18,8 +18,8 @@ when any retrieval was degraded, timed out or failed. The lexical leg's BM25 wei
 once after the COPY, at the copied corpus's mean length, as `Store.settle_weights` leaves a live
 brain.
 
-Not part of `make bench` (named outside its `bench_*.py` glob); it prints a Markdown section for
-docs/benchmarks.md by hand, and its figures with `--json`. Cost, estimated from the small run of
+Not part of `make bench` (run by hand: not in PARTS); it prints a Markdown section for
+docs/benchmarks.md and records its figures (hack/bench/results.py; `--json` also writes them). Cost, estimated from the small run of
 #33 and the 100k/1M run of 2026-12-01 (COPY 168 s, indexes ~520 s at 1M): with
 `--sizes 10000,100000,1000000` and both layouts, ~40–50 min on two quiet cores and ~16 GB of disk
 (two 1M databases of ~5 GB each, plus WAL); `--layouts shared` halves the builds. The LoCoMo vectors

@@ -6,7 +6,7 @@ again and a rerun of the same corpus costs no embedding. The cache lives outside
 root, where Postgres runs as `nobody`). A long embedding (100k texts take minutes on two cores) is
 kept in parts as it goes, so an interrupted run resumes where it stopped.
 
-Named outside `make bench`'s `bench_*.py` glob: a library of the benches, not a bench.
+A library of the benches, not a part: `make bench` runs only what hack/bench/__main__.py's PARTS names.
 """
 
 from __future__ import annotations
