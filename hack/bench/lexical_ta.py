@@ -33,7 +33,7 @@ import sys
 import time
 
 import numpy as np
-from hack.bench import LOCOMO, corpus, parser, results
+from hack.bench import LOCOMO, corpus, parser, results, scale
 from tests.kit.database import postgres
 
 from brain.local.stats import percentile
@@ -210,67 +210,18 @@ async def nra(store, query: str, namespace: str, n: int) -> tuple[list[tuple[str
 
 
 async def build(dsn: str, size: int, ds, dim: int = 384) -> dict[str, float]:
-    """scale.py's build, without the trigram/HNSW indexes; then the postings, timed."""
+    """scale.py's build with the full-text index alone (random unit vectors: the lexical leg never
+    reads them); then the postings, timed."""
     import asyncpg
-    from pgvector.asyncpg import register_vector
 
-    from brain.store import Store
-    from brain.store.store import content_hash, new_id
+    from brain.embedder.model import DEFAULT_MODEL
 
-    store = await Store.open(dsn, dim=dim)
-    await store.close()
+    rng = np.random.default_rng(1)
+    base = rng.normal(0, 1, (len(ds.memories), dim)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    times = await scale.build(dsn, size, ds, base, DEFAULT_MODEL, "shared", indexes=("tsv GIN",))
     conn = await asyncpg.connect(dsn)
-    await register_vector(conn)
-    times: dict[str, float] = {}
     try:
-        for name in ("memories_tsv", "memories_trgm", "memories_embedding"):
-            await conn.execute(f"DROP INDEX IF EXISTS {name}")
-        for trig in ("memories_lexeme_df", "memories_vector_model", "memories_bm25"):
-            await conn.execute(f"ALTER TABLE memories DISABLE TRIGGER {trig}")
-        model = await conn.fetchval("SELECT value FROM brain_meta WHERE key = 'embedding_model'")
-        rng = np.random.default_rng(1)
-        base = rng.normal(0, 1, (len(ds.memories), dim)).astype(np.float32)
-        base /= np.linalg.norm(base, axis=1, keepdims=True)
-        t0 = time.perf_counter()
-        n = copy = 0
-        cols = ["id", "lineage_id", "kind", "namespace", "origin", "author", "title", "body",
-                "content_hash", "valid_from", "episode", "seq", "embedding", "embedding_model"]  # fmt: skip
-        hashes = [content_hash(m.body) for m in ds.memories]
-        while n < size:
-            take = min(len(ds.memories), size - n)
-            rows = []
-            for i, m in enumerate(ds.memories[:take]):
-                mid = new_id()
-                rows.append((mid, mid, "note", corpus.namespace("shared", n + i), "import", "bench", m.title,
-                             m.body, hashes[i], m.valid_from, f"copy-{copy}@{m.valid_from}", i, base[i], model))  # fmt: skip
-            await conn.copy_records_to_table("memories", records=rows, columns=cols)
-            n += take
-            copy += 1
-        times["COPY s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        await conn.execute(
-            """INSERT INTO lexeme_stats (lexeme, df)
-               SELECT l, count(*) FROM memories, unnest(tsvector_to_array(tsv)) AS l
-                WHERE status = 'active' GROUP BY l"""
-        )
-        await conn.execute(
-            """INSERT INTO brain_meta (key, value)
-               SELECT 'bm25_avgdl', avg(length(tsv))::text FROM memories WHERE status = 'active'
-               ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"""
-        )
-        t0 = time.perf_counter()
-        await conn.execute(
-            "UPDATE memories SET bm25 = brain_bm25_doc(tsv, (SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl'))"
-        )
-        times["BM25 weights s"] = time.perf_counter() - t0
-        for trig in ("memories_lexeme_df", "memories_vector_model", "memories_bm25"):
-            await conn.execute(f"ALTER TABLE memories ENABLE TRIGGER {trig}")
-        await conn.execute("SET maintenance_work_mem = '1GB'")
-        await conn.execute("SET max_parallel_maintenance_workers = 0")
-        t0 = time.perf_counter()
-        await conn.execute("CREATE INDEX memories_tsv ON memories USING gin (tsv)")
-        times["tsv GIN s"] = time.perf_counter() - t0
-        await conn.execute("VACUUM (ANALYZE) memories, lexeme_stats")
         t0 = time.perf_counter()
         await conn.execute(POSTINGS_DDL[0])
         await conn.execute(POSTINGS_DDL[1])
