@@ -17,7 +17,6 @@ retrieval broke cannot print a table. Loopback only, bounded. Prints Markdown fo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import sys
@@ -94,110 +93,110 @@ async def run(turns: int) -> str:
     from brain_operator.render.litellm_config import model_api_key_env, render_litellm_config
 
     state = Path(tempfile.mkdtemp(prefix="bench-cache-"))
-    held = contextlib.ExitStack()
-    pg = held.enter_context(postgres())
-    procs: list[Any] = []
-    try:
-        dsn = await pg.create_database("bench_cache")
-        fakes = [free_port(), free_port()]
-        for port in fakes:
-            procs.append(
-                spawn(
-                    [sys.executable, "-m", "brain.local.fakeupstream", "--port", str(port)],
-                    dict(os.environ),
-                    state / f"fake-{port}.log",
+    with postgres() as pg:
+        procs: list[Any] = []
+        try:
+            dsn = await pg.create_database("bench_cache")
+            fakes = [free_port(), free_port()]
+            for port in fakes:
+                procs.append(
+                    spawn(
+                        [sys.executable, "-m", "brain.local.fakeupstream", "--port", str(port)],
+                        dict(os.environ),
+                        state / f"fake-{port}.log",
+                    )
                 )
+            brain_fake, direct_fake = (f"http://127.0.0.1:{p}" for p in fakes)
+            spec = BrainSpec.model_validate(
+                {
+                    "gateway": {
+                        "models": [
+                            {
+                                "name": MODEL,
+                                "model": f"anthropic/{MODEL}",
+                                "apiBase": brain_fake,
+                                "apiKeySecretRef": {"name": "provider", "key": "anthropic"},
+                            }
+                        ]
+                    },
+                    # the model `brainctl up` embeds with in-process (the image's default is #28's to settle)
+                    "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384},
+                }
             )
-        brain_fake, direct_fake = (f"http://127.0.0.1:{p}" for p in fakes)
-        spec = BrainSpec.model_validate(
-            {
-                "gateway": {
-                    "models": [
-                        {
-                            "name": MODEL,
-                            "model": f"anthropic/{MODEL}",
-                            "apiBase": brain_fake,
-                            "apiKeySecretRef": {"name": "provider", "key": "anthropic"},
-                        }
-                    ]
-                },
-                # the model `brainctl up` embeds with in-process (the image's default is #28's to settle)
-                "embedding": {"model": "sentence-transformers/all-MiniLM-L6-v2", "dim": 384},
+            config = state / "litellm.yaml"
+            config.write_text(yaml.safe_dump(render_litellm_config(spec)))
+            gw_port = free_port()
+            env = {
+                **os.environ,
+                "BRAIN_DATABASE_URL": dsn,
+                "BRAIN_MASTER_KEY": "sk-bench-" + uuid.uuid4().hex,
+                "BRAIN_EMBEDDING_DIM": "384",
+                "BRAIN_EMBEDDING_MODEL": "sentence-transformers/all-MiniLM-L6-v2",
+                model_api_key_env(MODEL): "sk-ant-fake",
             }
-        )
-        config = state / "litellm.yaml"
-        config.write_text(yaml.safe_dump(render_litellm_config(spec)))
-        gw_port = free_port()
-        env = {
-            **os.environ,
-            "BRAIN_DATABASE_URL": dsn,
-            "BRAIN_MASTER_KEY": "sk-bench-" + uuid.uuid4().hex,
-            "BRAIN_EMBEDDING_DIM": "384",
-            "BRAIN_EMBEDDING_MODEL": "sentence-transformers/all-MiniLM-L6-v2",
-            model_api_key_env(MODEL): "sk-ant-fake",
-        }
-        env.pop("BRAIN_EMBEDDER_URL", None)
-        gw = spawn(gateway_command(config, "127.0.0.1", gw_port), env, state / "gateway.log")
-        procs.append(gw)
-        gw_url = f"http://127.0.0.1:{gw_port}"
-        for f in (brain_fake, direct_fake):
-            await wait_http(f + "/healthz", timeout=60)
-        await wait_http(
-            gw_url + "/brain/v1/health", proc=gw, timeout=300, check=lambda d: d.get("status") == "ok"
-        )
-        # keys after the gateway made the schema and labelled it with its model (tests/kit/gateway.py)
-        store = await Store.open(dsn, dim=384)
-        ks = KeyStore(store)
-        owner, _ = await ks.create(f"owner-{uuid.uuid4().hex[:6]}", "owner")
-        agent, _ = await ks.create(f"agent-{uuid.uuid4().hex[:6]}", "agent")
-        await store.close()
-        pairs = facts(turns)
-        async with httpx.AsyncClient(timeout=120) as c:
-            for f in (brain_fake, direct_fake):  # short equal answers: the two conversations match
-                await c.post(f + "/_fake/script", json=[{"content": "Noted.", "times": -1}])
-            ns = "bench:cache"
-            for _, fact in pairs:
-                r = await c.post(
-                    f"{gw_url}/brain/v1/memories",
-                    json={"body": fact, "namespace": ns, "kind": "fact"},
-                    headers={"authorization": f"Bearer {owner}"},
-                )
-                r.raise_for_status()
-            await asyncio.sleep(1.0)
-            arms: dict[str, dict[str, Any]] = {
-                "direct": {"url": direct_fake, "headers": {"x-api-key": "sk-ant-fake"}},
-                "brain": {"url": gw_url, "headers": {"x-api-key": agent, "x-brain-namespaces": ns}},
-            }
-            for arm in arms.values():
-                arm.update(history=[], usage=[], outcomes=Counter())
-            for i, (question, _) in enumerate(pairs):
-                order = ["direct", "brain"] if i % 2 == 0 else ["brain", "direct"]
-                for name in order:
-                    arm = arms[name]
-                    arm["history"].append({"role": "user", "content": [{"type": "text", "text": question}]})
+            env.pop("BRAIN_EMBEDDER_URL", None)
+            gw = spawn(gateway_command(config, "127.0.0.1", gw_port), env, state / "gateway.log")
+            procs.append(gw)
+            gw_url = f"http://127.0.0.1:{gw_port}"
+            for f in (brain_fake, direct_fake):
+                await wait_http(f + "/healthz", timeout=60)
+            await wait_http(
+                gw_url + "/brain/v1/health", proc=gw, timeout=300, check=lambda d: d.get("status") == "ok"
+            )
+            # keys after the gateway made the schema and labelled it with its model (tests/kit/gateway.py)
+            store = await Store.open(dsn, dim=384)
+            ks = KeyStore(store)
+            owner, _ = await ks.create(f"owner-{uuid.uuid4().hex[:6]}", "owner")
+            agent, _ = await ks.create(f"agent-{uuid.uuid4().hex[:6]}", "agent")
+            await store.close()
+            pairs = facts(turns)
+            async with httpx.AsyncClient(timeout=120) as c:
+                for f in (brain_fake, direct_fake):  # short equal answers: the two conversations match
+                    await c.post(f + "/_fake/script", json=[{"content": "Noted.", "times": -1}])
+                ns = "bench:cache"
+                for _, fact in pairs:
                     r = await c.post(
-                        f"{arm['url']}/v1/messages",
-                        json=body(arm["history"]),
-                        headers={"anthropic-version": "2023-06-01", **arm["headers"]},
+                        f"{gw_url}/brain/v1/memories",
+                        json={"body": fact, "namespace": ns, "kind": "fact"},
+                        headers={"authorization": f"Bearer {owner}"},
                     )
                     r.raise_for_status()
-                    out = r.json()
-                    arm["usage"].append(out["usage"])
-                    arm["outcomes"][r.headers.get("x-brain-memory", "direct")] += 1
-                    arm["history"].append(
-                        {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]}
-                    )
-            sent = (await c.get(brain_fake + "/_fake/requests")).json()
-        blocks = []
-        for req in sent:
-            first = req["body"]["messages"][-1]["content"][0]
-            if first.get("type") == "text" and first["text"].startswith(PREAMBLE):
-                # as the cache counts it: the block's whole part, its JSON wrapper included
-                blocks.append(tokens("user" + json.dumps(first, sort_keys=True, ensure_ascii=False)))
-    finally:
-        for p in procs:
-            stop(p)
-        held.close()
+                await asyncio.sleep(1.0)
+                arms: dict[str, dict[str, Any]] = {
+                    "direct": {"url": direct_fake, "headers": {"x-api-key": "sk-ant-fake"}},
+                    "brain": {"url": gw_url, "headers": {"x-api-key": agent, "x-brain-namespaces": ns}},
+                }
+                for arm in arms.values():
+                    arm.update(history=[], usage=[], outcomes=Counter())
+                for i, (question, _) in enumerate(pairs):
+                    order = ["direct", "brain"] if i % 2 == 0 else ["brain", "direct"]
+                    for name in order:
+                        arm = arms[name]
+                        arm["history"].append(
+                            {"role": "user", "content": [{"type": "text", "text": question}]}
+                        )
+                        r = await c.post(
+                            f"{arm['url']}/v1/messages",
+                            json=body(arm["history"]),
+                            headers={"anthropic-version": "2023-06-01", **arm["headers"]},
+                        )
+                        r.raise_for_status()
+                        out = r.json()
+                        arm["usage"].append(out["usage"])
+                        arm["outcomes"][r.headers.get("x-brain-memory", "direct")] += 1
+                        arm["history"].append(
+                            {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]}
+                        )
+                sent = (await c.get(brain_fake + "/_fake/requests")).json()
+            blocks = []
+            for req in sent:
+                first = req["body"]["messages"][-1]["content"][0]
+                if first.get("type") == "text" and first["text"].startswith(PREAMBLE):
+                    # as the cache counts it: the block's whole part, its JSON wrapper included
+                    blocks.append(tokens("user" + json.dumps(first, sort_keys=True, ensure_ascii=False)))
+        finally:
+            for p in procs:
+                stop(p)
 
     rows, totals = [], {}
     for name, arm in arms.items():

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import random
 import shutil
@@ -147,96 +146,94 @@ async def main(a: argparse.Namespace) -> None:
 
     state = Path(f"/tmp/bench-faults-{uuid.uuid4().hex[:6]}")
     state.mkdir()
-    held = contextlib.ExitStack()
-    pg = held.enter_context(postgres())
-    procs: list[Any] = []
-    try:
-        dsn = await pg.create_database("bench")
-        await gateway.seed(dsn, a.memories)
-        memories = gateway.corpus(a.memories, "shared")
-        key, master, gw_url, bare_url, *_ = await gateway.start_pair(
-            dsn, state, procs, ready=lambda d: d["status"] == "ok"
-        )
-        await warm(gw_url, key, 20, 1)  # model, pools, caches
-        await warm(bare_url, master, 20, 1)
-        rows = []
-        cases = (
-            ("bare proxy", bare_url, master, None),
-            ("brain, database healthy", gw_url, key, None),
-            ("brain, database frozen", gw_url, key, pg),
-        )
-        loads = []
-        for seed, (label, url, k, pg_) in enumerate(cases, start=1):
-            load0 = os.getloadavg()
-            res, ended = await load(url, k, a.clients, a.freeze, seed, memories, pg_)
-            loads.append((load0, os.getloadavg()))
-            rows.append((label, [r[1] for r in res], res))
-        back_s, tries = await recovery(gw_url, key, ended)
-        counts = [counted(res) for *_, res in rows]
-        claims = [
-            check.bare(cases[0][0], len(rows[0][1])),
-            check.memory_on(cases[1][0], len(rows[1][1])),
-            check.answered(cases[2][0], len(rows[2][1])),
-        ]
-        bare99, frozen99 = percentile(rows[0][1], 0.99), percentile(rows[-1][1], 0.99)
-        goal = BUDGET_MS + bare99
-        lines = [
-            "## Faults: the database hangs",
-            "",
-            f"{a.memories:,} memories; {a.clients} clients keep asking new questions for {a.freeze:.0f} s in each "
-            "case; in the last, Postgres is SIGSTOPped (postmaster and every backend) for those seconds. "
-            f"Retrieval budget {BUDGET_MS} ms; echo upstream; loopback; {os.cpu_count()} CPUs "
-            f"(load average {os.getloadavg()[0]:.1f} at the end: every case shares them with whatever else runs).",
-            "",
-            "| case | requests | p50 | p95 | p99 | max | outcomes | load before / after |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for (label, lat, _), c, (l0, l1) in zip(rows, counts, loads, strict=True):
-            lines.append(
-                f"| {label} | {len(lat)} | {percentile(lat, 0.5):.0f} ms | {percentile(lat, 0.95):.0f} ms | "
-                f"{percentile(lat, 0.99):.0f} ms | {max(lat, default=float('nan')):.0f} ms | {c.summary()} | "
-                f"{l0[0]:.1f} / {l1[0]:.1f} |"
+    with postgres() as pg:
+        procs: list[Any] = []
+        try:
+            dsn = await pg.create_database("bench")
+            await gateway.seed(dsn, a.memories)
+            memories = gateway.corpus(a.memories, "shared")
+            key, master, gw_url, bare_url, *_ = await gateway.start_pair(
+                dsn, state, procs, ready=lambda d: d["status"] == "ok"
             )
-        lines += [
-            "",
-            f"Goal: p99 while frozen ≤ budget + bare p99 = {goal:.0f} ms: "
-            f"**{'met' if frozen99 <= goal else 'NOT met'}** ({frozen99:.0f} ms). "
-            + explain(counts[2], back_s, tries),
-        ]
-        print("\n".join(lines))
-        figures = {
-            "memories": a.memories,
-            "clients": a.clients,
-            "freeze_s": a.freeze,
-            "rows": [
-                {
-                    "case": label,
-                    "requests": len(lat),
-                    "p50_ms": percentile(lat, 0.5),
-                    "p95_ms": percentile(lat, 0.95),
-                    "p99_ms": percentile(lat, 0.99),
-                    "max_ms": max(lat, default=float("nan")),
-                    "outcomes": c.as_dict(),
-                    "load_before": l0,
-                    "load_after": l1,
-                }
-                for (label, lat, _), c, (l0, l1) in zip(rows, counts, loads, strict=True)
-            ],
-            "goal_ms": goal,
-            "recovery_s": back_s,
-            "recovery_tries": tries.as_dict(),
-        }
-        checks = list(zip(counts, claims, strict=True))
-        if back_s != back_s:  # NaN: the fact never came back
-            checks.append((tries, check.memory_on("the seeded fact after the thaw")))
-        results.emit("faults", figures, markdown="\n".join(lines), checks=checks)
-        check.expect_all(checks)
-    finally:
-        for p in reversed(procs):
-            stop(p)
-        pg.thaw()
-        held.close()
-        shutil.rmtree(state, ignore_errors=True)
+            await warm(gw_url, key, 20, 1)  # model, pools, caches
+            await warm(bare_url, master, 20, 1)
+            rows = []
+            cases = (
+                ("bare proxy", bare_url, master, None),
+                ("brain, database healthy", gw_url, key, None),
+                ("brain, database frozen", gw_url, key, pg),
+            )
+            loads = []
+            for seed, (label, url, k, pg_) in enumerate(cases, start=1):
+                load0 = os.getloadavg()
+                res, ended = await load(url, k, a.clients, a.freeze, seed, memories, pg_)
+                loads.append((load0, os.getloadavg()))
+                rows.append((label, [r[1] for r in res], res))
+            back_s, tries = await recovery(gw_url, key, ended)
+            counts = [counted(res) for *_, res in rows]
+            claims = [
+                check.bare(cases[0][0], len(rows[0][1])),
+                check.memory_on(cases[1][0], len(rows[1][1])),
+                check.answered(cases[2][0], len(rows[2][1])),
+            ]
+            bare99, frozen99 = percentile(rows[0][1], 0.99), percentile(rows[-1][1], 0.99)
+            goal = BUDGET_MS + bare99
+            lines = [
+                "## Faults: the database hangs",
+                "",
+                f"{a.memories:,} memories; {a.clients} clients keep asking new questions for {a.freeze:.0f} s in each "
+                "case; in the last, Postgres is SIGSTOPped (postmaster and every backend) for those seconds. "
+                f"Retrieval budget {BUDGET_MS} ms; echo upstream; loopback; {os.cpu_count()} CPUs "
+                f"(load average {os.getloadavg()[0]:.1f} at the end: every case shares them with whatever else runs).",
+                "",
+                "| case | requests | p50 | p95 | p99 | max | outcomes | load before / after |",
+                "|---|---|---|---|---|---|---|---|",
+            ]
+            for (label, lat, _), c, (l0, l1) in zip(rows, counts, loads, strict=True):
+                lines.append(
+                    f"| {label} | {len(lat)} | {percentile(lat, 0.5):.0f} ms | {percentile(lat, 0.95):.0f} ms | "
+                    f"{percentile(lat, 0.99):.0f} ms | {max(lat, default=float('nan')):.0f} ms | {c.summary()} | "
+                    f"{l0[0]:.1f} / {l1[0]:.1f} |"
+                )
+            lines += [
+                "",
+                f"Goal: p99 while frozen ≤ budget + bare p99 = {goal:.0f} ms: "
+                f"**{'met' if frozen99 <= goal else 'NOT met'}** ({frozen99:.0f} ms). "
+                + explain(counts[2], back_s, tries),
+            ]
+            print("\n".join(lines))
+            figures = {
+                "memories": a.memories,
+                "clients": a.clients,
+                "freeze_s": a.freeze,
+                "rows": [
+                    {
+                        "case": label,
+                        "requests": len(lat),
+                        "p50_ms": percentile(lat, 0.5),
+                        "p95_ms": percentile(lat, 0.95),
+                        "p99_ms": percentile(lat, 0.99),
+                        "max_ms": max(lat, default=float("nan")),
+                        "outcomes": c.as_dict(),
+                        "load_before": l0,
+                        "load_after": l1,
+                    }
+                    for (label, lat, _), c, (l0, l1) in zip(rows, counts, loads, strict=True)
+                ],
+                "goal_ms": goal,
+                "recovery_s": back_s,
+                "recovery_tries": tries.as_dict(),
+            }
+            checks = list(zip(counts, claims, strict=True))
+            if back_s != back_s:  # NaN: the fact never came back
+                checks.append((tries, check.memory_on("the seeded fact after the thaw")))
+            results.emit("faults", figures, markdown="\n".join(lines), checks=checks)
+            check.expect_all(checks)
+        finally:
+            for p in reversed(procs):
+                stop(p)
+            pg.thaw()
+            shutil.rmtree(state, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -781,22 +781,20 @@ async def main(a: argparse.Namespace) -> None:
     layouts = a.layouts.split(",")
     for layout in layouts:
         (state / layout).mkdir(parents=True)
-    held = contextlib.ExitStack()
-    pg = held.enter_context(postgres(data / "pgdata"))  # kept: the seed is reused by the next run
-    figures: dict[str, Any] = {
-        "memories": a.memories,
-        "requests": a.requests,  # per arm and concurrency level
-        "concurrency": a.concurrency,
-        "turn": a.turn,
-        "level_timeout_s": a.level_timeout,
-        "cases": a.cases.split(","),
-        "layouts": layouts,
-        "percentile": "sample at sorted index floor(q*n), no interpolation",
-        "machine": results.machine(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "rows": [],
-    }
-    try:
+    with postgres(data / "pgdata") as pg:  # kept: the seed is reused by the next run
+        figures: dict[str, Any] = {
+            "memories": a.memories,
+            "requests": a.requests,  # per arm and concurrency level
+            "concurrency": a.concurrency,
+            "turn": a.turn,
+            "level_timeout_s": a.level_timeout,
+            "cases": a.cases.split(","),
+            "layouts": layouts,
+            "percentile": "sample at sorted index floor(q*n), no interpolation",
+            "machine": results.machine(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "rows": [],
+        }
         import asyncpg
 
         conn = await asyncpg.connect(pg.dsn)
@@ -875,8 +873,6 @@ async def main(a: argparse.Namespace) -> None:
         ]
         _write_json(a, figures)
         check.expect_all(checks)
-    finally:
-        held.close()
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import itertools
 import json
 import os
@@ -226,13 +225,11 @@ async def main(a: argparse.Namespace) -> None:
     layouts = a.layouts.split(",")
     cases = [(size, layout) for size in sizes for layout in layouts]
     load0 = os.getloadavg()
-    held = contextlib.ExitStack()
-    pg = held.enter_context(postgres(Path(a.data) if a.data else None))
-    built: dict[Case, dict[str, float]] = {}
-    dsns: dict[Case, str] = {}
-    loads: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
-    counts = {c: check.Counts() for c in cases}
-    try:
+    with postgres(Path(a.data) if a.data else None) as pg:
+        built: dict[Case, dict[str, float]] = {}
+        dsns: dict[Case, str] = {}
+        loads: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
+        counts = {c: check.Counts() for c in cases}
         for size, layout in cases:
             l0 = os.getloadavg()
             dsns[size, layout] = await pg.create_database(f"bench_scale_{size}_{layout}")
@@ -252,8 +249,6 @@ async def main(a: argparse.Namespace) -> None:
         pairs = {c: await lexical_pair(dsns[c], queries, c[1]) for c in cases}
         loads["lexical pair"] = (l0, os.getloadavg())
         print(f"lexical pair: {pairs}", file=sys.stderr, flush=True)
-    finally:
-        held.close()
     lines = [
         f"## Retrieval at {' and '.join(f'{s:,}' for s in sizes)} memories, the whole corpus in the scope",
         "",

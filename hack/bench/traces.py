@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import contextlib
 import json
 import os
 import sys
@@ -67,9 +66,7 @@ async def main(a: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-traces-") as tmp:
         collector = Collector(build_collector(), Path(tmp) / "otel", grpc=False)
         collector.start()
-        held = contextlib.ExitStack()
-        pg = held.enter_context(postgres())
-        try:
+        with postgres() as pg:
             dsn = await pg.create_database("bench_traces")
             built = await scale.build(dsn, a.memories, ds, base, embedder.model, "shared")
             print(f"built {a.memories:,}: {built}", file=sys.stderr, flush=True)
@@ -112,8 +109,6 @@ async def main(a: argparse.Namespace) -> None:
                 await exposure.flush(store)
                 written = await store.pool_for_tests.fetchval("SELECT count(*) FROM memory_exposures")
                 await store.close()
-        finally:
-            held.close()
         arrived = collector.wait_spans(lambda s: s["name"] == "search_memory", timeout=30, count=sent["on"])
         collector.stop()
     load1 = os.getloadavg()

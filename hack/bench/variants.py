@@ -10,7 +10,6 @@ eval` would reload and re-embed per run). Used to decide what ships in retrieval
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import sys
 import uuid
@@ -72,56 +71,56 @@ async def main() -> None:
     ap.add_argument("--json")
     args = ap.parse_args()
     embedder = CachedEmbedder(LocalEmbedder())
-    held = contextlib.ExitStack()
-    pg = held.enter_context(postgres())
-    out: dict[str, Any] = {}
-    try:
-        loaded = []
-        for path in args.set:
-            ds = load_dataset(json.loads(Path(path).read_text()))
-            store = await Store.open(await pg.create_database(f"ev_{uuid.uuid4().hex[:8]}"), dim=embedder.dim)
-            episodes = "valid_from" if "locomo" in path else "field"
-            mapping = await load_into(store, embedder, ds, episodes=episodes)  # type: ignore[arg-type]
-            loaded.append((path, ds, store, mapping))
-        for name in args.variant or list(VARIANTS):
-            update = dict(VARIANTS[name])
-            calibration.PROBES = ALL_PROBES[update.pop("probes", slice(None))]
-            calibration._probe_vectors.clear()
-            for path, ds, store, mapping in loaded:
-                config = RetrievalConfig(embed_timeout_s=30.0).model_copy(update=update)
-                modes = args.modes.split(",") if "locomo" not in path else ["hybrid"]
-                rep = await evaluate(
-                    store,
-                    embedder,
-                    ds,
-                    mapping,
-                    modes=[m for m in modes if m in MODES],
-                    ks=[5, 10],
-                    config=config,
+    with postgres() as pg:
+        out: dict[str, Any] = {}
+        try:
+            loaded = []
+            for path in args.set:
+                ds = load_dataset(json.loads(Path(path).read_text()))
+                store = await Store.open(
+                    await pg.create_database(f"ev_{uuid.uuid4().hex[:8]}"), dim=embedder.dim
                 )
-                out.setdefault(name, {})[Path(path).name] = rep
-                h = rep["modes"]["hybrid"]
-                cats = " ".join(f"{c}={v['recall@5']:.3f}" for c, v in h["by_category"].items())
-                legs = " ".join(
-                    f"{m}:{rep['modes'][m]['recall@5']:.3f}" for m in rep["modes"] if m != "hybrid"
-                )
-                print(
-                    f"{name:<14} {Path(path).name:<26} r@5 {h['recall@5']:.4f} r@10 {h['recall@10']:.4f} "
-                    f"abstain {h['abstain']} tok {h['injected_tokens_mean']} inj {h['injected_mean']} "
-                    f"| {cats} | {legs}",
-                    flush=True,
-                )
-                for split, s in h["splits"].items():
+                episodes = "valid_from" if "locomo" in path else "field"
+                mapping = await load_into(store, embedder, ds, episodes=episodes)  # type: ignore[arg-type]
+                loaded.append((path, ds, store, mapping))
+            for name in args.variant or list(VARIANTS):
+                update = dict(VARIANTS[name])
+                calibration.PROBES = ALL_PROBES[update.pop("probes", slice(None))]
+                calibration._probe_vectors.clear()
+                for path, ds, store, mapping in loaded:
+                    config = RetrievalConfig(embed_timeout_s=30.0).model_copy(update=update)
+                    modes = args.modes.split(",") if "locomo" not in path else ["hybrid"]
+                    rep = await evaluate(
+                        store,
+                        embedder,
+                        ds,
+                        mapping,
+                        modes=[m for m in modes if m in MODES],
+                        ks=[5, 10],
+                        config=config,
+                    )
+                    out.setdefault(name, {})[Path(path).name] = rep
+                    h = rep["modes"]["hybrid"]
+                    cats = " ".join(f"{c}={v['recall@5']:.3f}" for c, v in h["by_category"].items())
+                    legs = " ".join(
+                        f"{m}:{rep['modes'][m]['recall@5']:.3f}" for m in rep["modes"] if m != "hybrid"
+                    )
                     print(
-                        f"{'':<14} {split:<26} r@5 {s['recall@5']:.4f} r@10 {s['recall@10']:.4f} "
-                        f"abstain {s['abstain']} inj {s['injected_mean']} | "
-                        + " ".join(f"{c}={v['recall@10']:.3f}" for c, v in s["by_category"].items()),
+                        f"{name:<14} {Path(path).name:<26} r@5 {h['recall@5']:.4f} r@10 {h['recall@10']:.4f} "
+                        f"abstain {h['abstain']} tok {h['injected_tokens_mean']} inj {h['injected_mean']} "
+                        f"| {cats} | {legs}",
                         flush=True,
                     )
-    finally:
-        for _, _, store, _ in loaded:
-            await store.close()
-        held.close()
+                    for split, s in h["splits"].items():
+                        print(
+                            f"{'':<14} {split:<26} r@5 {s['recall@5']:.4f} r@10 {s['recall@10']:.4f} "
+                            f"abstain {s['abstain']} inj {s['injected_mean']} | "
+                            + " ".join(f"{c}={v['recall@10']:.3f}" for c, v in s["by_category"].items()),
+                            flush=True,
+                        )
+        finally:
+            for _, _, store, _ in loaded:
+                await store.close()
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
 
