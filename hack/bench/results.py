@@ -38,8 +38,9 @@ def commit_id() -> str:
     return (done.stdout.strip() or "uncommitted") + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def machine() -> str:
-    """CPU, cores, memory, Python, commit and time: the line every section's figures stand on."""
+def machine(commit: str | None = None) -> str:
+    """CPU, cores, memory, Python, commit (`commit_id()` unless given) and time: the line every
+    section's figures stand on."""
     cpu = "unknown cpu"
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -51,7 +52,7 @@ def machine() -> str:
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return (
         f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, Python {platform.python_version()}, "
-        f"commit {commit_id()}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+        f"commit {commit or commit_id()}, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
     )
 
 
@@ -71,7 +72,7 @@ class Record:
         data = {
             "commit": commit,
             "started": started.isoformat(timespec="seconds"),
-            "machine": machine(),
+            "machine": machine(commit),
             "argv": sys.argv[1:] if argv is None else argv,
             "sections": {},
         }
