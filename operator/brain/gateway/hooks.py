@@ -270,7 +270,7 @@ class BrainHooks(CustomLogger):
         rt = get_runtime()
         if rt is None:
             return None
-        ctx = rt.recall(data.get("litellm_call_id"), pop=False)
+        ctx = rt.recall(data.get("litellm_call_id"), "headers")
         out: dict[str, str] = {}
         route = (ctx.route if ctx else {}) or routing_decision(data) or {}
         if route.get("model"):
@@ -301,7 +301,7 @@ class BrainHooks(CustomLogger):
             if n:
                 metrics.upstream_input_tokens.labels(str(kwargs.get("model") or ""), cache).inc(n)
         try:
-            ctx = rt.recall(kwargs.get("litellm_call_id"))
+            ctx = rt.recall(kwargs.get("litellm_call_id"), "logged")
             if ctx is None:
                 return
             tracing.end(ctx.span, usage_attrs(billed, response_obj))
@@ -318,7 +318,7 @@ class BrainHooks(CustomLogger):
     ) -> None:
         rt = get_runtime()
         if rt is not None:
-            ctx = rt.recall(kwargs.get("litellm_call_id"))
+            ctx = rt.recall(kwargs.get("litellm_call_id"), "failed")
             if ctx is not None:
                 rt.exposure.undelivered(ctx.notices)  # told next time
                 tracing.end(ctx.span, error="upstream_failed")
