@@ -297,9 +297,13 @@ def _corpus(count: int, seed: int) -> list[tuple[str, str]]:
     return [("shared", " ".join(rng.choices(_VOCAB, weights, k=rng.randint(3, 14)))) for _ in range(count)]
 
 
-async def test_the_bound_keeps_the_exhaustive_ranking(store: Store, owner: Actor) -> None:
+async def test_the_bound_keeps_the_exhaustive_ranking(
+    store: Store, owner: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Where the leg stops by its bound (`exact`), its top n is the exhaustive BM25's to the last id;
-    only a query whose remaining words are common (a cost limit) may differ, and says so."""
+    only a query whose remaining words are common (a cost limit) may differ, and says so. The floor
+    is lowered to 50 (the leg's floor before #33), so common terms exist here as in a big brain."""
+    monkeypatch.setattr(lexical, "COMMON_FLOOR", 50)
     await _write(store, _corpus(400, 33), owner)
     await store.settle_weights()
     await store.corpus_stats(max_age=0)
@@ -334,11 +338,29 @@ def test_a_pass_scans_until_the_unscanned_bound_falls_to_the_threshold() -> None
     # a threshold above what t1..t3 could add stops at once; one between scans just enough
     assert lexical.next_pass(terms, 1, bound_after[1] + 0.01, 10_000) == 1
     assert lexical.next_pass(terms, 1, bound_after[2], 10_000) == 2
-    # a term in more than 5 % of the brain is never scanned after the rarest
-    common = [*terms[:2], lexical.Term("c", 9, 600, lexical.idf(600, 10_000))]
-    assert lexical.next_pass(common, 2, None, 10_000) == 2
+    # a term in more than 5 % of a large brain is never scanned after the rarest
+    common = [*terms[:2], lexical.Term("c", 9, 6_000, lexical.idf(6_000, 100_000))]
+    assert lexical.next_pass(common, 2, None, 100_000) == 2
+    # in a small brain a term up to COMMON_FLOOR memories still is: 600 of 10k is 6 %, and scanned
+    small = [*terms[:2], lexical.Term("c", 9, 600, lexical.idf(600, 10_000))]
+    assert lexical.next_pass(small, 2, None, 10_000) == 3
 
 
 def test_the_query_vector_sums_lexemes_that_share_a_dimension() -> None:
     a, b = lexical.Term("a", 5, 1, 2.0), lexical.Term("b", 5, 1, 0.5)
     assert lexical.query_vector([lexical.Term("z", 9, 1, 1.0), a, b]) == "{5:2.5,9:1.0}/999999937"
+
+
+async def test_a_small_brain_ranks_exactly_as_exhaustive_bm25(store: Store, owner: Actor) -> None:
+    """Under COMMON_FLOOR memories no term is too common to scan: every query's top n is exhaustive
+    BM25's, its common words included (#33: the 5 % rule alone cut 11 of 200 top 10s at 10k)."""
+    await _write(store, _corpus(400, 34), owner)
+    await store.settle_weights()
+    await store.corpus_stats(max_age=0)
+    rng = random.Random(8)
+    for _ in range(40):
+        q = " ".join(rng.sample(_VOCAB, rng.randint(2, 6)))
+        got = await bm25(store, q, Scope.of([]), 10)
+        full = await reference.exhaustive(store, q, Scope.of([]), 10)
+        assert got.exact, q
+        assert [d for d, _ in got.hits] == [d for d, _ in full.hits], q
