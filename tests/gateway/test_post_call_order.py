@@ -2,8 +2,9 @@
 
 LiteLLM hands the success log to its logging worker when the provider answers, while the proxy is
 still finishing the response; under load the log ran before the headers hook, took the call's
-context with it, and 2 of 200 replies on the real node went out without x-brain-memory
-(e2e/pods/test_pods_story.py, the 50-client test). These drive the hooks in each order.
+context with it; so did the failure log of an attempt LiteLLM's router then retried. Replies on
+the real node went out without x-brain-memory (e2e/pods/test_pods_story.py, the 50-client test).
+These drive the hooks in each order.
 """
 
 from __future__ import annotations
@@ -70,8 +71,15 @@ async def test_headers_first_then_the_log(rt: Runtime) -> None:
     assert CALL not in rt.calls
 
 
-async def test_a_failed_call_is_forgotten_at_once(rt: Runtime) -> None:
+async def test_a_failed_attempt_the_router_retries_keeps_the_call(rt: Runtime) -> None:
     hooks = BrainHooks()
-    await hooks.async_log_failure_event({"litellm_call_id": CALL}, None, None, None)
+    await hooks.async_log_failure_event({"litellm_call_id": CALL}, None, None, None)  # one attempt
+    await _logged(hooks)  # the retry answered
+    assert await _headers(hooks) == WANT
+
+
+async def test_a_failed_request_is_forgotten_at_once(rt: Runtime) -> None:
+    hooks = BrainHooks()
+    await hooks.async_post_call_failure_hook({"litellm_call_id": CALL}, RuntimeError("upstream 503"), None)
     assert CALL not in rt.calls
     assert await _headers(hooks) == {}

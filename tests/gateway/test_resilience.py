@@ -146,6 +146,25 @@ async def test_upstream_failure_after_heartbeats_arrives_as_an_sse_error(gw: Gat
     assert events and "error" in events[-1]
 
 
+async def test_a_retried_upstream_failure_still_says_what_memory_the_reply_was_given(
+    gw: Gateway, ns: str
+) -> None:
+    """LiteLLM's router retries a failed attempt (twice by default) and logs each failure; when that
+    log ended the call, the retry's 200 went out with no x-brain-memory at all (3 of 200 replies in
+    the 50-client test on the real node, where the fake upstream's pod was short of CPU)."""
+    r = await gw.rest(
+        "POST", "/memories", json={"body": "The ledger service listens on port 7443.", "namespace": ns}
+    )
+    assert r.status_code == 201, r.text
+    sent = len(gw.upstream_bodies())
+    gw.script({"match": "ledger", "status": 503})  # the first attempt only
+    r = await gw.chat("which port does the ledger service listen on?", headers={"x-brain-namespaces": ns})
+    assert r.status_code == 200, r.text
+    assert r.headers.get("x-litellm-attempted-retries") == "1" and len(gw.upstream_bodies()) - sent == 2
+    assert r.headers.get("x-brain-memory") == "injected", dict(r.headers)
+    assert "7443" in json.dumps(gw.upstream_bodies()[-1]["messages"])
+
+
 async def test_non_streaming_requests_pass_through_untouched(gw: Gateway) -> None:
     gw.script({"delay_s": 1.0, "content": "late but fine, and long enough to say something"})
     r = await gw.chat("slow non-stream", headers={"x-brain-memory": "off"})

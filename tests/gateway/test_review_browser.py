@@ -272,10 +272,16 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
 
     await run_digest(gw.store, embedder)  # the week's digest, with the two decisions in it
 
-    # The approved memory is what a chat now gets.
-    r = await gw.chat("How many times are staging deploys retried?", headers={"x-brain-namespaces": ns})
-    assert r.status_code == 200, r.text
-    assert shown["memory_id"] in r.headers["x-brain-memory-ids"]
+    # The approved memory is what a chat now gets. Under the suite's load the embedding can miss the
+    # retrieval's budget; the keyword legs alone then answer, the reply says so, and such an answer
+    # is not cached, so the question is asked again (at most 5 times) until retrieval ran whole.
+    for _ in range(5):
+        r = await gw.chat("How many times are staging deploys retried?", headers={"x-brain-namespaces": ns})
+        assert r.status_code == 200, r.text
+        if not r.headers.get("x-brain-memory-degraded"):
+            break
+    said = {k: v for k, v in r.headers.items() if k.startswith("x-brain-memory")}
+    assert shown["memory_id"] in r.headers["x-brain-memory-ids"], said
     assert NEW in gw.upstream_bodies()[-1]["messages"][0]["content"]
 
     # The memory browser: search, then the lineage with both versions and their authors.

@@ -86,6 +86,7 @@ class Retrievals:
         self.cancelled = 0
         self.release = asyncio.Event()
         self.fail: Exception | None = None
+        self.degraded: list[str] = []
 
     async def __call__(self) -> Injection:
         self.started += 1
@@ -97,7 +98,7 @@ class Retrievals:
             raise
         if self.fail is not None:
             raise self.fail
-        return Injection(text=f"t{n}", ids=["a"], tokens=1, degraded=[])
+        return Injection(text=f"t{n}", ids=["a"], tokens=1, degraded=list(self.degraded))
 
 
 KEY = ("key", ("shared",), "q")
@@ -143,6 +144,18 @@ async def test_a_failed_retrieval_reaches_every_asker_and_is_not_cached() -> Non
     assert all(isinstance(r, ConnectionError) for r in results) and compute.started == 1
     compute.fail = None
     assert (await cache.fetch(KEY, 100.0, compute)).text == "t2"
+
+
+async def test_a_retrieval_without_a_leg_is_answered_but_not_cached() -> None:
+    cache, compute = InjectionCache(ttl_s=30), Retrievals()
+    compute.degraded = ["timeout"]  # the embedding was late: the keyword legs alone answered
+    compute.release.set()
+    assert (await cache.fetch(KEY, 100.0, compute)).degraded == ["timeout"]
+    compute.degraded = []
+    whole = await cache.fetch(KEY, 101.0, compute)
+    assert (whole.text, whole.degraded, compute.started) == ("t2", [], 2)  # asked again: the whole retrieval
+    kept = await cache.fetch(KEY, 102.0, compute)
+    assert kept.text == "t2" and compute.started == 2  # and that one is kept
 
 
 async def test_a_write_during_a_retrieval_keeps_its_answer_out_of_the_cache() -> None:

@@ -313,12 +313,19 @@ class BrainHooks(CustomLogger):
             log.warning("capture hand-off failed", exc_info=True)
             metrics.captures_filtered.labels("error").inc()
 
-    async def async_log_failure_event(
-        self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any
+    async def async_post_call_failure_hook(
+        self,
+        request_data: dict[str, Any],
+        original_exception: Exception,
+        user_api_key_dict: Any,
+        traceback_str: str | None = None,
     ) -> None:
+        """The request failed for good. Not LiteLLM's failure log: that runs for every attempt its
+        router retries (two by default), and when it ended the call, the retry that succeeded went
+        out without x-brain-memory and its exchange was never captured."""
         rt = get_runtime()
         if rt is not None:
-            ctx = rt.recall(kwargs.get("litellm_call_id"), "failed")
+            ctx = rt.recall(request_data.get("litellm_call_id"), "failed")
             if ctx is not None:
                 rt.exposure.undelivered(ctx.notices)  # told next time
                 tracing.end(ctx.span, error="upstream_failed")

@@ -278,9 +278,8 @@ class Runtime:
 
         LiteLLM hands the success log to its logging worker as soon as the provider answers, while
         the proxy is still finishing the response, so under load the log can run before the headers
-        hook. The context therefore stays until both have had it; a failure ends it at once (no
-        headers follow one). Before, the log took it away and such replies went out without
-        x-brain-memory (2 of 200 in the 50-client test on the real node).
+        hook. The context therefore stays until both have had it; the request's failure (the proxy's
+        failure hook, once every retry is spent) ends it at once, as no headers follow one.
         """
         if not call_id or (ctx := self.calls.get(call_id)) is None:
             return None

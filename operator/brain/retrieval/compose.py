@@ -177,7 +177,9 @@ class InjectionCache:
             del self._flights[key]
         if task.cancelled() or task.exception() is not None:  # retrieved: no "never retrieved" warning
             return
-        if flight.generation == self._generation:
+        # A retrieval that ran without a leg (the embedding late or down) is not kept: the next ask
+        # gets the whole one, not the stopgap for the cache's whole TTL.
+        if flight.generation == self._generation and not task.result().degraded:
             self.put(key, now, task.result())
 
     def clear(self) -> None:
