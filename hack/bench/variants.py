@@ -5,6 +5,11 @@ query embeddings serve every variant, so differences are the variant's and nothi
 eval` would reload and re-embed per run). Used to decide what ships in retrieval/ (docs/performance.md).
 
     python -m hack.bench.variants --set tests/data/team_eval.json --set /work/shared/data/locomo10-retrieval.json
+    python -m hack.bench.variants --set tests/data/generated_eval.json \
+        --model BAAI/bge-small-en-v1.5=$(bash hack/model.sh bge-small) --vector-floors 0.5,0.6 --variant calibrated
+
+`--model NAME=DIR` measures another model loaded offline from DIR (its cosines sit elsewhere, so its
+vector floor is chosen anew: `--vector-floors` adds a variant per configured floor, calibration on).
 """
 
 from __future__ import annotations
@@ -69,8 +74,22 @@ async def main() -> None:
     ap.add_argument("--variant", action="append", help="names from VARIANTS (default: all)")
     ap.add_argument("--modes", default="hybrid,lexical,vector")
     ap.add_argument("--json")
+    ap.add_argument(
+        "--model",
+        help="NAME=DIR: a fastembed model name and its offline directory (default: the shipped model)",
+    )
+    ap.add_argument(
+        "--vector-floors", default="", help="comma-separated configured vector floors, a variant each"
+    )
     args = ap.parse_args()
-    embedder = CachedEmbedder(LocalEmbedder())
+    model, _, model_dir = (args.model or "").partition("=")
+    embedder = CachedEmbedder(
+        LocalEmbedder(model, model_path=model_dir or None) if model else LocalEmbedder()
+    )
+    for v in filter(None, args.vector_floors.split(",")):
+        floor, _, q = v.partition(":")  # "0.7:0.9": configured floor 0.7, calibration quantile 0.9
+        calib = {"calibration": float(q)} if q else {}
+        VARIANTS[f"vector-{v}"] = {"floor": RetrievalFloor(vector=float(floor), **calib)}
     with postgres() as pg:
         out: dict[str, Any] = {}
         try:
@@ -83,7 +102,8 @@ async def main() -> None:
                 episodes = "valid_from" if "locomo" in path else "field"
                 mapping = await load_into(store, embedder, ds, episodes=episodes)  # type: ignore[arg-type]
                 loaded.append((path, ds, store, mapping))
-            for name in args.variant or list(VARIANTS):
+            extra = [n for n in VARIANTS if n.startswith("vector-")]
+            for name in [*(args.variant or []), *extra] if args.variant else list(VARIANTS):
                 update = dict(VARIANTS[name])
                 calibration.PROBES = ALL_PROBES[update.pop("probes", slice(None))]
                 calibration._probe_vectors.clear()
