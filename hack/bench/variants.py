@@ -34,18 +34,20 @@ from brain.store import Store
 
 
 class CachedEmbedder:
-    """The real model, memoised by text: every variant sees the same query vectors, computed once."""
+    """The real model, memoised by text: every variant sees the same query vectors, computed once.
+    `prefix` goes before every text it embeds (a model's query instruction, for the questions)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, prefix: str = "") -> None:
         self.inner = inner
         self.model = inner.model
         self.dim = inner.dim
+        self.prefix = prefix
         self.cache: dict[str, np.ndarray] = {}
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         missing = [t for t in texts if t not in self.cache]
         if missing:
-            for t, v in zip(missing, await self.inner.embed(missing), strict=True):
+            for t, v in zip(missing, await self.inner.embed([self.prefix + t for t in missing]), strict=True):
                 self.cache[t] = v
         return np.stack([self.cache[t] for t in texts])
 
@@ -79,13 +81,18 @@ async def main() -> None:
         help="NAME=DIR: a fastembed model name and its offline directory (default: the shipped model)",
     )
     ap.add_argument(
-        "--vector-floors", default="", help="comma-separated configured vector floors, a variant each"
+        "--vector-floors",
+        default="",
+        help="comma-separated configured vector floors, a variant each; FLOOR:Q also sets the calibration quantile",
     )
+    ap.add_argument("--query-prefix", default="", help="an instruction the model puts before questions only")
     args = ap.parse_args()
     model, _, model_dir = (args.model or "").partition("=")
     embedder = CachedEmbedder(
         LocalEmbedder(model, model_path=model_dir or None) if model else LocalEmbedder()
     )
+    # the questions' embedder: the same model, with its query instruction (the probes are questions too)
+    asker = CachedEmbedder(embedder.inner, args.query_prefix) if args.query_prefix else embedder
     for v in filter(None, args.vector_floors.split(",")):
         floor, _, q = v.partition(":")  # "0.7:0.9": configured floor 0.7, calibration quantile 0.9
         calib = {"calibration": float(q)} if q else {}
@@ -112,7 +119,7 @@ async def main() -> None:
                     modes = args.modes.split(",") if "locomo" not in path else ["hybrid"]
                     rep = await evaluate(
                         store,
-                        embedder,
+                        asker,
                         ds,
                         mapping,
                         modes=[m for m in modes if m in MODES],
