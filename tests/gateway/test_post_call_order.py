@@ -9,14 +9,18 @@ These drive the hooks in each order.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
 from brain.core.models import Actor
 from brain.gateway.hooks import BrainHooks
 from brain.gateway.runtime import CallContext, Runtime, get_runtime, set_runtime
 from brain.gateway.settings import CaptureSettings, GatewaySettings
+
+from .conftest import Gateway, metric
 
 CALL = "call-1"
 ANSWER = {"choices": [{"message": {"role": "assistant", "content": "port 6543"}}]}
@@ -83,3 +87,49 @@ async def test_a_failed_request_is_forgotten_at_once(rt: Runtime) -> None:
     await hooks.async_post_call_failure_hook({"litellm_call_id": CALL}, RuntimeError("upstream 503"), None)
     assert CALL not in rt.calls
     assert await _headers(hooks) == {}
+
+
+async def test_no_request_leaves_its_context_behind(gw: Gateway, ns: str) -> None:
+    """Through the real proxy, every API and way a request ends: the contexts open
+    (brain_gateway_calls_open) come back to what they were, so a replica holds none per request
+    served, while each reply still said what memory it was given."""
+    r = await gw.rest(
+        "POST", "/memories", json={"body": "The ledger service listens on port 7443.", "namespace": ns}
+    )
+    assert r.status_code == 201, r.text
+    before = metric(await gw.metrics(), "brain_gateway_calls_open")
+    h = {"x-brain-namespaces": ns}
+    ask = "which port does the ledger service listen on?"
+    replies = [
+        await gw.chat(ask, headers=h),
+        await gw.chat(ask + " (streamed)", stream=True, headers=h),
+        await gw.messages(ask + " (Anthropic)", headers=h),
+        await gw.messages(ask + " (Anthropic, streamed)", stream=True, headers=h),
+    ]
+    async with httpx.AsyncClient(timeout=60) as c:
+        replies.append(
+            await c.post(
+                f"{gw.url}/v1/responses",
+                json={"model": "echo", "input": ask + " (Responses)"},
+                headers={**gw.headers("agent"), **h},
+            )
+        )
+    gw.script({"match": "retried", "status": 503})  # one failed attempt, then the retry answers
+    replies.append(await gw.chat(ask + " (retried)", headers=h))
+    for r in replies:
+        assert r.status_code == 200, r.text
+        if r.headers.get("x-brain-heartbeat") != "early":  # a stream's headers left before the hooks ran
+            assert r.headers.get("x-brain-memory") == "injected", dict(r.headers)
+    gw.script({"match": "refused", "status": 500, "times": -1})  # every attempt fails: the request does
+    failed = await gw.chat(ask + " (refused)", headers=h)
+    assert failed.status_code >= 500, failed.text
+    gw.fake.script.clear()
+
+    async def settled() -> bool:
+        return metric(await gw.metrics(), "brain_gateway_calls_open") == before
+
+    for _ in range(40):  # the success log runs after the reply, in LiteLLM's logging worker
+        if await settled():
+            break
+        await asyncio.sleep(0.25)
+    assert await settled(), metric(await gw.metrics(), "brain_gateway_calls_open")

@@ -50,6 +50,11 @@ upstream_input_tokens = Counter(
     ["model", "cache"],
 )
 queue_depth = Gauge("brain_capture_queue_depth", "Jobs waiting in the capture queue.")
+calls_open = Gauge(
+    "brain_gateway_calls_open",
+    "Requests this replica holds a context for: from the pre-call hook until both the response's "
+    "headers and its success log have had it, or the request failed.",
+)
 exposure_recorded = Counter(
     "brain_exposure_receipts_recorded_total",
     "Exposure receipts written (a memory given to a conversation; brain.gateway.retractions).",

@@ -272,6 +272,7 @@ class Runtime:
         self.calls[call_id] = ctx
         while len(self.calls) > 10_000:
             self.calls.popitem(last=False)
+        metrics.calls_open.set(len(self.calls))
 
     def recall(self, call_id: str | None, hook: PostCall) -> CallContext | None:
         """The call's context for one of its post-call hooks.
@@ -286,6 +287,7 @@ class Runtime:
         ctx.settled.add(hook)
         if hook == "failed" or {"headers", "logged"} <= ctx.settled:
             del self.calls[call_id]
+            metrics.calls_open.set(len(self.calls))
         return ctx
 
     def after_injection(self, ctx: CallContext, injection: Injection | None) -> None:
