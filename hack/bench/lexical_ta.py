@@ -67,23 +67,51 @@ ROUND_SQL = """WITH t AS (SELECT * FROM unnest($1::int[], $2::real[], $3::text[]
      WHERE m.status = 'active' AND m.namespace = $5"""
 
 
-async def ta(store, query: str, namespace: str, n: int) -> tuple[list[tuple[str, float]], int, int, bool]:
-    """TA top n: (hits, postings rows read, rounds, stopped by the bound)."""
+async def _plan(store, query: str) -> tuple[str, dict[int, float]] | None:
+    """The query's sparse vector and each dimension's summed IDF, as the shipped leg plans them; None
+    when no term is in the brain."""
     from brain.store import lexical
 
     stats = await store.corpus_stats()
-    docs = max(stats.docs, 1)
     rows = await store._pool.fetch(lexical.TERMS_SQL, query)
-    terms, _ = lexical.plan_terms([(r["lexeme"], r["dim"], r["df"]) for r in rows], docs)
+    terms, _ = lexical.plan_terms([(r["lexeme"], r["dim"], r["df"]) for r in rows], max(stats.docs, 1))
     if not terms:
-        return [], 0, 0, True
-    qv = lexical.query_vector(terms)
+        return None
     idf: dict[int, float] = {}
     for t in terms:
         idf[t.dim] = idf.get(t.dim, 0.0) + t.idf
-    # per dim: keyset cursor (neg weight, id), block size, open
-    cur = {d: [float("-inf"), "", n, True] for d in idf}
-    last_w = {d: lexical.WEIGHT_BOUND for d in idf}  # upper bound on unread weights of d
+    return lexical.query_vector(terms), idf
+
+
+def _cursors(dims: list[int], n: int) -> tuple[dict[int, list], dict[int, float]]:
+    """Per dimension: keyset cursor [neg weight, id, block size, open], and the bound on its unread
+    weights."""
+    from brain.store import lexical
+
+    return {d: [float("-inf"), "", n, True] for d in dims}, {d: lexical.WEIGHT_BOUND for d in dims}
+
+
+def _advance(
+    cur: dict[int, list], last_w: dict[int, float], got: dict[int, int], open_dims: list[int]
+) -> None:
+    """After a round: a dimension that returned less than its block is exhausted (bound 0); an open
+    one's bound is the last weight read, and its next block twice the size (at most 8,192)."""
+    for d in open_dims:
+        c = cur[d]
+        if got[d] < c[2]:
+            c[3], last_w[d] = False, 0.0
+        else:
+            last_w[d] = -c[0]
+            c[2] = min(c[2] * 2, 8192)
+
+
+async def ta(store, query: str, namespace: str, n: int) -> tuple[list[tuple[str, float]], int, int, bool]:
+    """TA top n: (hits, postings rows read, rounds, stopped by the bound)."""
+    plan = await _plan(store, query)
+    if plan is None:
+        return [], 0, 0, True
+    qv, idf = plan
+    cur, last_w = _cursors(list(idf), n)
     best: dict[str, float] = {}
     read = rounds = 0
     while True:
@@ -113,14 +141,7 @@ async def ta(store, query: str, namespace: str, n: int) -> tuple[list[tuple[str,
                 key = (r["neg_weight"], r["memory_id"])
                 if key > (c[0], c[1]):
                     c[0], c[1] = key
-        for d in open_dims:
-            c = cur[d]
-            if got[d] < c[2]:
-                c[3] = False
-                last_w[d] = 0.0
-            else:
-                last_w[d] = -c[0]
-                c[2] = min(c[2] * 2, 8192)
+        _advance(cur, last_w, got, open_dims)
         ranked = sorted(best.items(), key=lambda t: (-t[1], t[0]))[:n]
         best = dict(ranked)  # a dropped memory can never re-enter: scores are exact
         if len(ranked) >= n:
@@ -146,22 +167,13 @@ async def nra(store, query: str, namespace: str, n: int) -> tuple[list[tuple[str
     the weight), one index-only statement per round; reading stops when an unseen memory's bound is
     below the n-th best partial score; then only candidates whose upper bound reaches it are scored
     exactly with `bm25 <#> query` (one statement). Returns (hits, postings read, rounds, True)."""
-    from brain.store import lexical
-
-    stats = await store.corpus_stats()
-    docs = max(stats.docs, 1)
-    rows = await store._pool.fetch(lexical.TERMS_SQL, query)
-    terms, _ = lexical.plan_terms([(r["lexeme"], r["dim"], r["df"]) for r in rows], docs)
-    if not terms:
+    plan = await _plan(store, query)
+    if plan is None:
         return [], 0, 0, True
-    qv = lexical.query_vector(terms)
-    idf: dict[int, float] = {}
-    for t in terms:
-        idf[t.dim] = idf.get(t.dim, 0.0) + t.idf
+    qv, idf = plan
     dims = list(idf)
     bit = {d: 1 << i for i, d in enumerate(dims)}
-    cur = {d: [float("-inf"), "", n, True] for d in dims}
-    last_w = {d: lexical.WEIGHT_BOUND for d in dims}
+    cur, last_w = _cursors(dims, n)
     partial: dict[str, float] = {}
     mask: dict[str, int] = {}
     read = rounds = 0
@@ -188,13 +200,7 @@ async def nra(store, query: str, namespace: str, n: int) -> tuple[list[tuple[str
             c = cur[d]
             if (nw, mid) > (c[0], c[1]):
                 c[0], c[1] = nw, mid
-        for d in open_dims:
-            c = cur[d]
-            if got[d] < c[2]:
-                c[3], last_w[d] = False, 0.0
-            else:
-                last_w[d] = -c[0]
-                c[2] = min(c[2] * 2, 8192)
+        _advance(cur, last_w, got, open_dims)
         if len(partial) >= n:
             theta = sorted(partial.values(), reverse=True)[n - 1]
             if sum(idf[d] * last_w[d] for d in dims) < theta - 1e-5 * abs(theta) - 1e-6:
