@@ -84,7 +84,7 @@ class CallContext:
     conversation: str | None = None  # its id in the exposure receipts (brain.gateway.retractions)
     notices: list[Notice] = field(default_factory=list)  # retractions told in this request
     span: Any = None  # the request's trace span (brain.core.tracing), ended by the post-call hook
-    settled: set[str] = field(default_factory=set)  # the post-call hooks that have had it (Runtime.recall)
+    settled: set[PostCall] = field(default_factory=set)  # the post-call hooks that have had it (recall)
 
 
 class Runtime:
