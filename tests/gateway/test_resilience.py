@@ -8,6 +8,8 @@ import uuid
 
 import asyncpg
 
+from tests.kit.poll import until
+
 from .conftest import Gateway, metric
 
 
@@ -43,6 +45,41 @@ async def test_embedder_stopped_requests_succeed_on_keywords(gw: Gateway, ns: st
         assert (await _health(gw))["embedder"] == "down"
     finally:
         await gw.embedder_server.start()
+
+
+async def test_an_entry_written_while_the_embedder_is_away_is_found_by_meaning_once_it_is_back(
+    gw: Gateway, ns: str
+) -> None:
+    # Stored without a vector while the embedder is stopped (the write still succeeds); the question
+    # shares no content word with it, so only the vector leg can ever find it: the gateway must embed
+    # the entry itself once the embedder answers again (brain.gateway.mend), not wait for a reindex.
+    before = metric(await gw.metrics(), "brain_gateway_vectors_mended_total")
+    await gw.embedder_server.stop()
+    try:
+        r = await gw.rest(
+            "POST",
+            "/memories",
+            json={
+                "body": "The nightly settlement batch runs at 02:00 UTC on the payments cluster.",
+                "namespace": ns,
+            },
+        )
+        assert r.status_code == 201, r.text
+        entry = r.json()["id"]
+    finally:
+        await gw.embedder_server.start()
+
+    async def served_by_meaning() -> dict[str, str] | None:
+        r = await gw.chat(
+            "At what hour does the overnight money reconciliation start?", headers={"x-brain-namespaces": ns}
+        )
+        assert r.status_code == 200, r.text
+        said = {k: v for k, v in r.headers.items() if k.startswith("x-brain-memory")}
+        return said if entry in said.get("x-brain-memory-ids", "") else None
+
+    said = await until("the entry written while the embedder was away to be served", served_by_meaning)
+    assert "x-brain-memory-degraded" not in said, said  # found with the whole retrieval, not by keywords
+    assert metric(await gw.metrics(), "brain_gateway_vectors_mended_total") > before
 
 
 async def test_retrieval_timeout_sends_the_request_without_memory(gw: Gateway, ns: str) -> None:

@@ -10,8 +10,9 @@ the part stopped.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -48,3 +49,16 @@ def first_within(fn: Callable[[], T | None], timeout: float, every: float = 0.5)
             return got
         time.sleep(every)
     return None
+
+
+async def until(what: str, probe: Callable[[], Awaitable[T | None]], timeout: float = 60) -> T:
+    """`wait_for` for a probe that must run on the test's own event loop (a part the test serves
+    itself, such as the gateway kit's embedder, answers only while the loop is free)."""
+    deadline = time.monotonic() + timeout
+    answer: Any = None
+    while time.monotonic() <= deadline:
+        answer = await probe()
+        if answer:
+            return answer
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {answer!r})")

@@ -55,6 +55,14 @@ calls_open = Gauge(
     "Requests this replica holds a context for: from the pre-call hook until both the response's "
     "headers and its success log have had it, or the request failed.",
 )
+vectors_mended = Counter(
+    "brain_gateway_vectors_mended_total",
+    "Entries stored without a vector (the embedder was away) that this replica embedded afterwards.",
+)
+vectors_mend_failures = Counter(
+    "brain_gateway_vectors_mend_failures_total",
+    "Tries to embed entries stored without a vector that failed (embedder or database still away).",
+)
 exposure_recorded = Counter(
     "brain_exposure_receipts_recorded_total",
     "Exposure receipts written (a memory given to a conversation; brain.gateway.retractions).",

@@ -37,6 +37,7 @@ from brain.gateway.capture import (
     restated_by_meaning,
     restates,
 )
+from brain.gateway.mend import VectorMend
 from brain.gateway.placement import Ledger
 from brain.gateway.readiness import DatabaseWatch, health
 from brain.gateway.retractions import Exposure, Notice
@@ -60,6 +61,7 @@ log = logging.getLogger("brain.gateway")
 DB_STATEMENT_TIMEOUT_MS = 5000
 DB_COMMAND_TIMEOUT_S = 6.0
 DB_CONNECT_TIMEOUT_S = 3.0
+MEND_TIMEOUT_S = 30.0  # one batch of stored texts (brain.gateway.mend.BATCH) on a busy embedder
 
 
 PostCall = Literal["headers", "logged", "failed"]  # LiteLLM's post-call hooks that read a CallContext
@@ -95,6 +97,7 @@ class Runtime:
         self.keys = KeyVerifier(None, master_key=settings.master_key)
         self.embedder: Embedder | None = embedder
         self._embedding_client: EmbeddingClient | None = None
+        self._mend_client: EmbeddingClient | None = None
         self.catalog = Catalog()
         self.capture = CaptureQueue(settings.capture.queue_size, settings.capture.workers)
         self.index_stats: dict[str, Any] | None = None
@@ -106,6 +109,7 @@ class Runtime:
         self._tasks: list[asyncio.Task[None]] = []
         self._redact = SecretGate("redact")
         self.db_watch = DatabaseWatch()
+        self.mend = VectorMend()  # vectors for what was written while the embedder was away (mend.py)
         r = settings.retrieval
         self.retrieval_config = RetrievalConfig(
             top_k=r.top_k,
@@ -132,6 +136,16 @@ class Runtime:
                 require_model=True,
             )
             self.embedder = QueryCache(self._embedding_client)
+            # The mend's batches get a client of their own, with a stored text's time limit: a slow
+            # batch must never open the breaker the questions' embeddings go through.
+            self._mend_client = EmbeddingClient(
+                self.settings.embedder_url,
+                model=self.settings.embedding.model,
+                dim=self.settings.embedding.dim,
+                timeout=MEND_TIMEOUT_S,
+                batch=self.mend.batch,
+                require_model=True,
+            )
         elif self.embedder is None:
             self._tasks.append(asyncio.create_task(self._load_local_model()))
         metrics.register_index_collector(lambda: self.index_stats)
@@ -151,8 +165,9 @@ class Runtime:
         if self.store is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.store.close(), 5)
-        if self._embedding_client is not None:
-            await self._embedding_client.aclose()
+        for client in (self._embedding_client, self._mend_client):
+            if client is not None:
+                await client.aclose()
         await asyncio.to_thread(tracing.shutdown, 2.0)
 
     async def _load_local_model(self) -> None:
@@ -176,7 +191,9 @@ class Runtime:
 
     def _build_service(self, store: Store) -> None:
         retriever = Retriever(store, self.embedder, self.retrieval_config)
-        self.service = MemoryService(store, self.embedder, retriever=retriever)
+        self.service = MemoryService(
+            store, self.embedder, retriever=retriever, on_missing_vector=self.mend.wake
+        )
 
     async def _connect(self) -> None:
         """Open the store (migrating it) with retries; then keep the catalog and index numbers fresh."""
@@ -205,6 +222,11 @@ class Runtime:
         self._build_service(self.store)
         self.keys.keys = KeyStore(self.store)
         self._tasks.append(asyncio.create_task(self.exposure.run(self.store)))
+        self._tasks.append(
+            asyncio.create_task(
+                self.mend.run(lambda: self.store, self._mend_embedder, lambda _: self.invalidate())
+            )
+        )
         while True:
             for what, coro in (
                 ("catalog", self.catalog.refresh(self.store)),
@@ -216,9 +238,18 @@ class Runtime:
                     log.debug("%s refresh failed: %s", what, e)
             await asyncio.sleep(30)
 
+    def _mend_embedder(self) -> Embedder | None:
+        """What embeds stored texts for the mend: its own client, or the model under the query cache
+        (whose entries are for questions that repeat, not for texts embedded once)."""
+        if self._mend_client is not None:
+            return self._mend_client
+        return self.embedder.inner if isinstance(self.embedder, QueryCache) else self.embedder
+
     async def _refresh_index(self) -> None:
         assert self.store is not None
         self.index_stats = await self.store.index_stats()
+        if self.index_stats.get("embeddedRatio", 1.0) < 1.0:  # written without a vector, here or elsewhere
+            self.mend.wake()
 
     # ------------------------------------------------------------------ retrieval
 

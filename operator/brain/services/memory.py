@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -177,12 +177,16 @@ class MemoryService:
         *,
         gate: SecretGate | None = None,
         retriever: Retriever | None = None,
+        on_missing_vector: Callable[[], None] | None = None,
     ) -> None:
+        """`on_missing_vector` is told each time a write is stored without its vector, so whoever
+        holds an embedder (the gateway's `VectorMend`) embeds it once the embedder is back."""
         self.store = store
         self.writer = StoreWriter(store)  # the only writer: no other room may import it (.importlinter)
         self.embedder = embedder
         self.gate = gate or SecretGate("refuse")
         self.retriever = retriever or Retriever(store, embedder)
+        self.on_missing_vector = on_missing_vector
         # what `admit` handed out, by identity: `plan.apply` writes one of these without screening it
         # twice, and anything else (a copy, one made elsewhere, another door's) is admitted again
         self._issued: weakref.WeakValueDictionary[int, Admitted] = weakref.WeakValueDictionary()
@@ -251,6 +255,8 @@ class MemoryService:
         except Exception as e:  # stored without a vector; `brainctl reindex` or the backfill fills it later
             log.warning("embedding failed, storing without a vector: %s", e)
             telemetry.retrieval_degraded.labels("embedder_down").inc()
+            if self.on_missing_vector is not None:
+                self.on_missing_vector()
             return None
 
     # ------------------------------------------------------------------ writes

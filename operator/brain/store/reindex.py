@@ -334,7 +334,7 @@ async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None
         f"SELECT id, title, body FROM memories WHERE {_INDEXED} "
         "AND (embedding IS NULL OR embedding_model IS DISTINCT FROM $1) ORDER BY id LIMIT $2",
         live,
-        BATCH,
+        min(BATCH, limit or BATCH),
     ):
         vectors = await embedder.embed([embed_text(r["title"], r["body"]) for r in rows])
         async with pool.acquire() as conn, conn.transaction():
