@@ -133,3 +133,34 @@ async def test_no_request_leaves_its_context_behind(gw: Gateway, ns: str) -> Non
             break
         await asyncio.sleep(0.25)
     assert await settled(), metric(await gw.metrics(), "brain_gateway_calls_open")
+
+
+async def test_a_call_id_the_client_sends_cannot_make_two_requests_share_a_context(gw: Gateway) -> None:
+    # Two keys' requests sent with one x-litellm-call-id: LiteLLM would take it as both calls' id, and
+    # the second pre-call hook's context would replace the first's, so each reply (and capture) got
+    # the other's. The edge drops a client's call id; each reply names the memory its own scope holds.
+    facts = {}
+    for ns, body in (
+        ("team:calls-a", "The blue cluster's ingress certificate renews on the first of each month."),
+        ("team:calls-b", "The green cluster's ingress certificate renews every ninety days."),
+    ):
+        r = await gw.rest("POST", "/memories", key="owner", json={"body": body, "namespace": ns})
+        assert r.status_code == 201, r.text
+        facts[ns] = r.json()["id"]
+    question = "when does the cluster's ingress certificate renew?"
+    shared_id = "0f0e0d0c-0b0a-4909-8807-060504030201"
+    for _ in range(5):
+        replies = await asyncio.gather(
+            *(
+                gw.chat(
+                    question, key="owner", headers={"x-brain-namespaces": ns, "x-litellm-call-id": shared_id}
+                )
+                for ns in facts
+            )
+        )
+        for ns, r in zip(facts, replies, strict=True):
+            assert r.status_code == 200, r.text
+            other = next(f for n, f in facts.items() if n != ns)
+            ids = r.headers.get("x-brain-memory-ids", "")
+            assert facts[ns] in ids and other not in ids, (ns, dict(r.headers))
+            assert r.headers["x-litellm-call-id"] != shared_id  # LiteLLM's own id, not the client's

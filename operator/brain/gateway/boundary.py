@@ -41,6 +41,7 @@ MODEL_ROUTES: frozenset[tuple[str, str]] = frozenset(
     + [(m, p) for p in ("/v1/models", "/models") for m in ("GET", "HEAD")]
 )
 MODEL_PATHS: frozenset[str] = frozenset(p for _, p in MODEL_ROUTES)
+CALL_ID_HEADER = b"x-litellm-call-id"  # a client's own is dropped (LiteLLMGate)
 
 
 class LimitSettings(BaseModel):
@@ -115,6 +116,13 @@ class LiteLLMGate:
                 await send_json(send, 404, error_body("not_found", f"no such route: {path}"))
             return
 
+        # LiteLLM takes a request's call id from this header when the client sends one, and the call
+        # id keys the context the post-call hooks read (brain.gateway.runtime.Runtime.recall): two
+        # requests sent with one id would each get the other's x-brain-* headers and capture. So
+        # LiteLLM always makes its own; the reply still carries it in x-litellm-call-id.
+        headers = scope.get("headers", [])
+        if any(k.lower() == CALL_ID_HEADER for k, _ in headers):
+            scope = {**scope, "headers": [(k, v) for k, v in headers if k.lower() != CALL_ID_HEADER]}
         held: list[Message] = []
         chunks: list[bytes] = []
 
