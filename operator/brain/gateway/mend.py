@@ -5,9 +5,10 @@ keyword legs find it at once, but the vector leg never does, so until a reindex 
 an approved memory and an older, similar entry is served in its place. The gateway mends those rows
 itself: the door wakes it when it stores one, and the index refresh wakes it when the stored ratio
 says some are missing (a job, or another replica, wrote them). Each wake embeds the missing rows in
-bounded batches with the brain's live model (`Store.fill_live`, which refuses any other); while the
-embedder is still away, or its breaker still open, it tries again with a backoff. What it mends is
-counted, and the injection cache is dropped so the next request ranks the mended rows.
+bounded batches with the brain's live model (`Store.fill_live`, which refuses any other, and leaves
+a rolling model change's rows to its reindex); while the embedder is still away, or its breaker
+still open, it tries again with a backoff. What it mends is counted, and the injection cache is
+dropped so the next request ranks the mended rows.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 
 from brain.embedder.model import Embedder
 from brain.gateway import metrics
+from brain.store.reindex import ModelMismatch
 from brain.store.store import Store
 
 log = logging.getLogger("brain.gateway.mend")
@@ -58,6 +60,9 @@ class VectorMend:
                 n = await s.fill_live(e, limit=self.batch)
             except asyncio.CancelledError:
                 raise
+            except ModelMismatch as err:  # a model change is rolling out: the reindex fills these rows
+                log.debug("not mending vectors: %s", err)
+                continue
             except Exception as err:  # the embedder is still away (or the database): try again later
                 log.info("mending missing vectors failed (%s); retrying in %.0fs", err, delay)
                 metrics.vectors_mend_failures.inc()
