@@ -82,6 +82,23 @@ async def test_an_entry_written_while_the_embedder_is_away_is_found_by_meaning_o
     assert metric(await gw.metrics(), "brain_gateway_vectors_mended_total") > before
 
 
+async def test_an_entry_longer_than_the_embedder_takes_is_stored_with_its_vector(
+    gw: Gateway, ns: str
+) -> None:
+    # A body may hold 32,768 characters, the embedder takes 8,192 per input: the text is cut before
+    # it is embedded (the model reads its first few hundred word pieces anyway). Before, the embedder
+    # refused it with a 413 on every try, the door's and the mend's, and the entry kept no vector for
+    # good (and the mend, taking the oldest missing rows first, retried that batch for ever).
+    runbook = "Invoices are archived to cold storage after seven years. " * 170  # a pasted log, say
+    assert len(runbook) > 9000
+    r = await gw.rest("POST", "/memories", json={"body": runbook, "namespace": ns})
+    assert r.status_code == 201, r.text
+    vector = await gw.store.pool_for_tests.fetchval(
+        "SELECT embedding IS NOT NULL FROM memories WHERE id = $1", r.json()["id"]
+    )
+    assert vector is True
+
+
 async def test_retrieval_timeout_sends_the_request_without_memory(gw: Gateway, ns: str) -> None:
     before = metric(await gw.metrics(), "brain_retrieval_degraded_total", cause="timeout")
     conn = await asyncpg.connect(gw.dsn)

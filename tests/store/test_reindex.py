@@ -188,3 +188,39 @@ async def test_brainctl_reindex_refuses_another_model_and_migrates_when_asked(
     migrated = await asyncio.to_thread(run, "reindex", "--to-model", other)
     assert migrated.returncode == 0, migrated.stderr
     assert await models_in_index(store) == {other}
+
+
+async def test_filling_missing_vectors_never_gives_a_purged_entry_its_vector_back(
+    store: Store, embedder
+) -> None:
+    # Written while the embedder was away (no vector), then forgotten and purged by an owner while the
+    # mend (or `brainctl reindex`) is embedding it: the purge promises that the vectors go, since they
+    # were computed from the text. Before, the fill wrote the purged text's vector onto the tombstone.
+    owner = Actor(name="owner", role="owner", origin="owner")
+    away = MemoryService(store, None)
+    entry = (
+        await away.note(
+            MemoryIn(body="The vendor's API key rotates every 90 days.", namespace="shared"), owner
+        )
+    ).memory
+    before = (
+        await away.note(MemoryIn(body="Staging deploys roll out at noon.", namespace="shared"), owner)
+    ).memory
+    assert await store.pool_for_tests.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 2
+
+    class PurgedMeanwhile:
+        model, dim = embedder.model, embedder.dim
+
+        async def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
+            await away.forget(entry.id, "pasted by mistake", owner)
+            await away.purge(entry.id, "pasted by mistake", owner)
+            return await embedder.embed(texts)
+
+    assert await store.fill_live(PurgedMeanwhile()) == 2
+    rows = await store.pool_for_tests.fetch(
+        "SELECT id, body, embedding IS NULL AS bare FROM memories ORDER BY id"
+    )
+    vectors = {r["id"]: r["bare"] for r in rows}
+    assert vectors[before.id] is False  # the other entry got its vector
+    assert all(r["bare"] for r in rows if r["id"] != before.id), rows  # every purged version has none
+    assert await store.fill_live(embedder) == 0  # and no later fill takes the purged rows up again

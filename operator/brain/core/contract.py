@@ -20,6 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 # it, or it never turns Ready. tests/delivery/test_default_model.py keeps them equal.
 DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 DEFAULT_EMBEDDING_DIM = 384
+# The longest input the embedder server takes (its 413 past it). Every stored text is cut to it
+# before it is embedded: the models read at most 512 word pieces, far fewer characters than this in
+# ordinary text, so the cut changes no vector there, and a longer entry gets one instead of a 413.
+EMBED_INPUT_MAX_CHARS = 8192
 
 
 def parse_embedding_dim(raw: str | None) -> int:

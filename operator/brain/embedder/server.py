@@ -16,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from pydantic import BaseModel
 
 from brain.core import tracing
+from brain.core.contract import EMBED_INPUT_MAX_CHARS
 from brain.core.tracing import TraceSettings
 from brain.embedder.model import Embedder
 
@@ -30,7 +31,7 @@ class EmbeddingRequest(BaseModel):
 @dataclass
 class Limits:
     max_inputs: int = 256
-    max_chars: int = 8192
+    max_chars: int = EMBED_INPUT_MAX_CHARS
     max_batch: int = 64
     batch_wait_s: float = 0.004
 

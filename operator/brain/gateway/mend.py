@@ -3,7 +3,7 @@
 The door stores a write whose embedding failed rather than lose it (`MemoryService._embed`): the
 keyword legs find it at once, but the vector leg never does, so until a reindex a paraphrase misses
 an approved memory and an older, similar entry is served in its place. The gateway mends those rows
-itself: the door wakes it when it stores one, and the index refresh wakes it when the stored ratio
+itself: the door wakes it when it stores one, and the index refresh wakes it when the stored count
 says some are missing (a job, or another replica, wrote them). Each wake embeds the missing rows in
 bounded batches with the brain's live model (`Store.fill_live`, which refuses any other, and leaves
 a rolling model change's rows to its reindex); while the embedder is still away, or its breaker
@@ -24,7 +24,8 @@ from brain.store.store import Store
 
 log = logging.getLogger("brain.gateway.mend")
 
-BATCH = 32  # rows a wake embeds in one embedder call before it yields to the requests for a moment
+BATCH = 16  # rows embedded in one embedder call; then a pause, so questions are not queued behind a drain
+PAUSE_S = 1.0  # between batches while a backlog drains: at most BATCH rows a second per replica
 RETRY_S = (1.0, 30.0)  # first and longest wait between tries while the embedder cannot embed
 
 
@@ -75,6 +76,6 @@ class VectorMend:
                 log.info("embedded %d entries stored without a vector", n)
                 metrics.vectors_mended.inc(n)
                 mended(n)
-            if n >= self.batch:  # there may be more: go on after the requests waiting on the loop
-                await asyncio.sleep(0)
+            if n >= self.batch:  # there may be more: go on after a pause, the embedder is shared
+                await asyncio.sleep(PAUSE_S)
                 self._wake.set()

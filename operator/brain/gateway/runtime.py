@@ -248,7 +248,7 @@ class Runtime:
     async def _refresh_index(self) -> None:
         assert self.store is not None
         self.index_stats = await self.store.index_stats()
-        if self.index_stats.get("embeddedRatio", 1.0) < 1.0:  # written without a vector, here or elsewhere
+        if self.index_stats.get("entriesWithoutVector"):  # written without a vector, here or elsewhere
             self.mend.wake()
 
     # ------------------------------------------------------------------ retrieval

@@ -138,11 +138,6 @@ def _record_to_hit(r: asyncpg.Record | Mapping[str, Any], score: float = 0.0) ->
     return Hit.model_validate({**dict(r), "score": score})
 
 
-def embed_text(title: str, body: str) -> str:
-    """What gets embedded for an entry: the title adds the context a short body lacks."""
-    return f"{title}\n{body}" if title else body
-
-
 class StoreBase:
     def __init__(
         self, pool: asyncpg.Pool, *, dim: int, embedding_model: str, acquire_timeout: float | None = None

@@ -75,6 +75,7 @@ class Events(StoreBase):
             "entriesByKind": by_kind,
             "entriesByNamespace": by_ns,
             "embeddedRatio": round(embedded / total, 4) if total else 1.0,
+            "entriesWithoutVector": total - embedded,  # exact: the ratio rounds one in 20k away
             "staleEntries": int(stale),
             "pendingProposals": int(pending),
             "lastIngest": last.get("ingest"),

@@ -29,6 +29,7 @@ import asyncpg
 import numpy as np
 from prometheus_client import Gauge
 
+from brain.core.contract import EMBED_INPUT_MAX_CHARS
 from brain.core.errors import BrainError
 
 log = logging.getLogger("brain.reindex")
@@ -64,7 +65,10 @@ class ModelMismatch(BrainError):
 
 
 def embed_text(title: str, body: str) -> str:
-    return f"{title}\n{body}" if title else body
+    """What gets embedded for an entry: the title adds the context a short body lacks, and the text
+    is cut to what the embedder takes (`EMBED_INPUT_MAX_CHARS`; a longer one was refused, and the
+    entry kept no vector)."""
+    return (f"{title}\n{body}" if title else body)[:EMBED_INPUT_MAX_CHARS]
 
 
 # ---------------------------------------------------------------------- the live model
@@ -320,19 +324,24 @@ async def migrate_model(
 
 
 async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None = None) -> int:
-    """Embed active entries that have no live vector (an embedder outage); refused for another model."""
+    """Embed entries that have no live vector (an embedder outage); refused for another model.
+
+    Reading the live model claims nothing: on a brain with no vector yet, the first vector written
+    claims it (`vector_for_write`), as every writer's does. A row is written only if it is still the
+    text that was embedded and still needs a vector, so a purge that lands while a batch is being
+    embedded (its tombstone text, its vectors gone) is never given the purged text's vector back."""
     async with pool.acquire() as conn:
-        live = await adopt_model(conn, embedder.model)
+        live = str(await conn.fetchval("SELECT brain_live_model(NULL)") or "") or embedder.model
     if live != embedder.model:
         raise ModelMismatch(
             f"this brain's index is built by {live}, but this client embeds with {embedder.model}; vectors "
             f"from two models are never mixed. Configure {live} here, or migrate the brain to "
             f"{embedder.model} with `brainctl reindex --to-model {embedder.model}`"
         )
+    wanted = f"{_INDEXED} AND NOT attrs ? 'purged_by' AND (embedding IS NULL OR embedding_model IS DISTINCT FROM $1)"
     done = 0
     while rows := await pool.fetch(
-        f"SELECT id, title, body FROM memories WHERE {_INDEXED} "
-        "AND (embedding IS NULL OR embedding_model IS DISTINCT FROM $1) ORDER BY id LIMIT $2",
+        f"SELECT id, title, body FROM memories WHERE {wanted} ORDER BY id LIMIT $2",
         live,
         min(BATCH, limit or BATCH),
     ):
@@ -343,8 +352,9 @@ async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None
                     f"the brain's index moved off {live} while this reindex ran; run it again"
                 )
             await conn.executemany(
-                "UPDATE memories SET embedding = $2, embedding_model = $3 WHERE id = $1",
-                [(r["id"], v, live) for r, v in zip(rows, vectors, strict=True)],
+                f"UPDATE memories SET embedding = $2, embedding_model = $1 WHERE {wanted} "
+                "AND id = $3 AND title = $4 AND body = $5",
+                [(live, v, r["id"], r["title"], r["body"]) for r, v in zip(rows, vectors, strict=True)],
             )
         done += len(rows)
         if limit is not None and done >= limit:

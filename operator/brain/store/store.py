@@ -9,12 +9,13 @@ jobruns, digests, episodes, catalog, sources, lexical, …).
 
 from __future__ import annotations
 
-from brain.store.base import AbandoningPool, LexicalStats, Scope, content_hash, embed_text, new_id
+from brain.store.base import AbandoningPool, LexicalStats, Scope, content_hash, new_id
 from brain.store.events import Events
 from brain.store.legs import RetrievalLegs
 from brain.store.lineage import Lineage
 from brain.store.memory_reads import MemoryReads
 from brain.store.model_swap import ModelSwap
+from brain.store.reindex import embed_text
 
 
 class Store(MemoryReads, RetrievalLegs, Lineage, Events, ModelSwap):
