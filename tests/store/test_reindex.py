@@ -216,7 +216,7 @@ async def test_filling_missing_vectors_never_gives_a_purged_entry_its_vector_bac
             await away.purge(entry.id, "pasted by mistake", owner)
             return await embedder.embed(texts)
 
-    assert await store.fill_live(PurgedMeanwhile()) == 2
+    assert await store.fill_live(PurgedMeanwhile()) == 1  # what it wrote: the purge won the other
     rows = await store.pool_for_tests.fetch(
         "SELECT id, body, embedding IS NULL AS bare FROM memories ORDER BY id"
     )
@@ -224,3 +224,26 @@ async def test_filling_missing_vectors_never_gives_a_purged_entry_its_vector_bac
     assert vectors[before.id] is False  # the other entry got its vector
     assert all(r["bare"] for r in rows if r["id"] != before.id), rows  # every purged version has none
     assert await store.fill_live(embedder) == 0  # and no later fill takes the purged rows up again
+
+
+async def test_a_model_change_keeps_no_vector_of_an_entry_purged_while_it_ran(store: Store, embedder) -> None:
+    # `brainctl reindex --to-model`: the new model's vectors are written beside the live ones, then
+    # swapped in. An entry purged after its new vector was written kept that vector of the text it
+    # removed, and the swap made it live.
+    owner = Actor(name="owner", role="owner", origin="owner")
+    door = MemoryService(store, embedder)
+    await seed(door, 4)
+    entry = (
+        await door.note(
+            MemoryIn(body="The vendor's API key rotates every 90 days.", namespace="shared"), owner
+        )
+    ).memory
+    small = load_embedder(f"{DEFAULT_MODEL}@rp256", base=embedder)
+    run = await reindex.start(store.pool_for_tests, small.model, small.dim)
+    await reindex.fill(store.pool_for_tests, small, run)
+    await door.forget(entry.id, "pasted by mistake", owner)
+    await door.purge(entry.id, "pasted by mistake", owner)
+    await reindex.build_index(store.pool_for_tests)
+    await reindex.swap(store.pool_for_tests, small, run)
+    rows = await store.pool_for_tests.fetch("SELECT id, embedding IS NULL AS bare FROM memories")
+    assert {r["id"]: r["bare"] for r in rows if r["bare"]} == {entry.id: True}, rows

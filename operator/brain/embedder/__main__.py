@@ -7,7 +7,7 @@ import os
 
 import uvicorn
 
-from brain.core.contract import Env
+from brain.core.contract import EMBED_INPUT_MAX_CHARS, Env
 from brain.core.tracing import TraceSettings
 from brain.embedder.model import DEFAULT_MODEL, THREADS_ENV, LocalEmbedder, threads_from_env
 from brain.embedder.server import Limits, create_app
@@ -59,7 +59,12 @@ def main(argv: list[str] | None = None) -> None:
         help=f"onnxruntime threads (default: ${THREADS_ENV}, else all cores)",
     )
     p.add_argument("--max-inputs", type=int, default=256, help="inputs per request before 413")
-    p.add_argument("--max-chars", type=int, default=8192, help="characters per input before 413")
+    p.add_argument(
+        "--max-chars",
+        type=int,
+        default=EMBED_INPUT_MAX_CHARS,
+        help="characters per input before 413 (stored texts are cut to the default before they are sent)",
+    )
     p.add_argument("--max-batch", type=int, default=64, help="texts per model call")
     a = p.parse_args(argv)
     refusal = unheld_model(a.model, os.environ.get(HELD_MODEL_ENV))

@@ -37,7 +37,7 @@ from brain.jobs.settings import JobSettings, load_job_settings
 from brain.jobs.settings.distill import DistillConfig, load_distill_config
 from brain.services import proposals
 from brain.store import episode_rows, proposal_rows
-from brain.store.store import Store
+from brain.store.store import Store, embed_text
 
 log = logging.getLogger("brain.jobs.distill")
 PROMPT_VERSION = "distill-v1"
@@ -254,7 +254,9 @@ async def collect(
                 stored_by[st["id"]] = s["id"]
     missing = [i for i, r in enumerate(rows) if r["embedding"] is None]
     extra: Any = (
-        await embedder.embed([f"{rows[i]['title']}\n{rows[i]['body']}" for i in missing]) if missing else []
+        await embedder.embed([embed_text(rows[i]["title"], rows[i]["body"]) for i in missing])
+        if missing
+        else []
     )
     vecs: dict[int, np.ndarray] = {
         i: np.asarray(v, dtype=np.float32) for i, v in zip(missing, extra, strict=True)
@@ -335,7 +337,7 @@ async def run_distill(
     out.clusters = len(clusters)
     pending = await proposal_rows.pending_texts(store)
     pending_vecs = (
-        unit(await embedder.embed([f"{p['title']}\n{p['body']}" for p in pending])) if pending else None
+        unit(await embedder.embed([embed_text(p["title"], p["body"]) for p in pending])) if pending else None
     )
     ready = []
     for c in clusters:

@@ -38,7 +38,8 @@ class Events(StoreBase):
         """The numbers `Brain.status.index` shows; cheap enough for a health endpoint."""
         async with self._pool.acquire() as conn:
             by = await conn.fetch(
-                "SELECT namespace, kind, count(*) AS n, count(embedding) AS e FROM memories "
+                "SELECT namespace, kind, count(*) AS n, count(embedding) AS e, "
+                "count(*) FILTER (WHERE embedding IS NULL AND NOT attrs ? 'purged_by') AS bare FROM memories "
                 "WHERE status = 'active' GROUP BY namespace, kind"
             )
             stale = await conn.fetchval(
@@ -63,19 +64,20 @@ class Events(StoreBase):
             reindexing = await reindex.running(conn)
         by_kind: dict[str, int] = {}
         by_ns: dict[str, int] = {}
-        total = embedded = 0
+        total = embedded = bare = 0
         for r in by:
             by_kind[r["kind"]] = by_kind.get(r["kind"], 0) + r["n"]
             by_ns[r["namespace"]] = by_ns.get(r["namespace"], 0) + r["n"]
             total += r["n"]
             embedded += r["e"]
+            bare += r["bare"]  # what a fill can still embed: a restored purged entry stays without one
         last = {r["job"]: r["at"].isoformat() if r["at"] else None for r in runs}
         return {
             "entries": [{"namespace": r["namespace"], "kind": r["kind"], "count": r["n"]} for r in by],
             "entriesByKind": by_kind,
             "entriesByNamespace": by_ns,
             "embeddedRatio": round(embedded / total, 4) if total else 1.0,
-            "entriesWithoutVector": total - embedded,  # exact: the ratio rounds one in 20k away
+            "entriesWithoutVector": bare,  # exact (the ratio rounds one in 20k away): wakes the mend
             "staleEntries": int(stale),
             "pendingProposals": int(pending),
             "lastIngest": last.get("ingest"),

@@ -39,7 +39,9 @@ NEXT_MODEL = "embedding_next_model"
 NEXT_INDEX = "memories_embedding_next"
 LIVE_TTL = 1.0
 # Every version a query can reach (as_of reads superseded and retired ones), not only the active.
-_INDEXED = "status <> 'forgotten'"
+# The rows that hold a vector: not forgotten, and not purged (a purge keeps no vector of the text it
+# removed, so no fill, migration or mend may embed a purged version, not even its tombstone).
+_INDEXED = "status <> 'forgotten' AND NOT attrs ? 'purged_by'"
 
 reindex_total = Gauge(
     "brain_reindex_total",
@@ -275,6 +277,10 @@ async def swap(pool: asyncpg.Pool, embedder: Embedder, run_id: int) -> dict[str,
                 embedder.model,
             )
             stragglers += len(rows)
+        # a purge that landed after its row's new vector was written: that vector was of the text
+        await conn.execute(
+            f"UPDATE memories SET {NEXT} = NULL, {NEXT_MODEL} = NULL WHERE attrs ? 'purged_by'"
+        )
         await conn.execute(
             f"""DROP TRIGGER memories_vector_model ON memories;
                 ALTER TABLE memories RENAME COLUMN embedding TO embedding_retired;
@@ -338,7 +344,7 @@ async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None
             f"from two models are never mixed. Configure {live} here, or migrate the brain to "
             f"{embedder.model} with `brainctl reindex --to-model {embedder.model}`"
         )
-    wanted = f"{_INDEXED} AND NOT attrs ? 'purged_by' AND (embedding IS NULL OR embedding_model IS DISTINCT FROM $1)"
+    wanted = f"{_INDEXED} AND (embedding IS NULL OR embedding_model IS DISTINCT FROM $1)"
     done = 0
     while rows := await pool.fetch(
         f"SELECT id, title, body FROM memories WHERE {wanted} ORDER BY id LIMIT $2",
@@ -356,7 +362,12 @@ async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None
                 "AND id = $3 AND title = $4 AND body = $5",
                 [(live, v, r["id"], r["title"], r["body"]) for r, v in zip(rows, vectors, strict=True)],
             )
-        done += len(rows)
+            written = await conn.fetchval(  # what was written, not what was read: a purge may have won
+                "SELECT count(*) FROM memories WHERE id = ANY($1::text[]) AND embedding_model = $2",
+                [r["id"] for r in rows],
+                live,
+            )
+        done += int(written)
         if limit is not None and done >= limit:
             break
     return done
