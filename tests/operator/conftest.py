@@ -182,7 +182,9 @@ class Operator:
                 self.kill()
 
     def metrics(self) -> str:
-        return httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=3).text
+        # Prometheus's own default scrape timeout: with both cores busy (the suite's other worker,
+        # the image builds beside it) a 3 s limit failed a scrape the operator answered later.
+        return httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=10).text
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of ``name`` whose labels include ``labels``."""
