@@ -53,9 +53,7 @@ class VectorMend:
             await self._wake.wait()
             self._wake.clear()
             s, e = store(), embedder()
-            if (
-                s is None or e is None
-            ):  # not connected, or the model still loading: the refresh wakes us later
+            if s is None or e is None:  # not connected, or the model still loading: a refresh wakes it
                 continue
             try:
                 n = await s.fill_live(e, limit=self.batch)

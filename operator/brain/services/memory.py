@@ -252,7 +252,7 @@ class MemoryService:
             return None
         try:
             return (await self.embedder.embed([text]))[0]
-        except Exception as e:  # stored without a vector; `brainctl reindex` or the backfill fills it later
+        except Exception as e:  # stored without a vector: the gateway's mend (or `brainctl reindex`) fills it
             log.warning("embedding failed, storing without a vector: %s", e)
             telemetry.retrieval_degraded.labels("embedder_down").inc()
             if self.on_missing_vector is not None:
