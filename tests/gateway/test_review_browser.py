@@ -91,14 +91,21 @@ async def step(fn: Callable[[], T]) -> T:
 
 
 def wait_for(driver: Any, css: str, text: str | None = None, timeout: float = 20) -> Any:
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
     wait = WebDriverWait(driver, timeout)
-    if text is not None:
-        wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
-    return wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
+    try:
+        if text is not None:
+            wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
+        return wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, css)))
+    except TimeoutException:  # say what the page showed instead, so a red run says where it stopped
+        shown = [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
+        raise AssertionError(
+            f"{css} never showed {text!r} within {timeout:.0f} s; it shows {shown!r}"
+        ) from None
 
 
 def css(driver: Any, selector: str) -> Any:
@@ -288,6 +295,16 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
 
     await until("the approved memory to be what a chat is given", served)
     assert NEW in gw.upstream_bodies()[-1]["messages"][0]["content"]
+
+    # The page reads a memory's exposure once, when it opens; the chat's receipt is written within a
+    # second (brain.gateway.retractions). What the owner's API says is what the page must show.
+    async def exposed() -> dict[str, Any] | None:
+        r = await gw.rest("GET", f"/memories/{shown['memory_id']}/exposure", key="owner")
+        assert r.status_code == 200, r.text
+        return r.json() if r.json()["count"] else None
+
+    receipts = await until("the chat's exposure receipt", exposed, timeout=30)
+    assert (receipts["count"], receipts["keys"]) == (1, ["agent"]), receipts
 
     # The memory browser: search, then the lineage with both versions and their authors.
     def browse() -> dict[str, Any]:
