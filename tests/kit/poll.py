@@ -53,7 +53,9 @@ def first_within(fn: Callable[[], T | None], timeout: float, every: float = 0.5)
 
 async def until(what: str, probe: Callable[[], Awaitable[T | None]], timeout: float = 60) -> T:
     """`wait_for` for a probe that must run on the test's own event loop (a part the test serves
-    itself, such as the gateway kit's embedder, answers only while the loop is free)."""
+    itself, such as the gateway kit's embedder, answers only while the loop is free). Unlike
+    `wait_for`, an exception from the probe ends the wait at once: an async probe asserts what must
+    hold on every try (a 200) and returns a falsy "not yet" for the rest."""
     deadline = time.monotonic() + timeout
     answer: Any = None
     while time.monotonic() <= deadline:

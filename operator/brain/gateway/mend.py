@@ -45,9 +45,10 @@ class VectorMend:
         self,
         store: Callable[[], Store | None],
         embedder: Callable[[], Embedder | None],
-        mended: Callable[[int], None],
+        mended: Callable[[], None],
     ) -> None:
-        """Until cancelled: wait for a wake, then embed what is missing; `mended(n)` after each batch."""
+        """Until cancelled: wait for a wake, then embed what is missing; `mended()` after each batch
+        that embedded anything."""
         delay = self.retry_s[0]
         while True:
             await self._wake.wait()
@@ -73,7 +74,7 @@ class VectorMend:
             if n:
                 log.info("embedded %d entries stored without a vector", n)
                 metrics.vectors_mended.inc(n)
-                mended(n)
+                mended()
             if n >= self.batch:  # there may be more: go on after a pause, the embedder is shared
                 await asyncio.sleep(PAUSE_S)
                 self._wake.set()

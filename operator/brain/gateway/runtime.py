@@ -223,9 +223,7 @@ class Runtime:
         self.keys.keys = KeyStore(self.store)
         self._tasks.append(asyncio.create_task(self.exposure.run(self.store)))
         self._tasks.append(
-            asyncio.create_task(
-                self.mend.run(lambda: self.store, self._mend_embedder, lambda _: self.invalidate())
-            )
+            asyncio.create_task(self.mend.run(lambda: self.store, self._mend_embedder, self.invalidate))
         )
         while True:
             for what, coro in (

@@ -39,7 +39,7 @@ class Events(StoreBase):
         async with self._pool.acquire() as conn:
             by = await conn.fetch(
                 "SELECT namespace, kind, count(*) AS n, count(embedding) AS e, "
-                "count(*) FILTER (WHERE embedding IS NULL AND NOT attrs ? 'purged_by') AS bare FROM memories "
+                f"count(*) FILTER (WHERE embedding IS NULL AND NOT {reindex.PURGED}) AS bare FROM memories "
                 "WHERE status = 'active' GROUP BY namespace, kind"
             )
             stale = await conn.fetchval(

@@ -39,9 +39,11 @@ NEXT_MODEL = "embedding_next_model"
 NEXT_INDEX = "memories_embedding_next"
 LIVE_TTL = 1.0
 # Every version a query can reach (as_of reads superseded and retired ones), not only the active.
-# The rows that hold a vector: not forgotten, and not purged (a purge keeps no vector of the text it
-# removed, so no fill, migration or mend may embed a purged version, not even its tombstone).
-_INDEXED = "status <> 'forgotten' AND NOT attrs ? 'purged_by'"
+# A purged version (brain.store.writer's purge marks it so): it keeps no vector of the text it
+# removed, so no fill, migration or mend may embed it, not even its tombstone.
+PURGED = "attrs ? 'purged_by'"
+# The rows that hold a vector: not forgotten, and not purged.
+_INDEXED = f"status <> 'forgotten' AND NOT {PURGED}"
 
 reindex_total = Gauge(
     "brain_reindex_total",
@@ -278,9 +280,7 @@ async def swap(pool: asyncpg.Pool, embedder: Embedder, run_id: int) -> dict[str,
             )
             stragglers += len(rows)
         # a purge that landed after its row's new vector was written: that vector was of the text
-        await conn.execute(
-            f"UPDATE memories SET {NEXT} = NULL, {NEXT_MODEL} = NULL WHERE attrs ? 'purged_by'"
-        )
+        await conn.execute(f"UPDATE memories SET {NEXT} = NULL, {NEXT_MODEL} = NULL WHERE {PURGED}")
         await conn.execute(
             f"""DROP TRIGGER memories_vector_model ON memories;
                 ALTER TABLE memories RENAME COLUMN embedding TO embedding_retired;
