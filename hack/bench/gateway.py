@@ -46,6 +46,7 @@ from typing import Any, NamedTuple
 import httpx
 import yaml
 from hack.bench import check, parser, results, vectors
+from hack.bench.corpus import LEXEME_STATS_SQL
 from tests.kit.database import postgres
 
 from brain.local.stats import percentile, rank_from_top
@@ -224,11 +225,7 @@ async def _load(dsn: str, have: int, n: int, dim: int, layout: str) -> None:
         )
         await conn.execute("DELETE FROM brain_meta WHERE key = 'bm25_rewrite_after'")
         await conn.execute("DELETE FROM lexeme_stats")
-        await conn.execute(
-            """INSERT INTO lexeme_stats (lexeme, df)
-               SELECT l, count(*) FROM memories, unnest(tsvector_to_array(tsv)) AS l
-                WHERE status = 'active' GROUP BY l"""
-        )
+        await conn.execute(LEXEME_STATS_SQL)
         await conn.execute("SET maintenance_work_mem = '1GB'")
         await conn.execute("CREATE INDEX memories_tsv ON memories USING gin (tsv)")
         await conn.execute("CREATE INDEX memories_trgm ON memories USING gin (body gin_trgm_ops)")

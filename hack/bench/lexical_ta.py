@@ -74,7 +74,7 @@ async def _plan(store, query: str) -> tuple[str, dict[int, float]] | None:
 
     stats = await store.corpus_stats()
     rows = await store._pool.fetch(lexical.TERMS_SQL, query)
-    terms, _ = lexical.plan_terms([(r["lexeme"], r["dim"], r["df"]) for r in rows], max(stats.docs, 1))
+    terms, _ = lexical.plan_terms(rows, max(stats.docs, 1))
     if not terms:
         return None
     idf: dict[int, float] = {}
@@ -297,9 +297,7 @@ async def compare(dsn: str, queries: list[str]) -> dict[str, float]:
 
             stats = await store.corpus_stats()
             trows = await store._pool.fetch(lexical.TERMS_SQL, q)
-            terms, _ = lexical.plan_terms(
-                [(r["lexeme"], r["dim"], r["df"]) for r in trows], max(stats.docs, 1)
-            )
+            terms, _ = lexical.plan_terms(trows, max(stats.docs, 1))
             rows_shipped.append(sum(t.df for t in terms[: got.scanned]))
             rows_ta.append(read)
             rounds.append(rr)

@@ -108,11 +108,7 @@ async def build(
             copy += 1
         times["COPY"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        await conn.execute(
-            """INSERT INTO lexeme_stats (lexeme, df)
-               SELECT l, count(*) FROM memories, unnest(tsvector_to_array(tsv)) AS l
-                WHERE status = 'active' GROUP BY l"""
-        )
+        await conn.execute(corpus.LEXEME_STATS_SQL)
         times["lexeme statistics"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         await conn.execute(

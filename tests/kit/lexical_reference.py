@@ -66,7 +66,7 @@ async def exhaustive(store: Store, query: str, scope: Scope, n: int) -> Lexical:
     stats = await store.corpus_stats()
     docs = max(stats.docs, 1)
     rows = await store.pool_for_tests.fetch(lexical.TERMS_SQL, query)
-    terms, query_idf = lexical.plan_terms([(r["lexeme"], r["dim"], r["df"]) for r in rows], docs)
+    terms, query_idf = lexical.plan_terms(rows, docs)
     if not terms:
         return Lexical([], query_idf)
     where, args = scope.where(5)

@@ -334,7 +334,7 @@ def test_a_pass_scans_until_the_unscanned_bound_falls_to_the_threshold() -> None
     terms = [lexical.Term(f"t{i}", i, df, lexical.idf(df, 10_000)) for i, df in enumerate((3, 40, 200, 400))]
     assert lexical.next_pass(terms, 0, None, 10_000) == 1  # the rarest alone first
     assert lexical.next_pass(terms, 1, None, 10_000) == 4  # no threshold yet: every allowed term
-    bound_after = [lexical.WEIGHT_BOUND * sum(t.idf for t in terms[k:]) for k in range(4)]
+    bound_after = [lexical.unscanned_bound(terms, k) for k in range(4)]  # 2.2 × their IDF: no max_tf
     # a threshold above what t1..t3 could add stops at once; one between scans just enough
     assert lexical.next_pass(terms, 1, bound_after[1] + 0.01, 10_000) == 1
     assert lexical.next_pass(terms, 1, bound_after[2], 10_000) == 2
@@ -364,3 +364,91 @@ async def test_a_small_brain_ranks_exactly_as_exhaustive_bm25(store: Store, owne
         full = await reference.exhaustive(store, q, Scope.of([]), 10)
         assert got.exact, q
         assert [d for d, _ in got.hits] == [d for d, _ in full.hits], q
+
+
+def test_a_terms_highest_frequency_bounds_its_weight_at_any_length() -> None:
+    """`Term.weight_bound` from `max_tf` is above every weight a memory holding the term that often
+    can have, whatever its length and the reference length, and below k1 + 1 (what a term without
+    the count keeps)."""
+    for tf in (1, 2, 3, 7, 256):
+        bound = lexical.Term("t", 1, 5, 1.0, max_tf=tf).weight_bound
+        assert bound < lexical.WEIGHT_BOUND
+        for length, ref in ((1, 400.0), (1, 1.0), (12, 16.0), (400, 2.0)):
+            for seen in range(1, tf + 1):
+                assert seen * 2.2 / (seen + 1.2 * (0.7 + 0.3 * length / ref)) < bound
+    assert lexical.Term("t", 1, 5, 1.0).weight_bound == lexical.WEIGHT_BOUND
+    assert lexical.Term("t", 1, 5, 1.0, max_tf=1).weight_bound == pytest.approx(2.2 / 1.84)
+
+
+def test_a_pass_stops_sooner_when_no_memory_repeats_the_unscanned_terms() -> None:
+    """With each term's highest frequency known, the unscanned terms' bound is ~0.54× the 2.2 one,
+    so a threshold that the 2.2 bound would scan past already ends the scan."""
+    dfs = (3, 40, 200, 400)
+    loose = [lexical.Term(f"t{i}", i, df, lexical.idf(df, 10_000)) for i, df in enumerate(dfs)]
+    tight = [lexical.Term(t.lexeme, t.dim, t.df, t.idf, max_tf=1) for t in loose]
+    theta = 1.5 * sum(t.idf for t in loose[1:])  # between 1.196× and 2.2× the unscanned IDF
+    assert (
+        lexical.next_pass(loose, 1, theta, 10_000) == 2
+    )  # t1 scanned: 2.2 × its IDF and more could still enter
+    assert lexical.next_pass(tight, 1, theta, 10_000) == 1
+
+
+async def test_the_store_keeps_each_lexemes_highest_term_frequency(
+    service: MemoryService, store: Store, owner: Actor
+) -> None:
+    """The trigger records the highest term frequency of every version written (history is scored
+    by `as_of` scopes) and never lowers it, and every stored weight stays under its term's bound."""
+    first = await service.note(
+        MemoryIn(body="Canary deploys deploy deploy to one zone first.", namespace="shared"), owner
+    )
+    await service.note(MemoryIn(body="The deploy freeze starts Friday.", namespace="shared"), owner)
+    await service.supersede(
+        first.memory.id,
+        MemoryIn(body="Canary releases go to one zone first.", namespace="shared"),
+        first.memory.content_hash,
+        owner,
+    )
+    await _write(store, _corpus(120, 35), owner)
+    rows = {
+        r["lexeme"]: (r["df"], r["max_tf"])
+        for r in await store.pool_for_tests.fetch("SELECT lexeme, df, max_tf FROM lexeme_stats")
+    }
+    assert rows["deploy"] == (1, 3)  # df counts the active memories; the superseded one's 3 stays
+    assert rows["zone"] == (1, 1) and rows["freez"] == (1, 1)
+    over = await store.pool_for_tests.fetchval(
+        """SELECT count(*) FROM memories m, unnest(m.tsv) u, lexeme_stats s
+            WHERE s.lexeme = u.lexeme AND m.status <> 'forgotten'
+              AND (s.max_tf IS NULL OR coalesce(array_length(u.positions, 1), 1) > s.max_tf)"""
+    )
+    assert over == 0
+
+
+async def test_a_store_from_before_migration_0006_gets_the_highest_frequencies(
+    pg: EmbeddedPostgres, owner: Actor
+) -> None:
+    """Migration 0006 counts what is already stored, history included, and the leg then ranks as
+    exhaustive BM25 does with the tighter bound."""
+    async with fresh_database(pg, "pre6") as dsn:
+        conn = await asyncpg.connect(dsn)
+        try:
+            assert await migrate(conn, dim=384, upto=5) == 5
+            await conn.execute(
+                """INSERT INTO memories (id, lineage_id, kind, namespace, origin, author, body, content_hash,
+                                         status)
+                   VALUES ('old1', 'old1', 'note', 'shared', 'agent', 'a', 'retry retry retry the payments job', 'h1',
+                           'superseded'),
+                          ('new1', 'new1', 'note', 'shared', 'agent', 'a', 'retry the payments job once', 'h2',
+                           'active')"""
+            )
+            assert await conn.fetchval("SELECT count(*) FROM lexeme_stats WHERE lexeme = 'retri'") == 1
+        finally:
+            await conn.close()
+        async with open_store(dsn) as store:
+            got = await store.pool_for_tests.fetchrow(
+                "SELECT df, max_tf FROM lexeme_stats WHERE lexeme = 'retri'"
+            )
+            assert (got["df"], got["max_tf"]) == (1, 3)
+            assert (
+                await store.pool_for_tests.fetchval("SELECT count(*) FROM lexeme_stats WHERE max_tf IS NULL")
+                == 0
+            )

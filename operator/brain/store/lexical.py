@@ -6,10 +6,12 @@ lexeme (a hash of it). The query side is a sparsevec of its terms' IDF (from `le
 same dimensions, so a candidate's BM25 is `-(bm25 <#> query)`, computed by pgvector in C.
 
 Which memories are scored is MaxScore's rule (Turtle & Flood, 1995), applied a pass at a time: a
-document-side weight is below k1 + 1 = 2.2 whatever the term frequency, so a memory matching none of
-the terms scanned so far scores below 2.2 × the IDF of the terms not yet scanned. Terms are scanned
-rarest first; once the n-th best score found is at or above that bound, no unscanned memory can
-enter the top n and the leg stops. So the work follows the rare terms' postings, not the scope's
+memory matching none of the terms scanned so far scores at most Σ IDF × (the term's highest weight)
+over the terms not yet scanned. A term's weight is below tf·2.2 / (tf + 0.84) at any length and
+reference length, so the highest term frequency any memory has for it (`lexeme_stats.max_tf`,
+migration 0006) bounds it: 1.2 for a term no memory repeats, against k1 + 1 = 2.2 for all terms before
+(what a term without the count still gets). Terms are scanned rarest first; once the n-th best score
+found is at or above that bound, no unscanned memory can enter the top n and the leg stops. So the work follows the rare terms' postings, not the scope's
 size: until #33 the leg took the first 3,000 memories the GIN index matched by every selective term,
 in no order, which grew with the scope and cut the ranking at an arbitrary place.
 
@@ -28,23 +30,26 @@ the scores; it is computed from the same lexeme statistics.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from brain.store import Scope, Store
 
 # brain_lexeme_dim's range (migration 0004): the largest prime below pgvector's 10^9 dimensions.
 DIMENSIONS = 999_999_937
-# A document-side BM25 weight, tf·(k1+1)/(tf + k1·(…)), stays below k1 + 1 (migration 0004).
+# A document-side BM25 weight, tf·(k1+1)/(tf + k1·(1−b+b·len/ref)), stays below k1 + 1 (migration 0004)
+# and below tf·(k1+1)/(tf + k1·(1−b)) at a term frequency tf: k1 1.2, b 0.3.
 WEIGHT_BOUND = 2.2
+_K1_FLOOR = 1.2 * 0.7
 # The most postings (summed document frequencies) the leg scans for one query after its rarest term.
 SCAN_BUDGET = 20_000
 # A term is common (not scanned after the rarest) past 5 % of the brain, but never below this many
 # memories: from 40k up the 5 % decides; below, the scan reads a term's postings up to this size.
 COMMON_FLOOR = 2_000
 
-TERMS_SQL = """SELECT l.lexeme, brain_lexeme_dim(l.lexeme) AS dim, coalesce(s.df, 0) AS df
+TERMS_SQL = """SELECT l.lexeme, brain_lexeme_dim(l.lexeme) AS dim, coalesce(s.df, 0) AS df, s.max_tf
                  FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
                  LEFT JOIN lexeme_stats s ON s.lexeme = l.lexeme"""
 
@@ -76,6 +81,14 @@ class Term:
     dim: int
     df: int
     idf: float
+    max_tf: int | None = None  # the highest term frequency any memory has for it; None: not known
+
+    @property
+    def weight_bound(self) -> float:
+        """The most a memory's weight for this term can be, whatever its length."""
+        if self.max_tf is None:
+            return WEIGHT_BOUND
+        return self.max_tf * WEIGHT_BOUND / (self.max_tf + _K1_FLOOR)
 
 
 def idf(df: int, docs: int) -> float:
@@ -83,9 +96,10 @@ def idf(df: int, docs: int) -> float:
     return math.log(1 + (docs - df + 0.5) / (df + 0.5))
 
 
-def plan_terms(rows: list[tuple[str, int, int]], docs: int) -> tuple[list[Term], float]:
-    """The query's terms that some memory holds, rarest first, and the query's IDF sum."""
-    terms = [Term(lex, dim, df, idf(df, docs)) for lex, dim, df in rows]
+def plan_terms(rows: Sequence[Mapping[str, Any]], docs: int) -> tuple[list[Term], float]:
+    """The query's terms that some memory holds, rarest first, and the query's IDF sum, from
+    TERMS_SQL's rows."""
+    terms = [Term(r["lexeme"], r["dim"], r["df"], idf(r["df"], docs), r["max_tf"]) for r in rows]
     present = sorted((t for t in terms if t.df > 0), key=lambda t: (t.df, t.lexeme))
     return present, sum(t.idf for t in terms)
 
@@ -96,6 +110,11 @@ def query_vector(terms: list[Term]) -> str:
     for t in terms:
         dims[t.dim] = dims.get(t.dim, 0.0) + t.idf
     return "{" + ",".join(f"{d}:{v!r}" for d, v in sorted(dims.items())) + f"}}/{DIMENSIONS}"
+
+
+def unscanned_bound(terms: list[Term], start: int) -> float:
+    """The most a memory matching only `terms[start:]` can score."""
+    return sum(t.idf * t.weight_bound for t in terms[start:])
 
 
 def next_pass(terms: list[Term], scanned: int, theta: float | None, docs: int) -> int:
@@ -111,7 +130,7 @@ def next_pass(terms: list[Term], scanned: int, theta: float | None, docs: int) -
     budget = SCAN_BUDGET - sum(t.df for t in terms[1:scanned])
     end = scanned
     while end < len(terms):
-        if theta is not None and WEIGHT_BOUND * sum(t.idf for t in terms[end:]) <= theta:
+        if theta is not None and unscanned_bound(terms, end) <= theta:
             break
         if terms[end].df > common or terms[end].df > budget:
             break  # and so is every later term: they are sorted by document frequency
@@ -130,7 +149,7 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
     stats = await store.corpus_stats()
     docs = max(stats.docs, 1)
     rows = await store._pool.fetch(TERMS_SQL, query)
-    terms, query_idf = plan_terms([(r["lexeme"], r["dim"], r["df"]) for r in rows], docs)
+    terms, query_idf = plan_terms(rows, docs)
     if not terms or n <= 0:
         return Lexical([], query_idf)
     where, args = scope.where(5)
@@ -151,8 +170,7 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
         ranked = _top(best, n)
         best = dict(ranked)
         theta = ranked[-1][1] if len(ranked) >= n else None
-    rest = WEIGHT_BOUND * sum(t.idf for t in terms[scanned:])
-    exact = scanned == len(terms) or (theta is not None and rest <= theta)
+    exact = scanned == len(terms) or (theta is not None and unscanned_bound(terms, scanned) <= theta)
     return Lexical(_top(best, n), query_idf, exact, scanned, len(terms))
 
 
