@@ -366,38 +366,52 @@ async def test_a_small_brain_ranks_exactly_as_exhaustive_bm25(store: Store, owne
         assert [d for d, _ in got.hits] == [d for d, _ in full.hits], q
 
 
-def test_a_terms_highest_frequency_bounds_its_weight_at_any_length() -> None:
-    """`Term.weight_bound` from `max_tf` is above every weight a memory holding the term that often
-    can have, whatever its length and the reference length, and below k1 + 1 (what a term without
-    the count keeps)."""
-    for tf in (1, 2, 3, 7, 256):
-        bound = lexical.Term("t", 1, 5, 1.0, max_tf=tf).weight_bound
-        assert bound < lexical.WEIGHT_BOUND
-        for length, ref in ((1, 400.0), (1, 1.0), (12, 16.0), (400, 2.0)):
-            for seen in range(1, tf + 1):
-                assert seen * 2.2 / (seen + 1.2 * (0.7 + 0.3 * length / ref)) < bound
+def test_a_terms_bound_follows_the_highest_frequency_on_its_dimension() -> None:
+    """k1 + 1 without the counts; tf·2.2 / (tf + 0.84) for one lexeme; the sum where lexemes share the
+    dimension (their weights are summed there). The stored weights are checked against it below."""
     assert lexical.Term("t", 1, 5, 1.0).weight_bound == lexical.WEIGHT_BOUND
-    assert lexical.Term("t", 1, 5, 1.0, max_tf=1).weight_bound == pytest.approx(2.2 / 1.84)
+    assert lexical.Term("t", 1, 5, 1.0, (1,)).weight_bound == pytest.approx(2.2 / 1.84)
+    assert lexical.Term("t", 1, 5, 1.0, (3,)).weight_bound == pytest.approx(6.6 / 3.84)
+    assert lexical.Term("t", 1, 5, 1.0, (1, None)).weight_bound == pytest.approx(2.2 / 1.84 + 2.2)
 
 
 def test_a_pass_stops_sooner_when_no_memory_repeats_the_unscanned_terms() -> None:
-    """With each term's highest frequency known, the unscanned terms' bound is ~0.54× the 2.2 one,
+    """With each term's highest frequency known, the unscanned terms' bound is ~0.54x the 2.2 one,
     so a threshold that the 2.2 bound would scan past already ends the scan."""
     dfs = (3, 40, 200, 400)
     loose = [lexical.Term(f"t{i}", i, df, lexical.idf(df, 10_000)) for i, df in enumerate(dfs)]
-    tight = [lexical.Term(t.lexeme, t.dim, t.df, t.idf, max_tf=1) for t in loose]
-    theta = 1.5 * sum(t.idf for t in loose[1:])  # between 1.196× and 2.2× the unscanned IDF
+    tight = [lexical.Term(t.lexeme, t.dim, t.df, t.idf, (1,)) for t in loose]
+    theta = 1.5 * sum(t.idf for t in loose[1:])  # between 1.196x and 2.2x the unscanned IDF
     assert (
         lexical.next_pass(loose, 1, theta, 10_000) == 2
-    )  # t1 scanned: 2.2 × its IDF and more could still enter
+    )  # t1 scanned: 2.2 x its IDF and more could still enter
     assert lexical.next_pass(tight, 1, theta, 10_000) == 1
+
+
+async def _weights_over_bound(store: Store) -> list[tuple[str, str, float, float]]:
+    """Every (memory, lexeme) whose stored weight (read from `memories.bm25` by a one-hot inner
+    product) exceeds the bound `lexical.Term` gives from what TERMS_SQL reads for its dimension."""
+    rows = await store.pool_for_tests.fetch(
+        f"""SELECT m.id, u.lexeme,
+                   -(m.bm25 <#> format('{{%s:1}}/{lexical.DIMENSIONS}', brain_lexeme_dim(u.lexeme))::sparsevec) AS w,
+                   ARRAY(SELECT o.max_tf FROM lexeme_stats o
+                          WHERE brain_lexeme_dim(o.lexeme) = brain_lexeme_dim(u.lexeme)) AS dim_max_tf
+              FROM memories m, unnest(m.tsv) u WHERE m.status <> 'forgotten'"""
+    )
+    over = []
+    for r in rows:
+        bound = lexical.Term(r["lexeme"], 0, 1, 1.0, tuple(r["dim_max_tf"])).weight_bound
+        if r["w"] > bound:
+            over.append((r["id"], r["lexeme"], r["w"], bound))
+    return over
 
 
 async def test_the_store_keeps_each_lexemes_highest_term_frequency(
     service: MemoryService, store: Store, owner: Actor
 ) -> None:
-    """The trigger records the highest term frequency of every version written (history is scored
-    by `as_of` scopes) and never lowers it, and every stored weight stays under its term's bound."""
+    """The trigger records each lexeme's highest term frequency and never lowers it (a superseded
+    version stays scoreable by `as_of`), and no stored weight, short memories and a shared dimension
+    included, is above the bound the leg plans with."""
     first = await service.note(
         MemoryIn(body="Canary deploys deploy deploy to one zone first.", namespace="shared"), owner
     )
@@ -408,26 +422,25 @@ async def test_the_store_keeps_each_lexemes_highest_term_frequency(
         first.memory.content_hash,
         owner,
     )
-    await _write(store, _corpus(120, 35), owner)
+    await _write(store, [*_corpus(60, 35), ("shared", "deploy deploy"), ("shared", "zone")], owner)
+    await StoreWriter(store).note_many([(MemoryIn(body="cache", tags=list(COLLIDING)), None)], actor=owner)
+    await store.settle_weights()
     rows = {
         r["lexeme"]: (r["df"], r["max_tf"])
         for r in await store.pool_for_tests.fetch("SELECT lexeme, df, max_tf FROM lexeme_stats")
     }
-    assert rows["deploy"] == (1, 3)  # df counts the active memories; the superseded one's 3 stays
-    assert rows["zone"] == (1, 1) and rows["freez"] == (1, 1)
-    over = await store.pool_for_tests.fetchval(
-        """SELECT count(*) FROM memories m, unnest(m.tsv) u, lexeme_stats s
-            WHERE s.lexeme = u.lexeme AND m.status <> 'forgotten'
-              AND (s.max_tf IS NULL OR coalesce(array_length(u.positions, 1), 1) > s.max_tf)"""
-    )
-    assert over == 0
+    assert rows["deploy"] == (2, 3)  # df counts active memories; the superseded version's 3 stays
+    assert rows["zone"] == (2, 1) and rows["freez"] == (1, 1)
+    planned = await store.pool_for_tests.fetch(lexical.TERMS_SQL, COLLIDING[0])
+    assert [sorted(r["dim_max_tf"]) for r in planned] == [[1, 1]]  # both lexemes of the shared dimension
+    assert await _weights_over_bound(store) == []
 
 
 async def test_a_store_from_before_migration_0006_gets_the_highest_frequencies(
     pg: EmbeddedPostgres, owner: Actor
 ) -> None:
-    """Migration 0006 counts what is already stored, history included, and the leg then ranks as
-    exhaustive BM25 does with the tighter bound."""
+    """Migration 0006 counts what is already stored, history included (a superseded version's tf
+    above every active memory's), and leaves no lexeme without its count."""
     async with fresh_database(pg, "pre6") as dsn:
         conn = await asyncpg.connect(dsn)
         try:

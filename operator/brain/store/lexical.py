@@ -10,7 +10,8 @@ memory matching none of the terms scanned so far scores at most Σ IDF × (the t
 over the terms not yet scanned. A term's weight is below tf·2.2 / (tf + 0.84) at any length and
 reference length, so the highest term frequency any memory has for it (`lexeme_stats.max_tf`,
 migration 0006) bounds it: 1.2 for a term no memory repeats, against k1 + 1 = 2.2 for all terms before
-(what a term without the count still gets). Terms are scanned rarest first; once the n-th best score
+(what a term without the count still gets). Lexemes sharing a dimension have their weights summed, so
+a term's bound is the sum over every lexeme on its dimension (one, nearly always). Terms are scanned rarest first; once the n-th best score
 found is at or above that bound, no unscanned memory can enter the top n and the leg stops. So the work follows the rare terms' postings, not the scope's
 size: until #33 the leg took the first 3,000 memories the GIN index matched by every selective term,
 in no order, which grew with the scope and cut the ranking at an arbitrary place.
@@ -49,7 +50,11 @@ SCAN_BUDGET = 20_000
 # memories: from 40k up the 5 % decides; below, the scan reads a term's postings up to this size.
 COMMON_FLOOR = 2_000
 
-TERMS_SQL = """SELECT l.lexeme, brain_lexeme_dim(l.lexeme) AS dim, coalesce(s.df, 0) AS df, s.max_tf
+# `dim_max_tf`: the highest term frequency of every lexeme on the term's dimension (usually itself
+# alone), since a memory holding two of them has their weights summed there (migration 0006's index).
+TERMS_SQL = """SELECT l.lexeme, brain_lexeme_dim(l.lexeme) AS dim, coalesce(s.df, 0) AS df,
+                      ARRAY(SELECT o.max_tf FROM lexeme_stats o
+                             WHERE brain_lexeme_dim(o.lexeme) = brain_lexeme_dim(l.lexeme)) AS dim_max_tf
                  FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS l(lexeme)
                  LEFT JOIN lexeme_stats s ON s.lexeme = l.lexeme"""
 
@@ -81,14 +86,19 @@ class Term:
     dim: int
     df: int
     idf: float
-    max_tf: int | None = None  # the highest term frequency any memory has for it; None: not known
+    # The highest term frequency any memory has for each lexeme on this term's dimension (None: not
+    # known); empty when none was read, which bounds the term at k1 + 1 as before migration 0006.
+    dim_max_tf: tuple[int | None, ...] = ()
 
     @property
     def weight_bound(self) -> float:
-        """The most a memory's weight for this term can be, whatever its length."""
-        if self.max_tf is None:
+        """The most a memory's weight on this term's dimension can be, whatever its length: the sum
+        over the lexemes sharing it, each below tf·2.2 / (tf + 0.84) at its highest tf."""
+        if not self.dim_max_tf:
             return WEIGHT_BOUND
-        return self.max_tf * WEIGHT_BOUND / (self.max_tf + _K1_FLOOR)
+        return sum(
+            WEIGHT_BOUND if tf is None else tf * WEIGHT_BOUND / (tf + _K1_FLOOR) for tf in self.dim_max_tf
+        )
 
 
 def idf(df: int, docs: int) -> float:
@@ -99,7 +109,7 @@ def idf(df: int, docs: int) -> float:
 def plan_terms(rows: Sequence[Mapping[str, Any]], docs: int) -> tuple[list[Term], float]:
     """The query's terms that some memory holds, rarest first, and the query's IDF sum, from
     TERMS_SQL's rows."""
-    terms = [Term(r["lexeme"], r["dim"], r["df"], idf(r["df"], docs), r["max_tf"]) for r in rows]
+    terms = [Term(r["lexeme"], r["dim"], r["df"], idf(r["df"], docs), tuple(r["dim_max_tf"])) for r in rows]
     present = sorted((t for t in terms if t.df > 0), key=lambda t: (t.df, t.lexeme))
     return present, sum(t.idf for t in terms)
 

@@ -1,17 +1,40 @@
 -- brain schema v6: each lexeme's highest term frequency in any memory the lexical leg may score, so
--- its MaxScore bound is per term (brain/store/lexical.py, `Term.bound`) rather than k1 + 1 = 2.2 for
--- every term. A document-side weight is tf·2.2 / (tf + 1.2·(0.7 + 0.3·len/ref)) < tf·2.2 / (tf + 0.84)
+-- its MaxScore bound is per term (brain/store/lexical.py, `Term.weight_bound`) rather than k1 + 1 = 2.2
+-- for every term. A document-side weight is tf·2.2 / (tf + 1.2·(0.7 + 0.3·len/ref)) < tf·2.2 / (tf + 0.84)
 -- at any length and reference, so `max_tf` bounds a term's weight without depending on the reference
--- length the weights were computed at (it moves; migration 0004). Measured on the copied LoCoMo corpus:
--- the leg alone p50 / p95 −17 % / −12 % at 100k memories and −40 % / −33 % at 1M, the ranking
--- unchanged (docs/performance.md, "The lexical leg at 1M, rerun").
+-- length the weights were computed at (it moves; migration 0004). Two lexemes on one dimension have
+-- their weights summed, so the leg bounds a dimension by the sum over every lexeme on it, found through
+-- `lexeme_stats_dim`. Measured on the copied LoCoMo corpus: the leg alone p50 / p95 −17 % / −12 % at 100k
+-- memories and −40 % / −33 % at 1M, the ranking unchanged (docs/performance.md, "The lexical leg at 1M,
+-- rerun").
 --
--- `max_tf` only grows: a deleted or forgotten memory's counts stay in it, which keeps it a bound. It
--- covers every version that is written (superseded and retired ones too: `as_of` scopes score
--- history), while `df` still counts active memories only. NULL (a lexeme written by a build before
--- this one, during a rolling upgrade) falls back to the 2.2 bound. Additive: one nullable column and
--- the trigger's function; a previous release neither reads the column nor writes the table itself.
+-- `max_tf` only grows: a superseded, deleted or forgotten memory's counts stay in it, which keeps it a
+-- bound (`as_of` scopes score history). `df` still counts active memories only. NULL (not known) falls
+-- back to the 2.2 bound, and stays NULL once the lexeme is held, so a later write cannot lower it.
+--
+-- Writes wait while this runs: `memories` is locked against them first, so no write can fire the old
+-- trigger after the count below was taken (a rolling upgrade's older pods keep writing). The count runs
+-- before `lexeme_stats` is altered, so retrieval reads it meanwhile; measured ≈ 1 s a 100k memories.
+-- Additive: one nullable column, one index and the trigger's function; a previous release neither reads
+-- the column nor writes the table itself.
+LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE;
+
+-- A plain table, dropped below: the migrating role may not create temporary ones (brain/store/roles.py).
+CREATE UNLOGGED TABLE lexeme_max_tf AS
+  SELECT u.lexeme, max(coalesce(array_length(u.positions, 1), 1)) AS max_tf
+    FROM memories m, unnest(m.tsv) u
+   WHERE m.status <> 'forgotten'
+   GROUP BY u.lexeme;
+
 ALTER TABLE lexeme_stats ADD COLUMN max_tf integer;
+
+INSERT INTO lexeme_stats AS s (lexeme, df, max_tf)
+  SELECT lexeme, 0, max_tf FROM lexeme_max_tf
+  ON CONFLICT (lexeme) DO UPDATE SET max_tf = EXCLUDED.max_tf;
+
+DROP TABLE lexeme_max_tf;
+
+CREATE INDEX lexeme_stats_dim ON lexeme_stats (brain_lexeme_dim(lexeme));
 
 CREATE OR REPLACE FUNCTION brain_lexeme_df() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -25,15 +48,9 @@ BEGIN
       SELECT u.lexeme, (NEW.status = 'active')::integer, coalesce(array_length(u.positions, 1), 1)
         FROM unnest(NEW.tsv) u
       ON CONFLICT (lexeme) DO UPDATE
-        SET df = s.df + EXCLUDED.df, max_tf = greatest(s.max_tf, EXCLUDED.max_tf);
+        SET df = s.df + EXCLUDED.df,
+            max_tf = CASE WHEN s.max_tf IS NULL AND s.df > 0 THEN NULL
+                          ELSE greatest(s.max_tf, EXCLUDED.max_tf) END;
   END IF;
   RETURN NULL;
 END $$;
-
--- What is stored already: every version the leg may score (forgotten ones never are).
-INSERT INTO lexeme_stats AS s (lexeme, df, max_tf)
-  SELECT u.lexeme, 0, max(coalesce(array_length(u.positions, 1), 1))
-    FROM memories m, unnest(m.tsv) u
-   WHERE m.status <> 'forgotten'
-   GROUP BY u.lexeme
-  ON CONFLICT (lexeme) DO UPDATE SET max_tf = EXCLUDED.max_tf;
