@@ -6,6 +6,7 @@ each candidate's tsvector at the live mean length, with the query's IDF in the s
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from datetime import UTC, datetime, timedelta
@@ -465,3 +466,37 @@ async def test_a_store_from_before_migration_0006_gets_the_highest_frequencies(
                 await store.pool_for_tests.fetchval("SELECT count(*) FROM lexeme_stats WHERE max_tf IS NULL")
                 == 0
             )
+
+
+async def test_a_write_during_migration_0006_is_counted(
+    pg: EmbeddedPostgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older pod keeps writing while 0006 runs (a rolling upgrade). Its write waits for the
+    migration's lock on `memories` and then fires the new trigger, so its term frequency is counted;
+    without the lock it would fire the old trigger after the count, and `max_tf` would stay below it.
+    The migration is held open for a second after its count, so the write lands in that window."""
+    from brain.store import migrate as mig
+
+    head = mig.available()
+    held = [(v, n, sql + "\nSELECT pg_sleep(1);" if v == 6 else sql) for v, n, sql in head]
+    async with fresh_database(pg, "race6") as dsn:
+        conn, writer = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+        try:
+            assert await migrate(conn, dim=384, upto=5) == 5
+            await conn.execute(
+                "INSERT INTO memories (id, lineage_id, kind, namespace, origin, author, body, content_hash)"
+                " VALUES ('a', 'a', 'note', 'shared', 'agent', 'x', 'retry once', 'h1')"
+            )
+            monkeypatch.setattr(mig, "available", lambda: held)
+            migrating = asyncio.create_task(migrate(conn, dim=384))
+            await asyncio.sleep(0.5)  # inside the held second, after the count
+            await writer.execute(
+                "INSERT INTO memories (id, lineage_id, kind, namespace, origin, author, body, content_hash)"
+                " VALUES ('b', 'b', 'note', 'shared', 'agent', 'x', 'retry retry retry retry', 'h2')"
+            )
+            assert await migrating == 6
+            got = await writer.fetchrow("SELECT df, max_tf FROM lexeme_stats WHERE lexeme = 'retri'")
+            assert (got["df"], got["max_tf"]) == (2, 4)
+        finally:
+            await conn.close()
+            await writer.close()

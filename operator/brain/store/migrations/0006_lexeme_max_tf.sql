@@ -10,13 +10,19 @@
 --
 -- `max_tf` only grows: a superseded, deleted or forgotten memory's counts stay in it, which keeps it a
 -- bound (`as_of` scopes score history). `df` still counts active memories only. NULL (not known) falls
--- back to the 2.2 bound, and stays NULL once the lexeme is held, so a later write cannot lower it.
+-- back to the 2.2 bound; a NULL on a lexeme active memories hold is kept (a later write must not set
+-- it from its own count alone). After the count below, NULL is left only on lexemes that forgotten
+-- memories alone hold, which no scope scores.
 --
 -- Writes wait while this runs: `memories` is locked against them first, so no write can fire the old
 -- trigger after the count below was taken (a rolling upgrade's older pods keep writing). The count runs
--- before `lexeme_stats` is altered, so retrieval reads it meanwhile; measured ≈ 1 s a 100k memories.
--- Additive: one nullable column, one index and the trigger's function; a previous release neither reads
--- the column nor writes the table itself.
+-- before `lexeme_stats` is altered, so retrieval reads it meanwhile (8 s at 1M copied LoCoMo memories);
+-- the last steps (every lexeme's row, the index) hold `lexeme_stats`, so the lexical leg waits for
+-- them, for a time that grows with the vocabulary. A lock it cannot get within 5 s (a long transaction,
+-- a backup's pg_dump) fails the migration instead of queueing every write behind it; the gateway's
+-- migrate init container retries. Additive: one nullable column, one index and the trigger's
+-- function; a previous release neither reads the column nor writes the table itself.
+SET LOCAL lock_timeout = '5s';
 LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE;
 
 -- A plain table, dropped below: the migrating role may not create temporary ones (brain/store/roles.py).
