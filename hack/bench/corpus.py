@@ -15,15 +15,17 @@ from typing import Any
 
 SPLIT = ("shared", "repo:payments", "repo:web", "repo:infra")
 
-#: what the triggers keep in `lexeme_stats` (migrations 0001, 0006), in one statement for a corpus
-#: COPY-loaded with them off: each lexeme's document frequency and highest term frequency
-LEXEME_STATS_SQL = """INSERT INTO lexeme_stats (lexeme, df, max_tf)
-    SELECT u.lexeme, count(*), max(coalesce(array_length(u.positions, 1), 1))
-      FROM memories, unnest(tsv) u WHERE status = 'active' GROUP BY u.lexeme"""
 LAYOUTS = {
     "shared": "whole corpus in `shared`",
     "split": "split over 4 namespaces, all four read",
 }
+
+#: what the triggers keep in `lexeme_stats` (migrations 0001, 0006), in one statement for a corpus
+#: COPY-loaded with them off (every memory active, no history): each lexeme's document frequency
+#: and highest term frequency
+LEXEME_STATS_SQL = """INSERT INTO lexeme_stats (lexeme, df, max_tf)
+    SELECT u.lexeme, count(*), max(coalesce(array_length(u.positions, 1), 1))
+      FROM memories, unnest(tsv) u WHERE status = 'active' GROUP BY u.lexeme"""
 
 
 def namespace(layout: str, i: int) -> str:

@@ -9,11 +9,12 @@ Which memories are scored is MaxScore's rule (Turtle & Flood, 1995), applied a p
 memory matching none of the terms scanned so far scores at most Σ IDF × (the term's highest weight)
 over the terms not yet scanned. A term's weight is below tf·2.2 / (tf + 0.84) at any length and
 reference length, so the highest term frequency any memory has for it (`lexeme_stats.max_tf`,
-migration 0006) bounds it: 1.2 for a term no memory repeats, against k1 + 1 = 2.2 for all terms before
-(what a term without the count still gets). Lexemes sharing a dimension have their weights summed, so
-a term's bound is the sum over every lexeme on its dimension (one, nearly always). Terms are scanned rarest first; once the n-th best score
-found is at or above that bound, no unscanned memory can enter the top n and the leg stops. So the work follows the rare terms' postings, not the scope's
-size: until #33 the leg took the first 3,000 memories the GIN index matched by every selective term,
+migration 0006) bounds it: 1.2 for a term no memory repeats, where every term was bounded at
+k1 + 1 = 2.2 before (as a term without the count still is). Lexemes sharing a dimension have their
+weights summed, so a term's bound is the sum over every lexeme on its dimension (one, nearly
+always). Terms are scanned rarest first; once the n-th best score found is at or above that bound,
+no unscanned memory can enter the top n and the leg stops. So the work follows the rare terms'
+postings, not the scope's size: until #33 the leg took the first 3,000 memories the GIN index matched by every selective term,
 in no order, which grew with the scope and cut the ranking at an arbitrary place.
 
 Two bounds keep a query of common words cheap, and are the only places the ranking can differ from
@@ -43,7 +44,7 @@ DIMENSIONS = 999_999_937
 # A document-side BM25 weight, tf·(k1+1)/(tf + k1·(1−b+b·len/ref)), stays below k1 + 1 (migration 0004)
 # and below tf·(k1+1)/(tf + k1·(1−b)) at a term frequency tf: k1 1.2, b 0.3.
 WEIGHT_BOUND = 2.2
-_K1_FLOOR = 1.2 * 0.7
+_MIN_NORM = 1.2 * 0.7  # k1·(1−b): the denominator's length term at its least
 # The most postings (summed document frequencies) the leg scans for one query after its rarest term.
 SCAN_BUDGET = 20_000
 # A term is common (not scanned after the rarest) past 5 % of the brain, but never below this many
@@ -97,7 +98,7 @@ class Term:
         if not self.dim_max_tf:
             return WEIGHT_BOUND
         return sum(
-            WEIGHT_BOUND if tf is None else tf * WEIGHT_BOUND / (tf + _K1_FLOOR) for tf in self.dim_max_tf
+            WEIGHT_BOUND if tf is None else tf * WEIGHT_BOUND / (tf + _MIN_NORM) for tf in self.dim_max_tf
         )
 
 
