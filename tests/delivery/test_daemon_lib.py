@@ -9,6 +9,7 @@ half a second before it execs the daemon, as a loaded machine would.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -40,9 +41,7 @@ kill "$pid"
 def test_a_daemon_still_starting_is_waited_for_not_called_dead(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "fakeetcd").symlink_to(
-        subprocess.run(["which", "sleep"], capture_output=True, text=True).stdout.strip()
-    )
+    (bin_dir / "fakeetcd").symlink_to(str(shutil.which("sleep")))
     out = subprocess.run(
         ["bash", "-c", SCRIPT, "test", str(tmp_path / "state"), str(bin_dir), str(HACK / "daemon-lib.sh")],
         capture_output=True,

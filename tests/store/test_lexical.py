@@ -20,6 +20,7 @@ from brain.local.devdb import EmbeddedPostgres
 from brain.services.memory import MemoryService
 from brain.store import Scope, Store, lexical
 from brain.store import lexical_weights as weights
+from brain.store import migrate as mig
 from brain.store.base import LexicalStats
 from brain.store.lexical import Lexical, bm25
 from brain.store.migrate import migrate
@@ -383,9 +384,8 @@ def test_a_pass_stops_sooner_when_no_memory_repeats_the_unscanned_terms() -> Non
     loose = [lexical.Term(f"t{i}", i, df, lexical.idf(df, 10_000)) for i, df in enumerate(dfs)]
     tight = [lexical.Term(t.lexeme, t.dim, t.df, t.idf, (1,)) for t in loose]
     theta = 1.5 * sum(t.idf for t in loose[1:])  # between 1.196x and 2.2x the unscanned IDF
-    assert (
-        lexical.next_pass(loose, 1, theta, 10_000) == 2
-    )  # t1 scanned: 2.2 x its IDF and more could still enter
+    # the 2.2 bound scans t1 (2.2 x the IDF of t1..t3 is above theta); the tight one stops at once
+    assert lexical.next_pass(loose, 1, theta, 10_000) == 2
     assert lexical.next_pass(tight, 1, theta, 10_000) == 1
 
 
@@ -475,8 +475,6 @@ async def test_a_write_during_migration_0006_is_counted(
     migration's lock on `memories` and then fires the new trigger, so its term frequency is counted;
     without the lock it would fire the old trigger after the count, and `max_tf` would stay below it.
     The migration is held open for a second after its count, so the write lands in that window."""
-    from brain.store import migrate as mig
-
     head = mig.available()
     held = [(v, n, sql + "\nSELECT pg_sleep(1);" if v == 6 else sql) for v, n, sql in head]
     async with fresh_database(pg, "race6") as dsn:
