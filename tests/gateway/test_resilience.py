@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import uuid
+from collections.abc import Iterator
 
 import asyncpg
 
@@ -45,6 +48,62 @@ async def test_embedder_stopped_requests_succeed_on_keywords(gw: Gateway, ns: st
         assert (await _health(gw))["embedder"] == "down"
     finally:
         await gw.embedder_server.start()
+
+
+@contextlib.contextmanager
+def _hung_port(port: int) -> Iterator[None]:
+    """What a stopped embedder process (SIGSTOP, a frozen node) looks like from the gateway: the
+    kernel still completes connections into the listen backlog, and nothing ever answers."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(64)
+    try:
+        yield
+    finally:
+        sock.close()
+
+
+async def test_a_hung_embedder_opens_the_breaker_so_later_questions_do_not_wait_for_it(
+    gw: Gateway, ns: str
+) -> None:
+    # Retrieval cancels a question's embedding at its deadline, before the client's own timeout, so
+    # a hung embedder was never counted as failing: every question waited out the deadline
+    # ("timeout"), however long it stayed hung. Counted now, the breaker opens after three, and the
+    # questions after them are answered by the keyword legs without trying ("embedder_down").
+    r = await gw.rest(
+        "POST", "/memories", json={"body": "The drill reads HUNGDRILL_LEVEL from the env.", "namespace": ns}
+    )
+    assert r.status_code == 201
+
+    async def whole() -> bool:  # the embedder answers and its breaker is closed (no earlier test's left open)
+        r = await gw.chat(
+            f"what sets HUNGDRILL_LEVEL? {uuid.uuid4().hex[:6]}", headers={"x-brain-namespaces": ns}
+        )
+        return r.status_code == 200 and "x-brain-memory-degraded" not in r.headers
+
+    await until("a question answered with its embedding", whole)
+    before = metric(await gw.metrics(), "brain_retrieval_degraded_total", cause="embedder_down")
+    await gw.embedder_server.stop()
+    causes = []
+    try:
+        with _hung_port(gw.embedder_server.port):
+            for _ in range(6):
+                r = await gw.chat(
+                    f"what sets HUNGDRILL_LEVEL? {uuid.uuid4().hex[:6]}", headers={"x-brain-namespaces": ns}
+                )
+                assert r.status_code == 200, r.text
+                assert r.headers["x-brain-memory"] == "injected"  # the keyword legs still find it
+                causes.append(r.headers["x-brain-memory-degraded"])
+    finally:
+        await gw.embedder_server.start()
+    # at most three waited (another call through the same client may have counted first), the
+    # rest did not try
+    assert set(causes) <= {"timeout", "embedder_down"}, causes
+    assert 1 <= causes.count("timeout") <= 3 and causes[-3:] == ["embedder_down"] * 3, causes
+    assert metric(await gw.metrics(), "brain_retrieval_degraded_total", cause="embedder_down") >= before + 3
+    # and it closes again once the embedder answers (the breaker tries one call after 10 s)
+    await until("the breaker to close once the embedder is back", whole, timeout=60)
 
 
 async def test_an_entry_written_while_the_embedder_is_away_is_found_by_meaning_once_it_is_back(

@@ -6,12 +6,15 @@ from pathlib import Path
 
 import numpy as np
 
+from brain.embedder.model import DEFAULT_MODEL
+from brain.embedder.variants import load_embedder
 from brain.ingest.code import PathIndex, chunk_file, resolve_imports
 from brain.ingest.grading import GradingConfig, batch_duplicates, score_chunk, tuned_threshold
 from brain.ingest.source import parse_source
 from brain.jobs.common import Progress
 from brain.jobs.ingest import run_ingest
 from brain.store import Store
+from brain.store.store import embed_text
 from tests.jobs.conftest import Repo
 
 STORE_PY = '''"""Storage helpers for the billing service."""
@@ -140,3 +143,33 @@ async def test_code_ingest_chunks_edges_grading(store: Store, embedder, repo: Re
     s2 = await run_ingest(store, embedder, spec, workdir=tmp_path / "w", progress=quiet)
     assert (s2["superseded"], s2["retired"]) == (1, 0)
     assert s2["grading"]["tier2_dropped"] == 1  # only the vendored copy, graded again (it was never stored)
+
+
+async def test_a_model_migration_embeds_code_as_its_card_again(
+    store: Store, embedder, repo: Repo, tmp_path: Path
+) -> None:
+    """A code chunk is embedded as its card (name, docstring gist, the code's start), not its whole
+    body. A model migration and the gateway's mend used to embed title and body instead, so after a
+    migration code was ranked by other text than before (migration 0007 keeps what was embedded)."""
+    repo.write("billing/store.py", STORE_PY)
+    repo.commit()
+    spec = parse_source({"name": "code", "spec": {"git": {"url": str(repo.path), "format": "code"}}})
+    await run_ingest(store, embedder, spec, workdir=tmp_path / "w", progress=Progress(enabled=False))
+    key = "code:billing/store.py#Ledger.post"
+    sql = "SELECT id, title, body, embed_input, embedding FROM memories WHERE source_key = $1 AND status = 'active'"
+    row = await store.pool_for_tests.fetchrow(sql, key)
+    card = row["embed_input"]
+    assert card.startswith("Ledger.post (method)\nPost one entry") and len(card) <= 400
+    assert np.allclose(np.asarray(row["embedding"].to_numpy()), (await embedder.embed([card]))[0], atol=1e-5)
+
+    new = load_embedder(f"{DEFAULT_MODEL}@rp384", base=embedder)
+    await store.migrate_model(new)
+    row = await store.pool_for_tests.fetchrow(sql, key)
+    want, whole = await new.embed([card, embed_text(row["title"], row["body"])])
+    got = np.asarray(row["embedding"].to_numpy())
+    assert np.allclose(got, want, atol=1e-5) and not np.allclose(got, whole, atol=1e-2)
+    # the gateway's mend (for an entry stored while the embedder was away) embeds the card too
+    await store.pool_for_tests.execute("UPDATE memories SET embedding = NULL WHERE id = $1", row["id"])
+    assert await store.fill_live(new) == 1
+    row = await store.pool_for_tests.fetchrow(sql, key)
+    assert np.allclose(np.asarray(row["embedding"].to_numpy()), want, atol=1e-5)

@@ -314,6 +314,22 @@ async def test_purge_tombstones_every_version_and_keeps_hashes_and_events(
     assert v1.id not in [h.id for h in hits] and v2.id not in [h.id for h in hits]
 
 
+async def test_purge_takes_what_an_import_embedded_with_the_text(
+    service: MemoryService, store: Store, owner: Actor
+) -> None:
+    # an import keeps the text its vector was made of (a code card) beside the body: it is text too
+    [m] = await StoreWriter(store).note_many(
+        [(MemoryIn(title="export (function)", body="def export():\n    return 'customer list C'"), None)],
+        actor=owner,
+        inputs=["export (function)\nreturns customer list C"],
+    )
+    embedded = "SELECT embed_input FROM memories WHERE id = $1"
+    assert await store.pool_for_tests.fetchval(embedded, m.id) == "export (function)\nreturns customer list C"
+    await service.forget(m.id, "personal data", owner)
+    await service.purge(m.id, "personal data", owner)
+    assert await store.pool_for_tests.fetchval(embedded, m.id) is None
+
+
 async def test_a_confined_owner_purges_only_its_namespaces(
     service: MemoryService, agent: Actor, owner: Actor
 ) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 
@@ -84,6 +85,13 @@ class EmbeddingClient:
                 json={"input": texts, "model": self.model, "encoding_format": "base64"},
                 headers=tracing.inject({}),  # the embedder's span joins this trace (traceparent)
             )
+        except asyncio.CancelledError:
+            # The caller's deadline ended the wait first (retrieval gives a question's embedding 60 %
+            # of its budget, well under this client's timeout). A hung embedder answers nothing, so
+            # only such cancellations ever see it: counted, its breaker opens and later questions go
+            # to the lexical legs at once instead of each waiting out the deadline.
+            self._fail()
+            raise
         except httpx.TimeoutException as e:
             self._fail()
             raise EmbedderUnavailable(f"embedder timed out: {e}", "timeout") from e

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from brain.core.contract import IngestCounts
+from brain.core.contract import EMBED_INPUT_MAX_CHARS, IngestCounts
 from brain.core.errors import BrainError
 from brain.core.models import FUTURE_SLACK, Actor, MemoryIn, check_valid_from
 from brain.core.redact import SecretGate
@@ -44,7 +44,7 @@ from brain.ingest.retireguard import ImportStopped, RetireGuard
 from brain.services.memory import Admitted, MemoryService, may_replace
 from brain.services.plan import Add, Edge, Retire, Supersede, WritePlan, apply, why
 from brain.store import source_rows
-from brain.store.store import Store
+from brain.store.store import Store, embed_text
 
 log = logging.getLogger("brain.ingest")
 EMBED_BATCH = 64
@@ -165,9 +165,14 @@ async def embed_all(embedder: Embedder, texts: list[str], progress: Progress | N
     return np.concatenate(out) if out else np.zeros((0, 1), dtype=np.float32)
 
 
+def _own_input(item: Item) -> str | None:
+    """An item's own embedding text (a code card, a skill's name and description), stored with the
+    entry (`Add.embed_input`) so that a model migration embeds the same text; None for the rest."""
+    return item.embed_text[:EMBED_INPUT_MAX_CHARS] if item.embed_text else None
+
+
 def _embed_text(item: Item) -> str:
-    text = item.embed_text or (f"{item.title}\n{item.body}" if item.title else item.body)
-    return text[:2000]
+    return _own_input(item) or embed_text(item.title, item.body)
 
 
 def _valid_from(value: Any) -> datetime | None:
@@ -338,7 +343,17 @@ def build_plan(
         if not k:
             dropped.add(skey)
         elif old is None:
-            adds.append(Add(item.key, a.item, vec, item.standing, item.required, admitted=a))
+            adds.append(
+                Add(
+                    item.key,
+                    a.item,
+                    vec,
+                    item.standing,
+                    item.required,
+                    admitted=a,
+                    embed_input=_own_input(item),
+                )
+            )
         else:
             supersedes.append(
                 Supersede(
@@ -349,6 +364,7 @@ def build_plan(
                     standing=item.standing,
                     required=item.required,
                     admitted=a,
+                    embed_input=_own_input(item),
                 )
             )
     staying = {source_key(prefix, k) for k in first.known} | {source_key(prefix, s.key) for s in supersedes}

@@ -495,12 +495,17 @@ class MemoryService:
         an equal copy built elsewhere was never screened)."""
         return self._issued.get(id(admitted)) is admitted and admitted.actor == actor
 
-    async def _note_admitted(self, batch: Sequence[tuple[Admitted, np.ndarray | None]]) -> list[Memory]:
+    async def _note_admitted(
+        self, batch: Sequence[tuple[Admitted, np.ndarray | None]], inputs: Sequence[str | None] | None = None
+    ) -> list[Memory]:
         """Admitted new entries in one transaction per actor and tier (no dedup: imports dedup on
-        identity), each pinned as its front matter asked when its writer may pin. Private to the
-        door: `brain.services.plan.apply` admits, then calls it."""
+        identity), each pinned as its front matter asked when its writer may pin. `inputs`: what each
+        vector was made of, when not the entry's title and body (an import's code card), kept so a
+        model migration embeds the same text (through the secret gate, as every stored field). Private
+        to the door: `brain.services.plan.apply` admits, then calls it."""
         out: list[Memory] = []
         groups: dict[tuple[Actor, str], list[int]] = {}
+        texts = [self._gate_input(t) for t in inputs or [None] * len(batch)]
         for i, (a, _) in enumerate(batch):
             if a.replaces is not None:
                 raise InvalidInput("an admitted supersede is written by _supersede_admitted", field="id")
@@ -508,7 +513,10 @@ class MemoryService:
         stored: dict[int, Memory] = {}
         for (actor, tier), idx in groups.items():
             mems = await self.writer.note_many(
-                [(batch[i][0].item, batch[i][1]) for i in idx], actor=actor, tier=tier
+                [(batch[i][0].item, batch[i][1]) for i in idx],
+                actor=actor,
+                tier=tier,
+                inputs=[texts[i] for i in idx],
             )
             stored.update(zip(idx, mems, strict=True))
         for i, (a, _) in enumerate(batch):
@@ -516,7 +524,12 @@ class MemoryService:
             await pin(self.writer, stored[i].id, a.actor, standing=a.standing, required=a.required)
         return out
 
-    async def _supersede_admitted(self, admitted: Admitted, embedding: np.ndarray | None) -> Memory:
+    def _gate_input(self, text: str | None) -> str | None:
+        return None if text is None else self.gate.check("embed_input", text)
+
+    async def _supersede_admitted(
+        self, admitted: Admitted, embedding: np.ndarray | None, embed_input: str | None = None
+    ) -> Memory:
         """An admitted change of an entry: compare-and-set on the hash it was admitted against, and
         (for an import) only while the current version is still its own, checked in the store's
         transaction."""
@@ -530,6 +543,7 @@ class MemoryService:
             tier=admitted.tier,
             embedding=embedding,
             only_author=admitted.actor.name if is_import(admitted.actor) else None,
+            embed_input=self._gate_input(embed_input),
         )
         await pin(self.writer, new.id, admitted.actor, standing=admitted.standing, required=admitted.required)
         return new

@@ -53,6 +53,7 @@ class Add:
     standing: bool = False
     required: bool = False
     admitted: Admitted | None = None
+    embed_input: str | None = None  # what `vector` was made of, when not the item's title and body
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class Supersede:
     standing: bool = False
     required: bool = False
     admitted: Admitted | None = None
+    embed_input: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +135,7 @@ async def apply(
 ) -> Applied:
     """Write `plan` as `actor` through `door`: adds, then supersedes (in order), retires, edges."""
     out = Applied(rejects=list(plan.rejects), lineages=dict(plan.known))
-    admitted: list[tuple[Admitted, np.ndarray | None, str]] = []
+    admitted: list[tuple[Admitted, np.ndarray | None, str, str | None]] = []
     written: dict[str, Stored] = {}  # what this plan wrote, for a later supersede `after` it
     for add in plan.adds:
         try:
@@ -141,11 +143,11 @@ async def apply(
         except (BrainError, ValueError) as e:
             out.rejects.append((add.key, why(e)))
             continue
-        admitted.append((a, add.vector, add.key))
+        admitted.append((a, add.vector, add.key, add.embed_input))
     for i in range(0, len(admitted), WRITE_BATCH):
         batch = admitted[i : i + WRITE_BATCH]
-        mems = await door._note_admitted([(a, v) for a, v, _ in batch])
-        for mem, (_, _, key) in zip(mems, batch, strict=True):
+        mems = await door._note_admitted([(a, v) for a, v, _, _ in batch], [t for *_, t in batch])
+        for mem, (_, _, key, _) in zip(mems, batch, strict=True):
             out.ids[key], out.lineages[key] = mem.id, mem.lineage_id
             written[key] = _held(mem)
         out.added += len(batch)
@@ -158,7 +160,7 @@ async def apply(
             continue
         try:
             a = _admission(door, actor, plan, s, target)
-            new = await door._supersede_admitted(a, s.vector)
+            new = await door._supersede_admitted(a, s.vector, s.embed_input)
         except (BrainError, ValueError) as e:
             out.rejects.append((s.key, why(e)))
             out.lineages[s.key] = target.lineage_id  # the stored version stays, and keeps its edges

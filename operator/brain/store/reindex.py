@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -73,6 +73,16 @@ def embed_text(title: str, body: str) -> str:
     is cut to what the embedder takes (`EMBED_INPUT_MAX_CHARS`; a longer one was refused, and the
     entry kept no vector)."""
     return (f"{title}\n{body}" if title else body)[:EMBED_INPUT_MAX_CHARS]
+
+
+def stored_input(row: Mapping[str, Any]) -> str:
+    """What a stored entry is embedded as again (a migration, the mend): what its writer embedded,
+    when that was not its title and body (an import's code card, skill or persona: migration 0007)."""
+    return row["embed_input"] or embed_text(row["title"], row["body"])
+
+
+#: the columns `stored_input` reads
+INPUT_COLUMNS = "title, body, embed_input"
 
 
 # ---------------------------------------------------------------------- the live model
@@ -195,7 +205,7 @@ async def start(pool: asyncpg.Pool, to_model: str, to_dim: int) -> int:
 async def _pending(conn: asyncpg.Connection | asyncpg.Pool, limit: int) -> list[asyncpg.Record]:
     return list(
         await conn.fetch(
-            f"SELECT id, title, body FROM memories WHERE {_INDEXED} AND {NEXT} IS NULL ORDER BY id LIMIT $1",
+            f"SELECT id, {INPUT_COLUMNS} FROM memories WHERE {_INDEXED} AND {NEXT} IS NULL ORDER BY id LIMIT $1",
             limit,
         )
     )
@@ -226,7 +236,7 @@ async def fill(
     _check_client(embedder, run["to_model"], run["to_dim"])
     embedded = 0
     while rows := await _pending(pool, BATCH):
-        vectors = await embedder.embed([embed_text(r["title"], r["body"]) for r in rows])
+        vectors = await embedder.embed([stored_input(r) for r in rows])
         await _write_next(pool, rows, vectors, embedder.model)
         embedded += len(rows)
         done = await pool.fetchval(
@@ -275,7 +285,7 @@ async def swap(pool: asyncpg.Pool, embedder: Embedder, run_id: int) -> dict[str,
             await _write_next(
                 conn,
                 rows,
-                await embedder.embed([embed_text(r["title"], r["body"]) for r in rows]),
+                await embedder.embed([stored_input(r) for r in rows]),
                 embedder.model,
             )
             stragglers += len(rows)
@@ -347,11 +357,11 @@ async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None
     wanted = f"{_INDEXED} AND (embedding IS NULL OR embedding_model IS DISTINCT FROM $1)"
     done = 0
     while rows := await pool.fetch(
-        f"SELECT id, title, body FROM memories WHERE {wanted} ORDER BY id LIMIT $2",
+        f"SELECT id, {INPUT_COLUMNS} FROM memories WHERE {wanted} ORDER BY id LIMIT $2",
         live,
         min(BATCH, limit or BATCH),
     ):
-        vectors = await embedder.embed([embed_text(r["title"], r["body"]) for r in rows])
+        vectors = await embedder.embed([stored_input(r) for r in rows])
         async with pool.acquire() as conn, conn.transaction():
             if await vector_for_write(conn, live, vectors) is None:
                 raise ModelMismatch(
@@ -359,8 +369,11 @@ async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None
                 )
             await conn.executemany(
                 f"UPDATE memories SET embedding = $2, embedding_model = $1 WHERE {wanted} "
-                "AND id = $3 AND title = $4 AND body = $5",
-                [(live, v, r["id"], r["title"], r["body"]) for r, v in zip(rows, vectors, strict=True)],
+                "AND id = $3 AND title = $4 AND body = $5 AND embed_input IS NOT DISTINCT FROM $6",
+                [
+                    (live, v, r["id"], r["title"], r["body"], r["embed_input"])
+                    for r, v in zip(rows, vectors, strict=True)
+                ],
             )
             written = await conn.fetchval(  # what was written, not what was read: a purge may have won
                 "SELECT count(*) FROM memories WHERE id = ANY($1::text[]) AND embedding_model = $2",

@@ -29,7 +29,7 @@ from brain.store.base import (
     content_hash,
     new_id,
 )
-from brain.store.reindex import vector_for_write
+from brain.store.reindex import embed_text, vector_for_write
 
 
 def _require_author(old: asyncpg.Record, memory_id: str, only_author: str | None) -> None:
@@ -118,6 +118,7 @@ class StoreWriter:
         supersedes: str | None = None,
         standing: bool = False,
         required: bool = False,
+        embed_input: str | None = None,
     ) -> Memory:
         mid = new_id()
         embedding = await vector_for_write(
@@ -126,12 +127,13 @@ class StoreWriter:
         row = await conn.fetchrow(
             f"""INSERT INTO memories (id, lineage_id, version, kind, namespace, tier, origin, author, title, body,
                    tags, attrs, source_key, content_hash, valid_from, supersedes, importance, standing, required,
-                   domain_keywords, embedding, embedding_model, promoted_by, promoted_at, episode, seq)
+                   domain_keywords, embedding, embedding_model, promoted_by, promoted_at, episode, seq,
+                   embed_input)
                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::jsonb, $13, $14, coalesce($15, now()),
                    $16, $17, $18, $19, $20, $21, $22, $23, $24, $25::text,
                    CASE WHEN $25::text IS NOT NULL THEN coalesce($26::integer,
                      (SELECT coalesce(max(seq) + 1, 0) FROM memories WHERE episode = $25::text AND namespace = $5))
-                   END)
+                   END, $27)
                RETURNING {_COLUMNS}""",
             mid,
             lineage_id or mid,
@@ -159,6 +161,8 @@ class StoreWriter:
             datetime.now(UTC) if tier == "curated" else None,
             item.episode,
             item.seq,
+            # stored only where it is not what `embed_text` makes of title and body again
+            None if embed_input == embed_text(item.title, item.body) else embed_input,
         )
         return _record_to_memory(row)
 
@@ -191,13 +195,21 @@ class StoreWriter:
             return NoteResult(memory=mem, created=True)
 
     async def note_many(
-        self, items: Sequence[tuple[MemoryIn, np.ndarray | None]], *, actor: Actor, tier: str = "episodic"
+        self,
+        items: Sequence[tuple[MemoryIn, np.ndarray | None]],
+        *,
+        actor: Actor,
+        tier: str = "episodic",
+        inputs: Sequence[str | None] | None = None,
     ) -> list[Memory]:
-        """Bulk insert for imports and evaluation: one transaction, no dedup (callers dedup on identity)."""
+        """Bulk insert for imports and evaluation: one transaction, no dedup (callers dedup on identity).
+        `inputs`, one per item: the text its vector was made of, when not its title and body."""
         out = []
         async with self._base._tx() as conn:
-            for item, emb in items:
-                out.append(await self._insert(conn, item, actor=actor, tier=tier, embedding=emb))
+            for (item, emb), text in zip(items, inputs or [None] * len(items), strict=True):
+                out.append(
+                    await self._insert(conn, item, actor=actor, tier=tier, embedding=emb, embed_input=text)
+                )
         return out
 
     async def supersede(
@@ -210,6 +222,7 @@ class StoreWriter:
         tier: str | None = None,
         embedding: np.ndarray | None = None,
         only_author: str | None = None,
+        embed_input: str | None = None,
     ) -> Memory:
         """Compare-and-set: refuse if the current version's hash is not the one the caller read (and,
         with `only_author`, if another author wrote the current version)."""
@@ -257,6 +270,7 @@ class StoreWriter:
                 supersedes=memory_id,
                 standing=old["standing"],
                 required=old["required"],
+                embed_input=embed_input,
             )
             await _audit(conn, "memory_superseded", old, actor, new_id=new.id, cas=expected_hash is not None)
             return new
@@ -355,7 +369,7 @@ class StoreWriter:
                 )
             await _audit(conn, "memory_purged", old, actor, reason=reason.strip())
             result = await conn.execute(
-                """UPDATE memories SET body = $2, title = $2, embedding = NULL, embedding_model = NULL,
+                """UPDATE memories SET body = $2, title = $2, embed_input = NULL, embedding = NULL, embedding_model = NULL,
                         updated_at = now(),
                         attrs = jsonb_build_object('purged_by', $3::text, 'purged_at', now()::text)
                     WHERE lineage_id = $1""",
