@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import os
 import subprocess
 import sys
@@ -95,7 +97,8 @@ async def test_client_batches_caches_and_trips_its_breaker(server: str) -> None:
     assert (cached.hits, cached.misses) == (1, 1)
     await client.aclose()
 
-    dead = EmbeddingClient(f"http://127.0.0.1:{free_port()}", failure_threshold=2, cooldown=60)
+    dead = EmbeddingClient(f"http://127.0.0.1:{free_port()}", failure_threshold=2, cooldown=60, timeout=0.2)
+    await asyncio.sleep(0.25)  # a new client gives the embedder as long as one call may wait
     for _ in range(2):
         with pytest.raises(EmbedderUnavailable):
             await dead.embed(["x"])
@@ -114,11 +117,14 @@ async def test_client_readiness_through_its_public_interface() -> None:
         calls.append(request.url.path)
         return httpx.Response(status["code"], json={"status": "ok", "dim": 384})
 
-    client = EmbeddingClient("http://embedder", failure_threshold=1, transport=httpx.MockTransport(answer))
+    client = EmbeddingClient(
+        "http://embedder", failure_threshold=1, timeout=0.05, transport=httpx.MockTransport(answer)
+    )
     assert await client.ready() is True
     status["code"] = 503
     assert await client.ready() is False
     assert calls == ["/readyz", "/readyz"]
+    await asyncio.sleep(0.06)  # nothing embedded for as long as a call may wait (`stall_s`)
     client._fail()  # the breaker opens: readiness is answered without a request
     assert await client.ready() is False
     assert calls == ["/readyz", "/readyz"]
@@ -143,3 +149,48 @@ def test_one_thread_embeds_the_same_vector(embedder: LocalEmbedder) -> None:
     one = LocalEmbedder(threads=1)
     text = ["which port does the staging postgres replica use?"]
     assert float(one.embed_sync(text)[0] @ embedder.embed_sync(text)[0]) > 0.9999
+
+
+async def test_the_breaker_opens_on_a_hung_embedder_not_on_a_slow_one() -> None:
+    """A caller's deadline that cancels a call counts as a failure (a hung embedder is seen no other
+    way), but the breaker opens only once nothing has answered for `stall_s`: a slow embedder that
+    still answers some calls in time keeps serving them. After the cooldown one call tries again
+    while the others are still answered at once, and an answer closes it."""
+    calls: list[int] = []
+    mode = {"now": "slow"}
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(1)
+        if mode["now"] == "hung" or (mode["now"] == "slow" and (len(calls) - 1) % 4):  # 3 of 4 miss
+            await asyncio.sleep(30)
+        vec = base64.b64encode(np.ones(4, dtype=np.float32).tobytes()).decode()
+        return httpx.Response(200, json={"model": "default", "data": [{"index": 0, "embedding": vec}]})
+
+    client = EmbeddingClient(
+        "http://embedder", dim=4, timeout=1.0, cooldown=0.5, transport=httpx.MockTransport(answer)
+    )
+
+    async def ask() -> str:
+        try:
+            await asyncio.wait_for(client.embed(["q"]), 0.1)
+            return "vector"
+        except TimeoutError:
+            return "timeout"
+        except EmbedderUnavailable:
+            return "open"
+
+    slow = [await ask() for _ in range(16)]  # an answer, then three failures in a row, four times
+    assert slow.count("vector") == 4 and "open" not in slow, slow
+
+    mode["now"] = "hung"
+    hung = [await ask() for _ in range(20)]
+    assert hung[:3] == ["timeout"] * 3 and hung[-3:] == ["open"] * 3, hung
+    tried = len(calls)
+    await asyncio.sleep(0.6)  # the cooldown: one trial, the rest still answered at once
+    assert sorted(await asyncio.gather(*(ask() for _ in range(5)))) == ["open"] * 4 + ["timeout"]
+    assert len(calls) == tried + 1
+
+    mode["now"] = "fast"
+    await asyncio.sleep(0.6)
+    assert [await ask() for _ in range(3)] == ["vector"] * 3 and not client.open
+    await client.aclose()

@@ -173,3 +173,22 @@ async def test_a_model_migration_embeds_code_as_its_card_again(
     assert await store.fill_live(new) == 1
     row = await store.pool_for_tests.fetchrow(sql, key)
     assert np.allclose(np.asarray(row["embedding"].to_numpy()), want, atol=1e-5)
+
+
+async def test_a_card_that_cuts_a_long_token_does_not_stop_the_import(
+    store: Store, embedder, repo: Repo, tmp_path: Path
+) -> None:
+    # The gate lets a random-looking token longer than 63 characters pass (it is no key format), but
+    # the card's 400-character cut can shorten it into one that looks like a secret. The card is
+    # stored masked; refusing it aborted the whole import.
+    token = "yNR2NdreahEyULUFq9p-KNm-7IWsUHSRYZsfek7Ole7ehUt7Tv6JbJxK3mQ_aZ81pLr4Wq2TnV6yBcD0"
+    pad = "    # a comment line that moves the literal up to the card's cut\n" * 4
+    repo.write("fx/blobs.py", f'def blob():\n    """Return the fixture blob."""\n{pad}    return "{token}"\n')
+    repo.commit()
+    spec = parse_source({"name": "code", "spec": {"git": {"url": str(repo.path), "format": "code"}}})
+    s = await run_ingest(store, embedder, spec, workdir=tmp_path / "w", progress=Progress(enabled=False))
+    assert s["rejected"] == 0 and s["added"] >= 1, s
+    card = await store.pool_for_tests.fetchval(
+        "SELECT embed_input FROM memories WHERE source_key = 'code:fx/blobs.py#blob' AND status = 'active'"
+    )
+    assert card.startswith("blob (function)") and token[:40] not in card

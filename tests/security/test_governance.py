@@ -328,6 +328,19 @@ async def test_purge_takes_what_an_import_embedded_with_the_text(
     await service.forget(m.id, "personal data", owner)
     await service.purge(m.id, "personal data", owner)
     assert await store.pool_for_tests.fetchval(embedded, m.id) is None
+    # the previous release's purge, which does not know the column (a rolling upgrade, a rollback)
+    [old] = await StoreWriter(store).note_many(
+        [(MemoryIn(body="def export():\n    return 'customer list D'"), None)],
+        actor=owner,
+        inputs=["customer list D"],
+    )
+    await store.pool_for_tests.execute(
+        "UPDATE memories SET body = $2, title = $2, embedding = NULL, embedding_model = NULL, updated_at = now(),"
+        " attrs = jsonb_build_object('purged_by', 'cole', 'purged_at', now()::text) WHERE lineage_id = $1",
+        old.lineage_id,
+        TOMBSTONE,
+    )
+    assert await store.pool_for_tests.fetchval(embedded, old.id) is None
 
 
 async def test_a_confined_owner_purges_only_its_namespaces(

@@ -47,26 +47,42 @@ class EmbeddingClient:
         self.batch = batch
         self.failure_threshold = failure_threshold
         self.cooldown = cooldown
-        self._failures = 0
+        # The breaker opens only when nothing has answered for as long as one call may wait: a slow
+        # but working embedder under load answers some calls while others run past their caller's
+        # deadline, and must keep serving those it can rather than be cut off by the ones it cannot.
+        self.stall_s = timeout
+        self._failures = 0  # since the last answer
+        self._last_answer = time.monotonic()  # a new client gives its embedder as long as a call
+        self._tripped = False
         self._open_until = 0.0
+        self._trial = False  # a tripped breaker's one call after its cooldown is out
         self._http = httpx.AsyncClient(timeout=timeout, transport=transport)
 
     @property
     def open(self) -> bool:
-        return time.monotonic() < self._open_until
+        """Calls are answered at once without a connection: tripped and cooling down, or tripped with
+        its one trial call still out (the others do not all rush a hung embedder at the same time)."""
+        return self._tripped and (time.monotonic() < self._open_until or self._trial)
 
     def _fail(self) -> None:
         self._failures += 1
-        if self._failures >= self.failure_threshold:
-            self._open_until = time.monotonic() + self.cooldown
+        now = time.monotonic()
+        if self._failures >= self.failure_threshold and now - self._last_answer >= self.stall_s:
+            self._tripped = True
+            self._open_until = now + self.cooldown
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         if self.open:
             raise EmbedderUnavailable("embedder circuit open after repeated failures", "embedder_down")
-        out = []
-        for i in range(0, len(texts), self.batch):
-            out.append(await self._post(texts[i : i + self.batch]))
-        self._failures = 0
+        trial = self._trial = self._tripped  # cooled down: this call tries the embedder again
+        try:
+            out = []
+            for i in range(0, len(texts), self.batch):
+                out.append(await self._post(texts[i : i + self.batch]))
+        finally:
+            if trial:
+                self._trial = False
+        self._failures, self._last_answer, self._tripped = 0, time.monotonic(), False
         return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
     async def _post(self, texts: list[str]) -> np.ndarray:
@@ -88,8 +104,9 @@ class EmbeddingClient:
         except asyncio.CancelledError:
             # The caller's deadline ended the wait first (retrieval gives a question's embedding 60 %
             # of its budget, well under this client's timeout). A hung embedder answers nothing, so
-            # only such cancellations ever see it: counted, its breaker opens and later questions go
-            # to the lexical legs at once instead of each waiting out the deadline.
+            # only such cancellations ever see it: counted, its breaker opens once nothing has
+            # answered for `stall_s`, and later questions go to the lexical legs at once instead of
+            # each waiting out the deadline.
             self._fail()
             raise
         except httpx.TimeoutException as e:

@@ -44,6 +44,7 @@ from brain.store.store import Scope, Store, embed_text
 from brain.store.writer import StoreWriter
 
 log = logging.getLogger("brain.services.memory")
+_MASK = SecretGate("redact")  # what an import embedded, stored beside its entry (`_gate_input`)
 
 
 #: Kinds that shape every agent's prompts (catalog entries) or speak for the whole team (the digest):
@@ -524,8 +525,11 @@ class MemoryService:
             await pin(self.writer, stored[i].id, a.actor, standing=a.standing, required=a.required)
         return out
 
-    def _gate_input(self, text: str | None) -> str | None:
-        return None if text is None else self.gate.check("embed_input", text)
+    @staticmethod
+    def _gate_input(text: str | None) -> str | None:
+        """Masked, never refused: the entry's own fields passed the gate, and a card cut from them
+        can cut a long token into one that looks like a secret, which must not stop an import."""
+        return None if text is None else _MASK.check("embed_input", text)
 
     async def _supersede_admitted(
         self, admitted: Admitted, embedding: np.ndarray | None, embed_input: str | None = None

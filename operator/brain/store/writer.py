@@ -368,8 +368,9 @@ class StoreWriter:
                     field="id",
                 )
             await _audit(conn, "memory_purged", old, actor, reason=reason.strip())
+            # what an import embedded (`embed_input`) goes with the text: migration 0007's trigger
             result = await conn.execute(
-                """UPDATE memories SET body = $2, title = $2, embed_input = NULL, embedding = NULL, embedding_model = NULL,
+                """UPDATE memories SET body = $2, title = $2, embedding = NULL, embedding_model = NULL,
                         updated_at = now(),
                         attrs = jsonb_build_object('purged_by', $3::text, 'purged_at', now()::text)
                     WHERE lineage_id = $1""",
