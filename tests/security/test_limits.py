@@ -181,6 +181,17 @@ async def test_a_nul_in_any_field_is_422_not_500(
     assert err and out["field"] == field
 
 
+async def test_a_writer_cannot_mark_its_entry_purged(gw: Gateway, ns: str) -> None:
+    # attrs.purged_by makes a row a purged tombstone to the store: never embedded again, its vector
+    # dropped by a model migration. Only a purge writes it.
+    fields = {"body": "a fact", "namespace": ns, "attrs": {"purged_by": "cole"}}
+    r = await gw.rest("POST", "/memories", json=fields)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == "attrs" and "purge" in r.json()["message"]
+    err, out = await mcp_call(gw, "brain_note", fields)
+    assert err and out["field"] == "attrs"
+
+
 async def test_a_nul_in_queries_reasons_and_names_is_422(gw: Gateway) -> None:
     checks = [
         await gw.rest("POST", "/search", json={"query": "q\x00"}),

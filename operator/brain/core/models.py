@@ -127,6 +127,10 @@ def _identifier(value: str, field: str) -> str:
     return value
 
 
+#: the attrs a purge writes (brain.store.writer.StoreWriter.purge); no writer may set them
+PURGE_MARKS = frozenset({"purged_by", "purged_at"})
+
+
 def _check_json(value: Any, path: str, depth: int) -> None:
     """attrs are small, plain JSON: string keys, finite numbers, no NUL, bounded depth and fan-out."""
     if depth > MAX_ATTRS_DEPTH:
@@ -250,6 +254,9 @@ class MemoryIn(BaseModel):
     @field_validator("attrs")
     @classmethod
     def _attrs(cls, v: dict[str, Any]) -> dict[str, Any]:
+        if reserved := sorted(PURGE_MARKS & v.keys()):
+            # a row carrying them is a purged tombstone to the store: never embedded, its vector dropped
+            raise ValueError(f"attrs.{reserved[0]} is set by a purge only; use another key")
         _check_json(v, "attrs", 1)
         size = len(json.dumps(v, ensure_ascii=False).encode())
         if size > MAX_ATTRS_BYTES:

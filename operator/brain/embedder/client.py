@@ -71,7 +71,13 @@ class EmbeddingClient:
             self._tripped = True
             self._open_until = now + self.cooldown
 
+    def _answered(self) -> None:
+        """Any answer (a 4xx, another model's vectors) shows the embedder is there: the breaker closes."""
+        self._failures, self._last_answer, self._tripped = 0, time.monotonic(), False
+
     async def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
         if self.open:
             raise EmbedderUnavailable("embedder circuit open after repeated failures", "embedder_down")
         trial = self._trial = self._tripped  # cooled down: this call tries the embedder again
@@ -82,8 +88,7 @@ class EmbeddingClient:
         finally:
             if trial:
                 self._trial = False
-        self._failures, self._last_answer, self._tripped = 0, time.monotonic(), False
-        return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
+        return np.concatenate(out)
 
     async def _post(self, texts: list[str]) -> np.ndarray:
         attrs: tracing.Attrs = {
@@ -118,6 +123,7 @@ class EmbeddingClient:
         if r.status_code >= 500:
             self._fail()
             raise EmbedderUnavailable(f"embedder answered {r.status_code}")
+        self._answered()
         if r.status_code >= 400:
             raise ValueError(r.json().get("error", {}).get("message", r.text))
         body = r.json()
