@@ -5,7 +5,7 @@ Sections, each of which can be run alone with --only:
   as in shared/data/baselines.md) recomputed in the same run from the same embeddings;
 - selectivity: the team set, with and without the relevance floor;
 - latency: retrieval p50/p95 (embed + search + fuse + render) at 10k and 100k memories, HNSW build time;
-- ingest: notes/s end to end (embed + store) in batches;
+- notes: notes/s end to end (embed + store) in batches;
 - then each part in PARTS, as its own process (`python -m hack.bench.<part>`, which runs it alone).
 Every figure is the median of --runs runs where it is a timing. Loopback only; bounded.
 """
@@ -24,7 +24,8 @@ from typing import Any
 
 from hack.bench import ROOT, check, corpus, latency, notes, parser, quality, results
 
-SECTIONS = ("quality", "selectivity", "latency", "ingest")
+#: in-process sections; `notes` is notes ingest, the `ingest` part a repository's
+SECTIONS = ("quality", "selectivity", "latency", "notes")
 #: the parts `make bench` runs after its sections, each `python -m hack.bench.<part>` in its own process
 PARTS = (
     "cache",
@@ -91,7 +92,7 @@ async def run(args: argparse.Namespace) -> int:
         ("quality", quality_),
         ("selectivity", selectivity_),
         ("latency", latency_),
-        ("ingest", ingest_),
+        ("notes", ingest_),
     ):
         if name in only:
             await section(name, make)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from typing import Any
 from hack.bench import ROOT, parser, results
 from tests.kit.database import fresh_database, postgres
 
+from brain.core.contract import Env
 from brain.embedder import LocalEmbedder
 from brain.ingest.code import language_for
 from brain.ingest.source import parse_source, walk_files
@@ -135,6 +137,9 @@ async def main() -> int:
     p.add_argument("--dsn", help="use this database instead of an embedded Postgres")
     p.add_argument("--threads", type=int, default=None, help="onnxruntime threads for the embedder")
     args = p.parse_args()
+    # The trees are local git repositories, which a job imports only where the operator allows
+    # insecure git URLs (`--allow-insecure-git-urls`, as for a laptop): this bench is such a place.
+    os.environ[Env.GIT_ALLOW_INSECURE_URLS] = "1"
     embedder = LocalEmbedder(threads=args.threads)
     rows: list[tuple[str, dict[str, Any]]] = []
     async with contextlib.AsyncExitStack() as held:
