@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 
 import httpx
 import yaml
-from hack.bench import check, parser, results, vectors
+from hack.bench import ROOT, check, parser, results, vectors
 from hack.bench.corpus import LEXEME_STATS_SQL
 from tests.kit.database import postgres
 
@@ -254,6 +254,18 @@ def configs(fake_url: str, state: Path, master: str) -> tuple[Path, Path]:
     paths[0].write_text(yaml.safe_dump(brain))
     paths[1].write_text(yaml.safe_dump(bare))
     return paths
+
+
+def bare_command(config: Path, port: int) -> list[str]:
+    """The bare proxy's process. As a module: run as a script, its folder would come first on
+    sys.path, and this package's `operator.py` would shadow the standard library's `operator`, so
+    the bare proxy died at its first import and the caller waited out its health check."""
+    return [sys.executable, "-m", "hack.bench.gateway", "--serve-bare", str(config), str(port)]
+
+
+def with_root(env: dict[str, str]) -> dict[str, str]:
+    """`env` with the repository first on PYTHONPATH, so that `-m hack.bench…` imports from any cwd."""
+    return {**env, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)}
 
 
 def serve_bare(config: str, port: int) -> None:
@@ -545,15 +557,12 @@ async def start_pair(
     brain_cfg, bare_cfg = configs(fake, state, master)
     gw = spawn(gateway_command(brain_cfg, "127.0.0.1", gw_port), env, state / "gateway.log")
     procs.append(gw)
-    procs.append(
-        spawn(
-            [sys.executable, __file__, "--serve-bare", str(bare_cfg), str(bare_port)], env, state / "bare.log"
-        )
-    )
+    bare = spawn(bare_command(bare_cfg, bare_port), with_root(env), state / "bare.log")
+    procs.append(bare)
     gw_url, bare_url = f"http://127.0.0.1:{gw_port}", f"http://127.0.0.1:{bare_port}"
     await wait_http(fake + "/healthz", timeout=60)
     await wait_http(gw_url + "/brain/v1/health", proc=gw, timeout=300, check=ready)
-    await wait_http(bare_url + "/health/liveliness", timeout=300)
+    await wait_http(bare_url + "/health/liveliness", proc=bare, timeout=300)
     remote_url = embedder = None
     if remote_embedder:
         emb_port, remote_port = free_port(), free_port()

@@ -4,6 +4,8 @@ turns, bounded in count and time, each reply's outcome counted (#33)."""
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 
 import httpx
 import pytest
@@ -101,3 +103,18 @@ def test_pct_takes_the_sample_at_floor_q_n() -> None:
     assert rank_from_top(50, 0.99) == 1
     assert rank_from_top(100, 0.99) == 1
     assert rank_from_top(150, 0.99) == 2
+
+
+async def test_the_bare_proxy_starts(tmp_path: Path) -> None:
+    """The bare arm's own process answers its health check (run as a script it died at its first
+    import, and the faults and gateway benches waited 300 s for it, then failed)."""
+    from brain.local.devdb import free_port
+    from brain.local.up import spawn, stop, wait_http
+
+    _, bare = gateway.configs("http://127.0.0.1:9", tmp_path, "sk-bench-test")
+    port = free_port()
+    proc = spawn(gateway.bare_command(bare, port), gateway.with_root(dict(os.environ)), tmp_path / "bare.log")
+    try:
+        await wait_http(f"http://127.0.0.1:{port}/health/liveliness", proc=proc, timeout=180)
+    finally:
+        stop(proc)
