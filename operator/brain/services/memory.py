@@ -502,8 +502,8 @@ class MemoryService:
         """Admitted new entries in one transaction per actor and tier (no dedup: imports dedup on
         identity), each pinned as its front matter asked when its writer may pin. `inputs`: what each
         vector was made of, when not the entry's title and body (an import's code card), kept so a
-        model migration embeds the same text (through the secret gate, as every stored field). Private
-        to the door: `brain.services.plan.apply` admits, then calls it."""
+        model migration embeds the same text (masked by the secret gate: `_gate_input`). Private to the
+        door: `brain.services.plan.apply` admits, then calls it."""
         out: list[Memory] = []
         groups: dict[tuple[Actor, str], list[int]] = {}
         texts = [self._gate_input(t) for t in inputs or [None] * len(batch)]

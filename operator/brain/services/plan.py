@@ -135,7 +135,7 @@ async def apply(
 ) -> Applied:
     """Write `plan` as `actor` through `door`: adds, then supersedes (in order), retires, edges."""
     out = Applied(rejects=list(plan.rejects), lineages=dict(plan.known))
-    admitted: list[tuple[Admitted, np.ndarray | None, str, str | None]] = []
+    admitted: list[tuple[Admitted, Add]] = []
     written: dict[str, Stored] = {}  # what this plan wrote, for a later supersede `after` it
     for add in plan.adds:
         try:
@@ -143,13 +143,15 @@ async def apply(
         except (BrainError, ValueError) as e:
             out.rejects.append((add.key, why(e)))
             continue
-        admitted.append((a, add.vector, add.key, add.embed_input))
+        admitted.append((a, add))
     for i in range(0, len(admitted), WRITE_BATCH):
         batch = admitted[i : i + WRITE_BATCH]
-        mems = await door._note_admitted([(a, v) for a, v, _, _ in batch], [t for *_, t in batch])
-        for mem, (_, _, key, _) in zip(mems, batch, strict=True):
-            out.ids[key], out.lineages[key] = mem.id, mem.lineage_id
-            written[key] = _held(mem)
+        mems = await door._note_admitted(
+            [(a, add.vector) for a, add in batch], [add.embed_input for _, add in batch]
+        )
+        for mem, (_, add) in zip(mems, batch, strict=True):
+            out.ids[add.key], out.lineages[add.key] = mem.id, mem.lineage_id
+            written[add.key] = _held(mem)
         out.added += len(batch)
         if progress:
             progress("writing", min(i + WRITE_BATCH, len(admitted)), len(admitted))

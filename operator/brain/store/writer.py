@@ -29,7 +29,7 @@ from brain.store.base import (
     content_hash,
     new_id,
 )
-from brain.store.reindex import embed_text, vector_for_write
+from brain.store.reindex import vector_for_write
 
 
 def _require_author(old: asyncpg.Record, memory_id: str, only_author: str | None) -> None:
@@ -161,8 +161,7 @@ class StoreWriter:
             datetime.now(UTC) if tier == "curated" else None,
             item.episode,
             item.seq,
-            # stored only where it is not what `embed_text` makes of title and body again
-            None if embed_input == embed_text(item.title, item.body) else embed_input,
+            embed_input,
         )
         return _record_to_memory(row)
 
