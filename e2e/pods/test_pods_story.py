@@ -656,9 +656,11 @@ LOAD_CLIENTS, LOAD_ASKS = 50, 4  # 200 chats: bounded in count, and each in time
 def test_fifty_clients_through_two_gateway_replicas(stack: Stack) -> None:
     """#33: two gateway replicas behind the Service, 50 clients at once, each asking a question of its
     own (no cache can answer it) that a stored fact answers. Every chat is answered (0 failures), every
-    retrieval either injected or degraded as designed under load (its budget ran out, or the database
-    watch, after such timeouts, skipped retrieval until the store answered again: docs/performance.md,
-    "Gateway under load"); an error or an unknown outcome is not allowed, and kube-proxy spread the chats
+    retrieval either injected or degraded as designed under load: its budget ran out (`timeout`), the
+    database watch skipped retrieval after such timeouts until the store answered again (`db_down`),
+    or the embedder's breaker, after 2 s in which no embedding came back in time, sent questions to
+    the keyword legs alone (`embedder_down`; docs/performance.md, "Gateway under load"). An error or an
+    unknown outcome is not allowed, some chats carried memory, and kube-proxy spread the chats
     over both pods. BRAIN_BENCH_RECORD=1 also records the figures (hack/bench/results.py)."""
     s, gw = stack, stack.gw
     pods = {
@@ -700,12 +702,14 @@ def test_fifty_clients_through_two_gateway_replicas(stack: Stack) -> None:
     for _, status, headers in replies:
         counts.add_response(status, headers)
     per_pod = {name: n - before[name] for name, n in served().items()}
+    # whole or from the keyword legs alone: how many answers carried memory, not how it was found
+    carried = sum(1 for _, _, h in replies if h.get("x-brain-memory-ids"))
     ms = [dt * 1000 for dt, _, _ in replies]
     p50, p99 = percentile(ms, 0.5), percentile(ms, 0.99)
     failures = [(status, h.get("error")) for _, status, h in replies if status != 200]
     print(
         f"\n{LOAD_CLIENTS} clients x {LOAD_ASKS} new questions through the gateway Service (2 replicas): "
-        f"{len(replies)} chats in {wall:.0f} s, outcomes {counts.summary()}, p50 {p50:.0f} ms, "
+        f"{len(replies)} chats in {wall:.0f} s, outcomes {counts.summary()}, {carried} carried memory, p50 {p50:.0f} ms, "
         f"p99 {p99:.0f} ms, per pod {per_pod}"
     )
     if os.environ.get("BRAIN_BENCH_RECORD") == "1":
@@ -716,6 +720,7 @@ def test_fifty_clients_through_two_gateway_replicas(stack: Stack) -> None:
             "p50_ms": p50,
             "p99_ms": p99,
             "outcomes": counts.as_dict(),
+            "carried_memory": carried,
             "per_pod": per_pod,
             "failures": len(failures),
         }
@@ -728,8 +733,8 @@ def test_fifty_clients_through_two_gateway_replicas(stack: Stack) -> None:
         if check.of_response(status, h)[0] == "none"
     )
     assert counts["error"] == 0 and counts["none"] == 0, (counts.summary(), unanswered)
-    assert set(counts.causes) <= {"timeout", "db_down"}, counts.summary()
-    assert counts["injected"] > 0, counts.summary()
+    assert set(counts.causes) <= {"timeout", "db_down", "embedder_down"}, counts.summary()
+    assert carried > 0, counts.summary()
     assert sum(per_pod.values()) >= len(replies) and all(n > 0 for n in per_pod.values()), per_pod
 
 
