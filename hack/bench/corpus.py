@@ -11,6 +11,8 @@ A library of the benches, not a part: `make bench` runs only what hack/bench/__m
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 SPLIT = ("shared", "repo:payments", "repo:web", "repo:infra")
@@ -44,3 +46,11 @@ def scope(layout: str, **kw: Any) -> Any:
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}: one of {', '.join(LAYOUTS)}")
     return Scope.of([] if layout == "shared" else list(SPLIT[1:]), **kw)
+
+
+def gold_recall(tops: Mapping[str, Sequence[str]], relevant: Mapping[str, set[str]]) -> float:
+    """Mean share of a question's evidence turns among its top 10 (`tops`: each question's ranking
+    as the LoCoMo turns its hits copy, so any copy of a turn counts as it), over the questions that
+    have evidence: what a ranking that differs from reference BM25 must show it does no worse on."""
+    asked = [q for q in tops if relevant.get(q)]
+    return statistics.mean(len(relevant[q] & set(tops[q][:10])) / len(relevant[q]) for q in asked)

@@ -67,6 +67,11 @@ async def interleaved(
     return {k: (statistics.median(p50s[k]), statistics.median(p95s[k])) for k in fns}
 
 
+def as_turns(tops: dict[str, list[str]], turn: dict[str, str]) -> dict[str, list[str]]:
+    """Each question's top 10 as the LoCoMo turns its memories copy."""
+    return {q: [turn[m] for m in ids[:10]] for q, ids in tops.items()}
+
+
 async def write_cost(pg: EmbeddedPostgres, notes: int = 1024, batch: int = 128) -> str:
     """What the weights add to a write: the store alone (LoCoMo turns, random unit vectors, batches
     of 128), with the BM25 trigger on and off in alternating batches of the same run."""
@@ -120,6 +125,7 @@ async def main(
     AbandoningPool.release_timeout = 30.0  # a shared, loaded machine: do not count slow resets as hangs
     ds = load_dataset(json.loads(LOCOMO.read_text()))
     queries = [q.query for q in ds.queries[:200]]
+    relevant = {q.query: set(q.relevant) for q in ds.queries[:200]}
     load0 = os.getloadavg()[0]
     rows: list[str] = []
     checks: list[tuple[check.Counts, check.Claim]] = []
@@ -133,6 +139,7 @@ async def main(
                 async with fresh_database(pg, f"bench_lex_{size}_{layout}") as dsn, open_store(dsn) as store:
                     actor = Actor(name="bench", role="owner", origin="import")
                     n, copy = 0, 0
+                    turn: dict[str, str] = {}  # memory id → the LoCoMo turn it copies (recall of gold turns)
                     t0 = time.perf_counter()
                     while n < size:
                         batch = [
@@ -148,7 +155,8 @@ async def main(
                             for i, m in enumerate(ds.memories[: size - n])
                         ]
                         for j in range(0, len(batch), 1000):
-                            await StoreWriter(store).note_many(batch[j : j + 1000], actor=actor)
+                            written = await StoreWriter(store).note_many(batch[j : j + 1000], actor=actor)
+                            turn.update((w.id, ds.memories[j + k].id) for k, w in enumerate(written))
                         n += len(batch)
                         copy += 1
                     load_s = time.perf_counter() - t0
@@ -189,11 +197,17 @@ async def main(
                     )
                     same = sum(exact[q][:10] == tops[q][:10] for q in queries if exact[q])
                     answered = sum(bool(exact[q]) for q in queries)
+                    # where the rankings differ, which finds more of the questions' evidence
+                    gold = {
+                        k: corpus.gold_recall(as_turns(v, turn), relevant)
+                        for k, v in (("before", exact), ("after", tops))
+                    }
                     lat = await interleaved({"before": before, "after": after}, queries, runs)
                     rows.append(
                         f"| {size:,} | {layout} | {lat['before'][0]:.1f} / {lat['before'][1]:.1f} | "
                         f"{lat['after'][0]:.1f} / {lat['after'][1]:.1f} | "
                         f"{lat['after'][1] / lat['before'][1]:.2f}× | {same}/{answered} | "
+                        f"{gold['before']:.4f} / {gold['after']:.4f} | "
                         f"{float(space['col']):.0f} B ({float(space['nnz']):.1f} lexemes) | {space['gin'] / size:.0f} B | "
                         f"{load_s:.0f} s | {rewrite_s:.1f} s | {counts.summary()} |"
                     )
@@ -220,7 +234,8 @@ async def main(
                                 if exact[q]
                             )
                             stale_rows.append(
-                                f"| {size:,} | {layout} | {ratio} | {same_top}/{answered} | {overlap:.3f} |"
+                                f"| {size:,} | {layout} | {ratio} | {same_top}/{answered} | {overlap:.3f} | "
+                                f"{corpus.gold_recall(as_turns(tops, turn), relevant):.4f} |"
                             )
                             print(stale_rows[-1], file=sys.stderr, flush=True)
                         await store.settle_weights()
@@ -272,8 +287,9 @@ async def main(
         f"{load0:.1f} at the start, {load1:.1f} at the end ({os.cpu_count()} CPUs).",
         "",
         "| memories | layout | before p50 / p95 ms | after p50 / p95 ms | after / before p95 | same top-10 (of questions "
-        "with hits) | weights / memory | full-text GIN / memory | load s | rewrite s | outcomes (after) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "with hits) | gold recall@10 before / after | weights / memory | full-text GIN / memory | load s | rewrite s "
+        "| outcomes (after) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
         *extra,
@@ -285,8 +301,8 @@ async def main(
             "",
             "A stale reference length (weights at live mean / ratio), against the exact top 10:",
             "",
-            "| memories | layout | live mean / reference | same top-10 | mean overlap@10 |",
-            "|---|---|---|---|---|",
+            "| memories | layout | live mean / reference | same top-10 | mean overlap@10 | gold recall@10 |",
+            "|---|---|---|---|---|---|",
             *stale_rows,
         ]
     return "\n".join(out), checks

@@ -163,11 +163,12 @@ async def measure(
         await store.close()
 
 
-async def lexical_pair(dsn: str, queries: list[str], layout: str) -> dict[str, float]:
+async def lexical_pair(dsn: str, queries: list[str], layout: str, ds: Any) -> dict[str, float]:
     """The shipped lexical leg (MaxScore over sparsevec weights) against exhaustive BM25 over the
     same weights (every memory holding a query term scored, tests/kit/lexical_reference.exhaustive),
-    query by query in one loop: the same top 10 counted, and how often the bound (not a cost limit)
-    ended the scan. Runs after the pipeline's timings, on the same database."""
+    query by query in one loop: the same top 10 counted, how often the bound (not a cost limit)
+    ended the scan, and, where the two differ, each one's recall of the questions' evidence turns
+    (`seq` is the turn a copy was made of). Runs after the pipeline's timings, on the same database."""
     from tests.kit import lexical_reference as reference
 
     from brain.store import Store
@@ -178,6 +179,7 @@ async def lexical_pair(dsn: str, queries: list[str], layout: str) -> dict[str, f
         scope = corpus.scope(layout)
         lat: dict[str, list[float]] = {"exhaustive": [], "maxscore": []}
         same = answered = exact = scanned = terms = 0
+        tops: dict[str, dict[str, list[str]]] = {"exhaustive": {}, "maxscore": {}}
         for i, q in enumerate([*queries[:10], *queries]):
             t = time.perf_counter()
             full = [d for d, _ in (await reference.exhaustive(store, q, scope, 80)).hits[:10]]
@@ -194,9 +196,20 @@ async def lexical_pair(dsn: str, queries: list[str], layout: str) -> dict[str, f
             if full:
                 answered += 1
                 same += full == [d for d, _ in got.hits[:10]]
+            tops["exhaustive"][q], tops["maxscore"][q] = full, [d for d, _ in got.hits[:10]]
+        ids = list({m for ranking in tops.values() for top in ranking.values() for m in top})
+        seq = dict(await store.pool_for_tests.fetch("SELECT id, seq FROM memories WHERE id = ANY($1)", ids))
+        relevant = {q.query: set(q.relevant) for q in ds.queries}
+        gold = {
+            name: corpus.gold_recall(
+                {q: [ds.memories[seq[m]].id for m in top] for q, top in ranking.items()}, relevant
+            )
+            for name, ranking in tops.items()
+        }
         out: dict[str, float] = {
             "same top-10": float(same), "answered": float(answered), "exact": float(exact),
             "terms scanned": scanned / max(terms, 1),
+            "exhaustive gold recall@10": gold["exhaustive"], "maxscore gold recall@10": gold["maxscore"],
         }  # fmt: skip
         for name, values in lat.items():
             out[f"{name} p50"], out[f"{name} p95"] = percentile(values, 0.5), percentile(values, 0.95)
@@ -242,7 +255,7 @@ async def main(a: argparse.Namespace) -> None:
         loads["measure"] = (l0, os.getloadavg())
         load1 = loads["measure"][1]
         l0 = os.getloadavg()
-        pairs = {c: await lexical_pair(dsns[c], queries, c[1]) for c in cases}
+        pairs = {c: await lexical_pair(dsns[c], queries, c[1], ds) for c in cases}
         loads["lexical pair"] = (l0, os.getloadavg())
         print(f"lexical pair: {pairs}", file=sys.stderr, flush=True)
     lines = [
@@ -306,15 +319,16 @@ async def main(a: argparse.Namespace) -> None:
         "(MaxScore: rarest terms first, stopped by the bound; brain/store/lexical.py), top 80:",
         "",
         "| memories | layout | exhaustive p50 / p95 ms | shipped p50 / p95 ms | same top-10 | stopped by the bound | "
-        "query terms scanned |",
-        "|---|---|---|---|---|---|---|",
+        "query terms scanned | gold recall@10 exhaustive / shipped |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for c in cases:
         v = pairs[c]
         lines.append(
             f"| {c[0]:,} | {c[1]} | {v['exhaustive p50']:.1f} / {v['exhaustive p95']:.1f} | {v['maxscore p50']:.1f} / "
             f"{v['maxscore p95']:.1f} | {v['same top-10']:.0f}/{v['answered']:.0f} | "
-            f"{v['exact']:.0f}/{len(queries)} | {v['terms scanned']:.0%} |"
+            f"{v['exact']:.0f}/{len(queries)} | {v['terms scanned']:.0%} | "
+            f"{v['exhaustive gold recall@10']:.4f} / {v['maxscore gold recall@10']:.4f} |"
         )
     print("\n".join(lines))
     figures = {

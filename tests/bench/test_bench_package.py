@@ -126,3 +126,15 @@ def test_one_postgres_one_percentile_one_writer(path: Path) -> None:
     assert not defs & {"percentile", "pct", "_pct", "p95", "quantile"}
     if path != ROOT / "hack" / "bench" / "results.py":
         assert not {s for s in literals if "bench-results" in s or results.HANDOFF in s}
+
+
+def test_gold_recall_counts_any_copy_of_an_evidence_turn_once() -> None:
+    """The lexical benches' recall column: a ranking that differs from reference BM25 is judged by
+    the evidence turns in its top 10 (copies of one turn count once; questions without evidence are
+    left out), so two rankings that hold the same turns in another order score alike."""
+    from hack.bench.corpus import gold_recall
+
+    relevant = {"a": {"t1", "t2"}, "b": {"t3"}, "c": set()}
+    tops = {"a": ["t1", "t1", "t9"], "b": ["t9"] * 10 + ["t3"], "c": ["t1"]}
+    assert gold_recall(tops, relevant) == pytest.approx((0.5 + 0.0) / 2)
+    assert gold_recall({"a": ["t9", "t2", "t1"], "b": ["t3"]}, relevant) == 1.0
