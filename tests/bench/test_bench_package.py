@@ -138,3 +138,16 @@ def test_gold_recall_counts_any_copy_of_an_evidence_turn_once() -> None:
     tops = {"a": ["t1", "t1", "t9"], "b": ["t9"] * 10 + ["t3"], "c": ["t1"]}
     assert gold_recall(tops, relevant) == pytest.approx((0.5 + 0.0) / 2)
     assert gold_recall({"a": ["t9", "t2", "t1"], "b": ["t3"]}, relevant) == 1.0
+
+
+def test_the_ha_part_runs_a_test_that_exists() -> None:
+    """hack/bench/ha.py runs one e2e case by name; a name that matches nothing (it once selected
+    with `-k failover`, after the test was renamed) makes the part fail without measuring."""
+    from hack.bench.ha import FAILOVER
+
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", FAILOVER],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert done.stdout.splitlines()[0] == FAILOVER, done.stdout[:500]
