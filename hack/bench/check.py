@@ -67,23 +67,36 @@ def of_result(result: Any = None, error: BaseException | None = None) -> tuple[s
     return ("injected" if result.all_hits else "none"), []
 
 
+#: questions kept per outcome other than `injected`: enough to rerun the ones that went otherwise
+EXAMPLES = 5
+
+
 @dataclass
 class Counts:
     outcomes: Counter[str] = field(default_factory=Counter)
     causes: Counter[str] = field(default_factory=Counter)
+    # the first few requests of each outcome other than `injected`, when the caller names them: a
+    # run's two `none` at 1M could not be traced to a question after its temporary database was gone
+    examples: dict[str, list[str]] = field(default_factory=dict)
 
-    def add(self, outcome: str, causes: Iterable[str] = ()) -> str:
+    def add(self, outcome: str, causes: Iterable[str] = (), *, example: str | None = None) -> str:
         if outcome not in OUTCOMES:
             raise ValueError(f"unknown outcome {outcome!r}")
         self.outcomes[outcome] += 1
         self.causes.update(causes)
+        if example is not None and outcome != "injected":
+            kept = self.examples.setdefault(outcome, [])
+            if len(kept) < EXAMPLES and example not in kept:
+                kept.append(example)
         return outcome
 
     def add_response(self, status: int | None, headers: Mapping[str, str] | None) -> str:
         return self.add(*of_response(status, headers))
 
-    def add_result(self, result: Any = None, error: BaseException | None = None) -> str:
-        return self.add(*of_result(result, error))
+    def add_result(
+        self, result: Any = None, error: BaseException | None = None, *, example: str | None = None
+    ) -> str:
+        return self.add(*of_result(result, error), example=example)
 
     @property
     def total(self) -> int:
@@ -104,6 +117,7 @@ class Counts:
             "total": self.total,
             **{o: self.outcomes[o] for o in OUTCOMES},
             "causes": dict(sorted(self.causes.items())),
+            **({"examples": self.examples} if self.examples else {}),
         }
 
 

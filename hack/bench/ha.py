@@ -19,8 +19,8 @@ from pathlib import Path
 from hack.bench import ROOT, on_the_real_node, parser, results
 
 IMAGES = ("operator", "gateway", "embedder", "jobs", "database", "cnpg", "cnpg-postgres")
-#: the case this part repeats, by node id: a `-k` word that no longer matched (the test was renamed)
-#: selected nothing, and the part failed without measuring
+#: the case this part repeats, by node id: the `-k failover` it used before never matched the case's
+#: name, so the part selected nothing and failed without measuring
 FAILOVER = "e2e/pods/test_ha.py::test_primary_deleted_under_traffic"
 
 

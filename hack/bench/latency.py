@@ -42,11 +42,11 @@ async def timed(
         try:
             res = await retriever.retrieve(q, scope, include_pinned=True)
         except Exception as e:  # counted: the check fails the run after the table
-            counts.add_result(error=e)
+            counts.add_result(error=e, example=q)
             continue
         render_block(within_budget(res.all_hits, 1500))
         out["total"].append((time.perf_counter() - t) * 1000)
-        counts.add_result(res)
+        counts.add_result(res, example=q)
         for stage, sec in res.timings.items():
             if stage != "total":
                 out.setdefault(stage, []).append(sec * 1000)

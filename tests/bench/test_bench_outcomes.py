@@ -138,6 +138,18 @@ def test_counts_refuse_unknown_outcomes_and_serialise() -> None:
     assert c["injected"] == 2 and c.total == 3
 
 
+def test_counts_keep_the_first_questions_that_were_not_injected() -> None:
+    """A row's `none` or `degraded` names its questions in the record, so a rerun can trace them."""
+    c = check.Counts()
+    c.add("injected", example="q0")
+    for i in range(check.EXAMPLES + 2):
+        c.add("none", example=f"q{i % (check.EXAMPLES + 1)}")
+    c.add("degraded", ["embedder_down"], example="q9")
+    c.add("none")
+    assert c.examples == {"none": [f"q{i}" for i in range(check.EXAMPLES)], "degraded": ["q9"]}
+    assert c.as_dict()["examples"] == c.examples and c["none"] == check.EXAMPLES + 3
+
+
 def test_a_mismatch_exits_non_zero() -> None:
     """Uncaught in a bench script, the mismatch is a non-zero exit with the row named."""
     code = (

@@ -141,8 +141,8 @@ def test_gold_recall_counts_any_copy_of_an_evidence_turn_once() -> None:
 
 
 def test_the_ha_part_runs_a_test_that_exists() -> None:
-    """hack/bench/ha.py runs one e2e case by name; a name that matches nothing (it once selected
-    with `-k failover`, after the test was renamed) makes the part fail without measuring."""
+    """hack/bench/ha.py runs one e2e case by name; a name that matches nothing (its `-k failover`
+    never matched the case) makes the part fail without measuring."""
     from hack.bench.ha import FAILOVER
 
     done = subprocess.run(
