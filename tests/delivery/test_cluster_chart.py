@@ -189,16 +189,17 @@ def test_default_install_reconciles_brains_of_its_namespace_only(
             ).stdout
             names = {s["metadata"]["name"] for s in json.loads(secrets)["items"]}
             deploys = kube_cluster.kubectl("get", "deploy", "-n", ns, "-o", "name").stdout.split()
-            if wanted <= names and "deployment.apps/team-gateway" in deploys:
+            # the status is patched after the handler has applied the children: wait for it too
+            status = json.loads(kube_cluster.kubectl("get", "brain", "team", "-n", ns, "-o", "json").stdout)
+            conditions = (status.get("status") or {}).get("conditions")
+            if wanted <= names and "deployment.apps/team-gateway" in deploys and conditions:
                 break
             assert op.poll() is None, log.read_text()[-4000:]
             assert time.monotonic() < deadline, (
-                f"the Brain in {ns} was not reconciled (secrets {names}, deployments {deploys}):\n"
-                + log.read_text()[-4000:]
+                f"the Brain in {ns} was not reconciled (secrets {names}, deployments {deploys}, "
+                f"status {status.get('status')}):\n" + log.read_text()[-4000:]
             )
             time.sleep(1)
-        status = json.loads(kube_cluster.kubectl("get", "brain", "team", "-n", ns, "-o", "json").stdout)
-        assert status.get("status", {}).get("conditions"), status.get("status")
         # the other namespace's Brain: no finalizer, no status, no children
         left = json.loads(kube_cluster.kubectl("get", "brain", "team", "-n", other, "-o", "json").stdout)
         assert not left["metadata"].get("finalizers") and not left.get("status"), left
