@@ -186,16 +186,22 @@ class Operator:
         # the image builds beside it) a 3 s limit failed a scrape the operator answered later.
         return httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=10).text
 
+    def samples(self, name: str) -> dict[str, float]:
+        """Each sample of ``name``, keyed by its name and label set as exposed."""
+        out: dict[str, float] = {}
+        for line in self.metrics().splitlines():
+            if line.startswith((name + "{", name + " ")):
+                head, _, value = line.rpartition(" ")
+                out[head] = float(value)
+        return out
+
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of ``name`` whose labels include ``labels``."""
-        total = 0.0
-        for line in self.metrics().splitlines():
-            if not line.startswith(name + "{") and not line.startswith(name + " "):
-                continue
-            head, _, value = line.rpartition(" ")
-            if all(f'{k}="{v}"' in head for k, v in labels.items()):
-                total += float(value)
-        return total
+        return sum(
+            value
+            for head, value in self.samples(name).items()
+            if all(f'{k}="{v}"' in head for k, v in labels.items())
+        )
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-6000:]

@@ -209,7 +209,7 @@ def test_a_steady_state_makes_no_writes(kc: Kubectl, operator: Operator) -> None
     wait_for(
         "quiet", lambda: operator.metric("brain_operator_reconcile_total", result="noop") >= 2, timeout=30
     )
-    writes = _writes(operator)
+    writes = operator.samples("brain_operator_api_writes_total")
     assert sum(writes.values()) > 0, "the Brain's children were applied: the counter must show it"
     noops = operator.metric("brain_operator_reconcile_total", result="noop")
     wait_for(
@@ -217,19 +217,9 @@ def test_a_steady_state_makes_no_writes(kc: Kubectl, operator: Operator) -> None
         lambda: operator.metric("brain_operator_reconcile_total", result="noop") >= noops + 2,
         timeout=30,
     )
-    after = _writes(operator)
+    after = operator.samples("brain_operator_api_writes_total")
     # by verb and kind, with the log: CI once saw one write here (41 against 40) and nothing to say which
     assert after == writes, ({k: after.get(k, 0) - writes.get(k, 0) for k in after}, operator.log())
-
-
-def _writes(operator: Operator) -> dict[str, float]:
-    """brain_operator_api_writes_total per label set (verb, kind)."""
-    name = "brain_operator_api_writes_total"
-    return {
-        head: float(value)
-        for head, _, value in (line.rpartition(" ") for line in operator.metrics().splitlines())
-        if head.startswith(name + "{")
-    }
 
 
 def test_drift_is_restored(kc: Kubectl, operator: Operator) -> None:
