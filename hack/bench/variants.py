@@ -16,6 +16,12 @@ normalised), e.g. e5-small-v2, which also wants its instructions on both sides:
     python -m hack.bench.variants --set tests/data/generated_eval.json --variant calibrated \
         --model intfloat/e5-small-v2=$(bash hack/model.sh e5-small) --mean-pooled 384 \
         --query-prefix "query: " --doc-prefix "passage: " --vector-floors 0.8,0.85
+
+`--embedder-down` asks every question with the embedder down, as the gateway does during an outage:
+
+    python -m hack.bench.variants --set tests/data/team_eval.json --set tests/data/generated_eval.json \
+        --set /work/shared/data/locomo10-retrieval.json --embedder-down --modes hybrid \
+        --variant keywords-alone-1.0 --variant keywords-alone-0.4
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from hack.bench import parser
 from tests.kit.database import postgres
 
 from brain.core.contract import RetrievalFloor
-from brain.embedder import LocalEmbedder
+from brain.embedder import EmbedderUnavailable, LocalEmbedder
 from brain.local.eval import MODES, evaluate, load_dataset, load_into
 from brain.retrieval import calibration
 from brain.retrieval.pipeline import RetrievalConfig
@@ -73,7 +79,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "standout-0.5": {"standout_ratio": 0.5, "top_k": 5},
     "standout-0.6": {"standout_ratio": 0.6, "top_k": 5},
     "standout-0.65": {"standout_ratio": 0.65, "top_k": 5},
+    # the keyword legs alone, with --embedder-down: the lexical floor's scale (RetrievalConfig.keywords_alone)
+    **{f"keywords-alone-{x}": {"keywords_alone": x} for x in (1.0, 0.8, 0.6, 0.5, 0.4, 0.3)},
 }
+
+
+class DownEmbedder:
+    """An embedder that is down: every question goes to the keyword legs alone, as the gateway's do."""
+
+    def __init__(self, inner: Any) -> None:
+        self.model, self.dim = inner.model, inner.dim
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        raise EmbedderUnavailable("--embedder-down")
 
 
 async def main() -> None:
@@ -99,6 +117,11 @@ async def main() -> None:
         metavar="DIM",
         help="register --model with fastembed as a mean-pooled, normalised model of this width",
     )
+    ap.add_argument(
+        "--embedder-down",
+        action="store_true",
+        help="load with the model, then ask with the embedder down (the keyword legs alone)",
+    )
     args = ap.parse_args()
     model, _, model_dir = (args.model or "").partition("=")
     if args.mean_pooled:
@@ -116,7 +139,11 @@ async def main() -> None:
     inner = LocalEmbedder(model, model_path=model_dir or None) if model else LocalEmbedder()
     embedder = CachedEmbedder(inner, args.doc_prefix)
     # the questions' embedder: the same model, with its query instruction (the probes are questions too)
-    asker = CachedEmbedder(inner, args.query_prefix) if args.query_prefix != args.doc_prefix else embedder
+    asker: Any = (
+        CachedEmbedder(inner, args.query_prefix) if args.query_prefix != args.doc_prefix else embedder
+    )
+    if args.embedder_down:
+        asker = DownEmbedder(inner)
     for v in filter(None, args.vector_floors.split(",")):
         floor, _, q = v.partition(":")  # "0.7:0.9": configured floor 0.7, calibration quantile 0.9
         calib = {"calibration": float(q)} if q else {}

@@ -106,6 +106,25 @@ async def test_embedder_down_lexical_answers_alone_and_is_counted(
     assert telemetry.retrieval_degraded.labels("embedder_down")._value.get() == before + 1
 
 
+async def test_embedder_down_keywords_answer_a_question_with_words_around_it(
+    service: MemoryService, owner: Actor
+) -> None:
+    """With the embedder down the keyword legs answer alone, at a lower lexical floor
+    (RetrievalConfig.keywords_alone): words around the question that no memory holds ("Hey, quick
+    question") no longer turn its memory away, and a question about nothing held still gets nothing."""
+    ids = await _seed(service, owner)
+    r = Retriever(service.store, _DeadEmbedder())
+    scope = Scope.of(["repo:payments"])
+    asked = await r.retrieve("Hey, quick question: which port does the staging Postgres listen on?", scope)
+    assert asked.degraded == ["embedder_down"]
+    assert [h.id for h in asked.hits] == [ids[FACTS[0][1]]]
+    for unrelated in (
+        "Who won the chess final in 2017?",
+        "Hey, quick question: what is the capital of Peru?",
+    ):
+        assert (await r.retrieve(unrelated, scope)).all_hits == [], unrelated
+
+
 async def test_required_entries_are_force_included(service: MemoryService, owner: Actor) -> None:
     await _seed(service, owner)
     pinned = (
