@@ -100,11 +100,12 @@ class RetrievalConfig(BaseModel):
     floor: RetrievalFloor = Field(default_factory=RetrievalFloor)
     # When the question has no embedding (the embedder is down or was late), the keyword legs answer
     # alone and the lexical floor is scaled by this. At the full floor they turned away the words a
-    # user puts around a question ("Hey, quick question: which port does the staging database use?"
-    # covers 0.33 of its IDF: "hey" and "quick" are in no memory). 0.4, chosen on dev as the lowest
-    # scale that kept the keyword legs' abstention: recall@5 team 0.474 → 0.789, generated 0.380 →
-    # 0.772, LoCoMo recall@10 0.543 → 0.697; 0.3 let an unrelated question through (docs/performance.md,
-    # "Keyword legs alone"). `--mode lexical`, the leg's own baseline, keeps the full floor.
+    # user puts around a question: "Hey, quick question: which port does the staging database use?"
+    # covers 0.33 of its IDF in a small brain ("hey" and "quick" are in no memory). 0.4 is the lowest
+    # scale that kept the keyword legs' abstention on dev: recall@5 team 0.474 → 0.789, generated
+    # 0.380 → 0.772, LoCoMo recall@10 0.543 → 0.697; 0.3 let an unrelated question through
+    # (docs/performance.md, "Keyword legs alone"). `--mode lexical`, the leg's own baseline, keeps
+    # the full floor.
     keywords_alone: float = Field(default=0.4, gt=0, le=1)
 
 
