@@ -123,6 +123,11 @@ async def test_embedder_down_keywords_answer_a_question_with_words_around_it(
         "Hey, quick question: what is the capital of Peru?",
     ):
         assert (await r.retrieve(unrelated, scope)).all_hits == [], unrelated
+    # no embedder at all is no failure: the full floor, as `--mode lexical` keeps it
+    alone = await Retriever(service.store, None).retrieve(
+        "Hey, quick question: which port does the staging Postgres listen on?", scope
+    )
+    assert alone.all_hits == [] and alone.floors["lexical"] == RetrievalConfig().floor.lexical
 
 
 async def test_required_entries_are_force_included(service: MemoryService, owner: Actor) -> None:
