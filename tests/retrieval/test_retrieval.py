@@ -123,11 +123,18 @@ async def test_embedder_down_keywords_answer_a_question_with_words_around_it(
         "Hey, quick question: what is the capital of Peru?",
     ):
         assert (await r.retrieve(unrelated, scope)).all_hits == [], unrelated
-    # no embedder at all is no failure: the full floor, as `--mode lexical` keeps it
-    alone = await Retriever(service.store, None).retrieve(
+    # no model at all (the gateway's in-process one loading, or failed to load) is the same outage,
+    # and says so; `--mode lexical` (no vector leg) is not one and keeps the full floor
+    before = telemetry.retrieval_degraded.labels("embedder_down")._value.get()
+    unloaded = await Retriever(service.store, None).retrieve(
         "Hey, quick question: which port does the staging Postgres listen on?", scope
     )
-    assert alone.all_hits == [] and alone.floors["lexical"] == RetrievalConfig().floor.lexical
+    assert unloaded.degraded == ["embedder_down"] and [h.id for h in unloaded.hits] == [ids[FACTS[0][1]]]
+    assert telemetry.retrieval_degraded.labels("embedder_down")._value.get() == before + 1
+    lexical = await _retriever(service, legs=("lexical", "trigram")).retrieve(
+        "Hey, quick question: which port does the staging Postgres listen on?", scope
+    )
+    assert lexical.degraded == [] and lexical.floors["lexical"] == RetrievalConfig().floor.lexical
 
 
 async def test_required_entries_are_force_included(service: MemoryService, owner: Actor) -> None:

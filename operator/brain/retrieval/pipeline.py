@@ -98,14 +98,15 @@ class RetrievalConfig(BaseModel):
     # 0 injects up to top_k. fusion.selective; 0.55 chosen on dev (docs/performance.md).
     standout_ratio: float = Field(default=0.55, ge=0, le=1)
     floor: RetrievalFloor = Field(default_factory=RetrievalFloor)
-    # When the question's embedding failed (the embedder is down, its breaker open, or the answer
-    # late), the keyword legs answer alone and the lexical floor is scaled by this. At the full floor
-    # they turned away the words a user puts around a question: "Hey, quick question: which port does
-    # the staging database use?" covers 0.33 of its IDF in a small brain (words no memory holds count
-    # at the highest IDF). 0.4 is the lowest scale tried that kept the keyword legs' abstention on
-    # dev: recall@5 team 0.474 → 0.789, generated 0.380 → 0.772, LoCoMo recall@10 0.543 → 0.697; 0.3
-    # let an unrelated question through (docs/performance.md, "Keyword legs alone"). `--mode lexical`
-    # (the leg's own baseline) and a retriever with no embedder at all keep the full floor.
+    # When the question has no embedding (the embedder is down or not loaded, its breaker open, or
+    # the answer late), the keyword legs answer alone and the lexical floor is scaled by this. At the
+    # full floor they turned away the words a user puts around a question: "Hey, quick question:
+    # which port does the staging database use?" covers 0.33 of its IDF in a small brain (words no
+    # memory holds count at the highest IDF). 0.4 is the lowest scale tried that kept the keyword
+    # legs' abstention on dev: recall@5 team 0.474 → 0.789, generated 0.380 → 0.772, LoCoMo
+    # recall@10 0.543 → 0.697; 0.3 let an unrelated question through (docs/performance.md, "Keyword
+    # legs alone"). `--mode lexical` (the leg's own baseline, no vector leg at all) keeps the full
+    # floor.
     keywords_alone: float = Field(default=0.4, gt=0, le=1)
 
 
@@ -188,6 +189,10 @@ class Retriever:
 
     async def _embed(self, query: str, result: RetrievalResult) -> Any:
         if self.embedder is None:
+            # No model (the gateway's in-process model still loading, or it failed to load): the
+            # keyword legs answer, and the caller and the counter are told, as when it is down.
+            result.degraded.append("embedder_down")
+            telemetry.retrieval_degraded.labels("embedder_down").inc()
             return None
         try:
             vecs = await self._timed(
@@ -281,8 +286,8 @@ class Retriever:
             raise outcomes[0]
         proof = evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens))
         floors = result.floors = self._floors(scope)
-        if vec is None and self.embedder is not None and "vector" in cfg.legs:
-            floors["lexical"] *= cfg.keywords_alone  # the embedding failed: result.degraded says why
+        if vec is None and "vector" in cfg.legs:
+            floors["lexical"] *= cfg.keywords_alone  # no embedding: result.degraded says why
         result.evidence = proof
         passing = above_floor(proof, floors)
         if cfg.floor.gate and not gate_open(proof, floors):
