@@ -624,12 +624,13 @@ async def layout_rows(
     lines: list[str] = []  # the notes under the table
     checks: list[tuple[check.Counts, check.Claim]] = []
     try:
+        # status ok: the database answers and the embedder does, so the in-process gateway has loaded
+        # its model (until then its questions are answered by keywords, and say so: embedder_down)
         pair = await start_pair(
-            dsn, state / layout, procs, ready=lambda d: d["database"] == "ok", remote_embedder=True
+            dsn, state / layout, procs, ready=lambda d: d["status"] == "ok", remote_embedder=True
         )
         gw_url, remote_url = pair.gw_url, pair.remote_url
         assert remote_url is not None
-        await asyncio.sleep(3)  # the offline model finishes loading in the gateway
         if a.stop_embedder:  # the outcome check must fail: the remote gateway's retrieval is degraded
             print("stopping the embedder process (--stop-embedder)", file=sys.stderr)
             stop(pair.embedder)
