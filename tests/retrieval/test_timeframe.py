@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from brain.core.models import Actor, MemoryIn
-from brain.retrieval import RetrievalConfig, Retriever
+from brain.embedder import EmbedderUnavailable
+from brain.retrieval import RetrievalConfig, Retriever, telemetry
 from brain.retrieval.timeframe import parse
 from brain.services.memory import MemoryService
 from brain.store import Scope
@@ -121,6 +123,43 @@ async def test_before_a_named_event_answers_with_the_version_valid_then(
     assert [
         h.id for h in (await off.retrieve("what did we track issues in before Linear?", Scope.of([]))).hits
     ] == [linear.id]
+
+
+async def test_a_question_about_the_past_asks_a_down_embedder_once(
+    service: MemoryService, owner: Actor
+) -> None:
+    """ "before Linear" retrieves a second time, as of then; that pass reuses the first one's embedding
+    (or its failure) instead of asking again, so a hung embedder costs the question one deadline, not
+    two, and the outage is counted once."""
+    jira = (
+        await service.note(
+            MemoryIn(body="We track issues and tickets in Jira.", valid_from=d(2024, 1, 10)), owner
+        )
+    ).memory
+    await service.supersede(
+        jira.id,
+        MemoryIn(body="We track issues and tickets in Linear.", valid_from=d(2025, 3, 1)),
+        jira.content_hash,
+        owner,
+    )
+
+    question = "what did we track issues in before Linear?"
+    asked: list[list[str]] = []
+
+    class Down:
+        model, dim = service.embedder.model, service.embedder.dim
+
+        async def embed(self, texts: list[str]) -> Any:
+            asked.append(texts)  # the question, and the floor calibration's probes in the background
+            raise EmbedderUnavailable("connection refused")
+
+    counted = telemetry.retrieval_degraded.labels("embedder_down")
+    before = counted._value.get()
+    res = await Retriever(service.store, Down(), SLOW_OK).retrieve(question, Scope.of([]))
+    assert res.timeframe is not None and res.timeframe.end == d(2025, 3, 1)
+    assert asked.count([question]) == 1 and counted._value.get() == before + 1
+    assert res.degraded == ["embedder_down"]
+    assert jira.id in [h.id for h in res.hits]  # the keyword legs still reach the version valid then
 
 
 async def test_a_month_in_the_question_lifts_what_was_recorded_then(

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar
@@ -65,6 +65,10 @@ STAGE_ATTRS: dict[str, dict[str, str]] = {
 
 async def _none() -> None:
     return None
+
+
+async def _given(vector: Any) -> Any:
+    return vector
 
 
 class RetrievalConfig(BaseModel):
@@ -230,7 +234,11 @@ class Retriever:
         include_pinned: bool = False,
         use_time: bool = True,
         select: bool = True,
+        embedded: tuple[Any] | None = None,
     ) -> RetrievalResult:
+        """`embedded`: the query's embedding when the caller already asked for it, `(None,)` when that
+        failed (the caller's result says why): it is not asked for again, so a question about the
+        past waits for a hung embedder once, and its outage is counted once."""
         cfg = self.config
         limit = limit or cfg.top_k
         result = RetrievalResult(hits=[])
@@ -244,7 +252,14 @@ class Retriever:
             else None
         )
 
-        vec_task = asyncio.create_task(self._embed(query, result) if "vector" in cfg.legs else _none())
+        asked: Coroutine[Any, Any, Any]
+        if embedded is not None:
+            asked = _given(embedded[0])
+        elif "vector" in cfg.legs:
+            asked = self._embed(query, result)
+        else:
+            asked = _none()
+        vec_task = asyncio.create_task(asked)
         use = set(cfg.legs)
         # Tasks, not bare coroutines: the lexical legs must run while the query is being embedded.
         legs: dict[str, Awaitable[list[tuple[str, float]]]] = {}
@@ -383,6 +398,7 @@ class Retriever:
                 limit=limit,
                 use_time=False,
                 select=False,  # candidates for this ranking, not what is injected: all of them
+                embedded=(vec,),
             )
             history = past.hits
             result.evidence = {**past.evidence, **proof}
