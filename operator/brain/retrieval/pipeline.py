@@ -63,10 +63,6 @@ STAGE_ATTRS: dict[str, dict[str, str]] = {
 }
 
 
-async def _none() -> None:
-    return None
-
-
 async def _given(vector: Any) -> Any:
     return vector
 
@@ -258,7 +254,7 @@ class Retriever:
         elif "vector" in cfg.legs:
             asked = self._embed(query, result)
         else:
-            asked = _none()
+            asked = _given(None)
         vec_task = asyncio.create_task(asked)
         use = set(cfg.legs)
         # Tasks, not bare coroutines: the lexical legs must run while the query is being embedded.
