@@ -16,7 +16,7 @@ from brain.retrieval.fusion import above_floor, diversify, episode_context, evid
 from brain.retrieval.query import compound_names, identifier_tokens, shape_query
 from brain.retrieval.render import estimate_tokens, fence_for, render_block, render_hit, within_budget
 from brain.services.memory import MemoryService
-from brain.store import Scope
+from brain.store import Scope, Store
 from brain.store.writer import StoreWriter
 
 FACTS = [
@@ -135,6 +135,19 @@ async def test_embedder_down_keywords_answer_a_question_with_words_around_it(
         "Hey, quick question: which port does the staging Postgres listen on?", scope
     )
     assert lexical.degraded == [] and lexical.floors["lexical"] == RetrievalConfig().floor.lexical
+
+
+async def test_a_write_with_no_model_loaded_is_counted_and_wakes_the_mend(store: Store, owner: Actor) -> None:
+    """Stored without a vector, as when the embedder fails, and told the same way: counted, and the
+    gateway's mend woken (before, a write made while the in-process model loaded said nothing and
+    waited for the 30 s index refresh)."""
+    woken: list[int] = []
+    counted = telemetry.retrieval_degraded.labels("embedder_down")
+    before = counted._value.get()
+    door = MemoryService(store, None, on_missing_vector=lambda: woken.append(1))
+    m = (await door.note(MemoryIn(body="Staging deploys roll out at noon."), owner)).memory
+    assert woken == [1] and counted._value.get() == before + 1
+    assert await store.pool_for_tests.fetchval("SELECT embedding IS NULL FROM memories WHERE id = $1", m.id)
 
 
 async def test_required_entries_are_force_included(service: MemoryService, owner: Actor) -> None:

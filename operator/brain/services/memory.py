@@ -249,16 +249,17 @@ class MemoryService:
         return Scope.of(wanted, **kw)
 
     async def _embed(self, text: str) -> np.ndarray | None:
-        if self.embedder is None:
-            return None
-        try:
-            return (await self.embedder.embed([text]))[0]
-        except Exception as e:  # stored without a vector: the gateway's mend (or `brainctl reindex`) fills it
-            log.warning("embedding failed, storing without a vector: %s", e)
-            telemetry.retrieval_degraded.labels("embedder_down").inc()
-            if self.on_missing_vector is not None:
-                self.on_missing_vector()
-            return None
+        """The text's vector, or None: stored without one, counted, and the gateway's mend (or
+        `brainctl reindex`) fills it, whether the embedder failed or no model is loaded yet."""
+        if self.embedder is not None:
+            try:
+                return (await self.embedder.embed([text]))[0]
+            except Exception as e:
+                log.warning("embedding failed, storing without a vector: %s", e)
+        telemetry.retrieval_degraded.labels("embedder_down").inc()
+        if self.on_missing_vector is not None:
+            self.on_missing_vector()
+        return None
 
     # ------------------------------------------------------------------ writes
 
