@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 from hack.bench import parser
 from tests.kit.database import postgres
+from tests.kit.embedders import DownEmbedder
 
 from brain.core.contract import RetrievalFloor
-from brain.embedder import EmbedderUnavailable, LocalEmbedder
+from brain.embedder import LocalEmbedder
 from brain.local.eval import MODES, evaluate, load_dataset, load_into
 from brain.retrieval import calibration
 from brain.retrieval.pipeline import RetrievalConfig
@@ -82,16 +83,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # the keyword legs alone, with --embedder-down: the lexical floor's scale (RetrievalConfig.keywords_alone)
     **{f"keywords-alone-{x}": {"keywords_alone": x} for x in (1.0, 0.8, 0.6, 0.5, 0.4, 0.3)},
 }
-
-
-class DownEmbedder:
-    """An embedder that is down: every question goes to the keyword legs alone, as the gateway's do."""
-
-    def __init__(self, inner: Any) -> None:
-        self.model, self.dim = inner.model, inner.dim
-
-    async def embed(self, texts: list[str]) -> np.ndarray:
-        raise EmbedderUnavailable("--embedder-down")
 
 
 async def main() -> None:
@@ -143,7 +134,7 @@ async def main() -> None:
         CachedEmbedder(inner, args.query_prefix) if args.query_prefix != args.doc_prefix else embedder
     )
     if args.embedder_down:
-        asker = DownEmbedder(inner)
+        asker = DownEmbedder(inner.model, inner.dim)  # every question to the keyword legs alone
     for v in filter(None, args.vector_floors.split(",")):
         floor, _, q = v.partition(":")  # "0.7:0.9": configured floor 0.7, calibration quantile 0.9
         calib = {"calibration": float(q)} if q else {}

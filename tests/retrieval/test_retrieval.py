@@ -5,12 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from brain.core.models import Actor, Hit, MemoryIn
-from brain.embedder import EmbedderUnavailable
 from brain.retrieval import RetrievalConfig, Retriever, telemetry
 from brain.retrieval.fusion import above_floor, diversify, episode_context, evidence, rrf, zscore_fusion
 from brain.retrieval.query import compound_names, identifier_tokens, shape_query
@@ -18,6 +16,7 @@ from brain.retrieval.render import estimate_tokens, fence_for, render_block, ren
 from brain.services.memory import MemoryService
 from brain.store import Scope, Store
 from brain.store.writer import StoreWriter
+from tests.kit.embedders import DownEmbedder
 
 FACTS = [
     ("repo:payments", "The staging Postgres for payments listens on port 6543 behind pgbouncer."),
@@ -86,20 +85,12 @@ async def test_superseded_versions_answer_only_as_of(service: MemoryService, own
     assert [h.id for h in then.hits] == [old.id]
 
 
-class _DeadEmbedder:
-    dim = 384
-    model = "dead"
-
-    async def embed(self, texts: list[str]) -> np.ndarray:
-        raise EmbedderUnavailable("connection refused")
-
-
 async def test_embedder_down_lexical_answers_alone_and_is_counted(
     service: MemoryService, owner: Actor
 ) -> None:
     ids = await _seed(service, owner)
     before = telemetry.retrieval_degraded.labels("embedder_down")._value.get()
-    r = Retriever(service.store, _DeadEmbedder())
+    r = Retriever(service.store, DownEmbedder())
     res = await r.retrieve("settlement worker refunds", Scope.of(["repo:payments"]))
     assert res.hits[0].id == ids[FACTS[1][1]]
     assert res.degraded == ["embedder_down"] and all("vector" not in h.legs for h in res.hits)
@@ -113,9 +104,10 @@ async def test_embedder_down_keywords_answer_a_question_with_words_around_it(
     (RetrievalConfig.keywords_alone): words around the question that no memory holds ("Hey, quick
     question") no longer turn its memory away, and a question about nothing held still gets nothing."""
     ids = await _seed(service, owner)
-    r = Retriever(service.store, _DeadEmbedder())
+    r = Retriever(service.store, DownEmbedder())
     scope = Scope.of(["repo:payments"])
-    asked = await r.retrieve("Hey, quick question: which port does the staging Postgres listen on?", scope)
+    question = "Hey, quick question: which port does the staging Postgres listen on?"
+    asked = await r.retrieve(question, scope)
     assert asked.degraded == ["embedder_down"]
     assert [h.id for h in asked.hits] == [ids[FACTS[0][1]]]
     for unrelated in (
@@ -126,14 +118,10 @@ async def test_embedder_down_keywords_answer_a_question_with_words_around_it(
     # no model at all (the gateway's in-process one loading, or failed to load) is the same outage,
     # and says so; `--mode lexical` (no vector leg) is not one and keeps the full floor
     before = telemetry.retrieval_degraded.labels("embedder_down")._value.get()
-    unloaded = await Retriever(service.store, None).retrieve(
-        "Hey, quick question: which port does the staging Postgres listen on?", scope
-    )
+    unloaded = await Retriever(service.store, None).retrieve(question, scope)
     assert unloaded.degraded == ["embedder_down"] and [h.id for h in unloaded.hits] == [ids[FACTS[0][1]]]
     assert telemetry.retrieval_degraded.labels("embedder_down")._value.get() == before + 1
-    lexical = await _retriever(service, legs=("lexical", "trigram")).retrieve(
-        "Hey, quick question: which port does the staging Postgres listen on?", scope
-    )
+    lexical = await _retriever(service, legs=("lexical", "trigram")).retrieve(question, scope)
     assert lexical.degraded == [] and lexical.floors["lexical"] == RetrievalConfig().floor.lexical
 
 

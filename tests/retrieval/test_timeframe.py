@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from brain.core.models import Actor, MemoryIn
-from brain.embedder import EmbedderUnavailable
 from brain.retrieval import RetrievalConfig, Retriever, telemetry
 from brain.retrieval.timeframe import parse
 from brain.services.memory import MemoryService
 from brain.store import Scope
+from tests.kit.embedders import DownEmbedder
 
 NOW = datetime(2025, 6, 18, 15, 30, tzinfo=UTC)  # a Wednesday
 # These tests are about ranking: a loaded machine must not drop the vector leg at the 300 ms budget.
@@ -144,20 +143,12 @@ async def test_a_question_about_the_past_asks_a_down_embedder_once(
     )
 
     question = "what did we track issues in before Linear?"
-    asked: list[list[str]] = []
-
-    class Down:
-        model, dim = service.embedder.model, service.embedder.dim
-
-        async def embed(self, texts: list[str]) -> Any:
-            asked.append(texts)  # the question, and the floor calibration's probes in the background
-            raise EmbedderUnavailable("connection refused")
-
+    down = DownEmbedder(service.embedder.model, service.embedder.dim)
     counted = telemetry.retrieval_degraded.labels("embedder_down")
     before = counted._value.get()
-    res = await Retriever(service.store, Down(), SLOW_OK).retrieve(question, Scope.of([]))
+    res = await Retriever(service.store, down, SLOW_OK).retrieve(question, Scope.of([]))
     assert res.timeframe is not None and res.timeframe.end == d(2025, 3, 1)
-    assert asked.count([question]) == 1 and counted._value.get() == before + 1
+    assert down.asked.count([question]) == 1 and counted._value.get() == before + 1
     assert res.degraded == ["embedder_down"]
     assert jira.id in [h.id for h in res.hits]  # the keyword legs still reach the version valid then
 
