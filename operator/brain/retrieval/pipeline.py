@@ -188,23 +188,23 @@ class Retriever:
         return await self.store.hits(ids), []
 
     async def _embed(self, query: str, result: RetrievalResult) -> Any:
-        if self.embedder is None:
-            # No model (the gateway's in-process model still loading, or it failed to load): the
-            # keyword legs answer, and the caller and the counter are told, as when it is down.
-            result.degraded.append("embedder_down")
-            telemetry.retrieval_degraded.labels("embedder_down").inc()
-            return None
-        try:
-            vecs = await self._timed(
-                result, "embed", asyncio.wait_for(self.embedder.embed([query]), self.config.embed_timeout_s)
-            )
-            return vecs[0]
-        except TimeoutError:
-            cause = "timeout"
-        except EmbedderUnavailable as e:
-            cause = e.cause
-        except Exception:
+        """The question's vector, or None with the cause in `result.degraded` and the counter."""
+        if self.embedder is None:  # the gateway's in-process model still loading, or failed to load
             cause = "embedder_down"
+        else:
+            try:
+                vecs = await self._timed(
+                    result,
+                    "embed",
+                    asyncio.wait_for(self.embedder.embed([query]), self.config.embed_timeout_s),
+                )
+                return vecs[0]
+            except TimeoutError:
+                cause = "timeout"
+            except EmbedderUnavailable as e:
+                cause = e.cause
+            except Exception:
+                cause = "embedder_down"
         result.degraded.append(cause)
         telemetry.retrieval_degraded.labels(cause).inc()
         return None
