@@ -11,6 +11,8 @@ A library of the benches, not a part: `make bench` runs only what hack/bench/__m
 
 from __future__ import annotations
 
+import functools
+import re
 import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -30,6 +32,56 @@ LEXEME_STATS_SQL = """INSERT INTO lexeme_stats (lexeme, df, max_tf)
       FROM memories, unnest(tsv) u WHERE status = 'active' GROUP BY u.lexeme"""
 
 
+TEXTS = {
+    "copied": "every copy the turn's own text",
+    "renamed": "copy k ≥ 1 of a conversation with its two speakers renamed, so no two bodies are equal",
+}
+
+# Syllables of the made-up names that `renamed` gives copies' speakers: 24³ = 13,824 names, enough
+# for every copy of every speaker at 1M (170 copies × 20 speakers).
+_SYLLABLES = (
+    "ba", "ko", "ri", "mu", "sel", "tan", "vo", "qui", "dra", "fen", "lo", "zar",
+    "pi", "gon", "hal", "ne", "wu", "tes", "yor", "cam", "bri", "oth", "sku", "ve",
+)  # fmt: skip
+
+
+def alias(n: int) -> str:
+    """The n-th made-up name: three syllables, capitalised, one lexeme no English text holds."""
+    k = len(_SYLLABLES)
+    if not 0 <= n < k**3:
+        raise ValueError(f"alias {n} is outside 0..{k**3 - 1}")
+    return (_SYLLABLES[n // k**2] + _SYLLABLES[n // k % k] + _SYLLABLES[n % k]).capitalize()
+
+
+def speakers(memories: Sequence[Any]) -> dict[str, tuple[str, ...]]:
+    """Each conversation's speakers (a LoCoMo body starts "Name: "), in order of first turn."""
+    out: dict[str, dict[str, None]] = {}
+    for m in memories:
+        out.setdefault(m.namespace, {})[m.body.split(":", 1)[0]] = None
+    return {ns: tuple(names) for ns, names in out.items()}
+
+
+def renamed(memories: Sequence[Any], copy: int) -> list[tuple[str, str]]:
+    """(title, body) of each memory in copy `copy` of the `renamed` corpus: copy 0 is LoCoMo itself;
+    in copy k ≥ 1 every whole-word mention of a conversation's speakers is another made-up name.
+
+    Why (#33): the write path keeps one active memory per body in a namespace (`Writer.note`), so a
+    team's `shared` never holds a turn 170 times, as the `copied` corpus does at 1M. Renamed copies
+    are distinct memories about other people with the same words around them: a question that names
+    its subject has postings that stay those of its subject, while its other words grow with N."""
+    if copy == 0:
+        return [(m.title, m.body) for m in memories]
+    convs = speakers(memories)
+    slots = {ns: i for i, ns in enumerate(convs)}
+    width = 2 * len(convs)  # speakers a copy renames: ≤ 2 a conversation
+    subs: dict[str, Any] = {}
+    for ns, names in convs.items():
+        new = {n: alias((copy - 1) * width + 2 * slots[ns] + j) for j, n in enumerate(names)}
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+        subs[ns] = functools.partial(pattern.sub, lambda x, new=new: new[x.group(1)])
+    return [(subs[m.namespace](m.title), subs[m.namespace](m.body)) for m in memories]
+
+
 def namespace(layout: str, i: int) -> str:
     """The namespace of the corpus's i-th memory (counted over all copies)."""
     if layout == "shared":
@@ -46,6 +98,13 @@ def scope(layout: str, **kw: Any) -> Any:
     if layout not in LAYOUTS:
         raise ValueError(f"unknown layout {layout!r}: one of {', '.join(LAYOUTS)}")
     return Scope.of([] if layout == "shared" else list(SPLIT[1:]), **kw)
+
+
+def turn_of(memories: Sequence[Any], seq: int, episode: str, texts: str) -> str:
+    """The LoCoMo turn a bench memory stands for (`seq` its index, `episode` "copy-K@…"): any copy
+    of it in the `copied` corpus; in the `renamed` one only copy 0, the others being about other people."""
+    copy = int(episode.split("@", 1)[0].removeprefix("copy-"))
+    return memories[seq].id if texts == "copied" or copy == 0 else f"{memories[seq].id}#copy-{copy}"
 
 
 def gold_recall(tops: Mapping[str, Sequence[str]], relevant: Mapping[str, set[str]]) -> float:

@@ -1,6 +1,7 @@
 """How retrieval cost grows: p50/p95 at 1M memories against 100k, in one run (issue 16).
 
     .venv/bin/python -m hack.bench.scale [--sizes 10000,100000,1000000] [--queries 200] [--layouts shared,split]
+                                         [--texts copied|renamed]
 
 Embedding a million texts takes hours on two cores, so the corpus is the `make bench` one built
 faster: LoCoMo's 5,882 turns copied until the store holds N, each copy with its text's real
@@ -8,7 +9,10 @@ embedding (the model's, embedded once and cached by hack/bench/vectors.py) jitte
 dimension, renormalised: copies differ, neighbourhoods stay those of real text). The queried scope
 holds the whole corpus (hack/bench/corpus.py, #33): layout `shared` puts every copy in the team's
 `shared`, layout `split` spreads them over `shared` + three repos and asks for all four; each its
-own database. Memories are
+own database. `--texts copied` (the default) repeats each turn's text, so at 1M every turn is there
+171 times; the write path would keep one (`Writer.note` keeps one active body a namespace), so
+`--texts renamed` gives each copy after the first other speakers' names (hack/bench/corpus.py): no
+body twice, the questions' subjects only in copy 0, and the words around them repeated as before. Memories are
 written with COPY into a table without its search indexes and triggers, then the lexeme statistics
 computed in one statement and each index built once and timed (the HNSW build at 1M is itself a
 figure for docs/scaling.md). Then VACUUM ANALYZE, as autovacuum leaves a live brain, and the
@@ -62,6 +66,7 @@ async def build(
     model: str,
     layout: str,
     indexes: tuple[str, ...] = tuple(INDEXES),
+    texts: str = "copied",
 ) -> dict[str, float]:
     """COPY `size` memories into a fresh store, then statistics and the `indexes` (names of INDEXES;
     a study of one leg builds only its own); returns seconds per step and the bytes of each."""
@@ -90,18 +95,24 @@ async def build(
             "id", "lineage_id", "kind", "namespace", "origin", "author", "title", "body",
             "content_hash", "valid_from", "episode", "seq", "embedding", "embedding_model",
         ]  # fmt: skip
-        hashes = [content_hash(m.body) for m in ds.memories]
+        if texts not in corpus.TEXTS:
+            raise ValueError(f"unknown texts {texts!r}: one of {', '.join(corpus.TEXTS)}")
         while n < size:
             take = min(len(ds.memories), size - n)
+            written = (
+                corpus.renamed(ds.memories, copy) if texts == "renamed" else corpus.renamed(ds.memories, 0)
+            )
+            hashes = [content_hash(body) for _, body in written]
             noise = rng.normal(0, 0.02, (take, base.shape[1])).astype(np.float32)
             vecs = base[:take] + noise
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             rows = []
             for i, m in enumerate(ds.memories[:take]):
                 mid = new_id()
+                title, body = written[i]
                 rows.append(
-                    (mid, mid, "note", corpus.namespace(layout, n + i), "import", "bench", m.title,
-                     m.body, hashes[i], m.valid_from, f"copy-{copy}@{m.valid_from}", i, vecs[i], model)
+                    (mid, mid, "note", corpus.namespace(layout, n + i), "import", "bench", title,
+                     body, hashes[i], m.valid_from, f"copy-{copy}@{m.valid_from}", i, vecs[i], model)
                 )  # fmt: skip
             await conn.copy_records_to_table("memories", records=rows, columns=cols)
             n += take
@@ -163,7 +174,9 @@ async def measure(
         await store.close()
 
 
-async def lexical_pair(dsn: str, queries: list[str], layout: str, ds: Any) -> dict[str, float]:
+async def lexical_pair(
+    dsn: str, queries: list[str], layout: str, ds: Any, texts: str = "copied"
+) -> dict[str, float]:
     """The shipped lexical leg (MaxScore over sparsevec weights) against exhaustive BM25 over the
     same weights (every memory holding a query term scored, tests/kit/lexical_reference.exhaustive),
     query by query in one loop: the same top 10 counted, how often the bound (not a cost limit)
@@ -198,12 +211,13 @@ async def lexical_pair(dsn: str, queries: list[str], layout: str, ds: Any) -> di
                 same += full == [d for d, _ in got.hits[:10]]
             tops["exhaustive"][q], tops["maxscore"][q] = full, [d for d, _ in got.hits[:10]]
         ids = list({m for ranking in tops.values() for top in ranking.values() for m in top})
-        seq = dict(await store.pool_for_tests.fetch("SELECT id, seq FROM memories WHERE id = ANY($1)", ids))
+        rows = await store.pool_for_tests.fetch(
+            "SELECT id, seq, episode FROM memories WHERE id = ANY($1)", ids
+        )
+        turn = {r["id"]: corpus.turn_of(ds.memories, r["seq"], r["episode"], texts) for r in rows}
         relevant = {q.query: set(q.relevant) for q in ds.queries}
         gold = {
-            name: corpus.gold_recall(
-                {q: [ds.memories[seq[m]].id for m in top] for q, top in ranking.items()}, relevant
-            )
+            name: corpus.gold_recall({q: [turn[m] for m in top] for q, top in ranking.items()}, relevant)
             for name, ranking in tops.items()
         }
         out: dict[str, float] = {
@@ -242,7 +256,9 @@ async def main(a: argparse.Namespace) -> None:
         for size, layout in cases:
             l0 = os.getloadavg()
             dsns[size, layout] = await pg.create_database(f"bench_scale_{size}_{layout}")
-            built[size, layout] = await build(dsns[size, layout], size, ds, base, embedder.model, layout)
+            built[size, layout] = await build(
+                dsns[size, layout], size, ds, base, embedder.model, layout, texts=a.texts
+            )
             loads[f"build {size} {layout}"] = (l0, os.getloadavg())
             print(f"built {size:,} {layout}: {built[size, layout]}", file=sys.stderr, flush=True)
         # Cases alternate run by run (use --runs ≥ 2), so all see the same drift in the machine's load.
@@ -255,14 +271,14 @@ async def main(a: argparse.Namespace) -> None:
         loads["measure"] = (l0, os.getloadavg())
         load1 = loads["measure"][1]
         l0 = os.getloadavg()
-        pairs = {c: await lexical_pair(dsns[c], queries, c[1], ds) for c in cases}
+        pairs = {c: await lexical_pair(dsns[c], queries, c[1], ds, a.texts) for c in cases}
         loads["lexical pair"] = (l0, os.getloadavg())
         print(f"lexical pair: {pairs}", file=sys.stderr, flush=True)
     lines = [
         f"## Retrieval at {' and '.join(f'{s:,}' for s in sizes)} memories, the whole corpus in the scope",
         "",
-        "`hack/bench/scale.py`: LoCoMo turns copied with their texts' embeddings jittered, COPY-loaded, "
-        "indexes built after; the queried scope holds every memory (layouts: "
+        f"`hack/bench/scale.py --texts {a.texts}`: LoCoMo turns copied ({corpus.TEXTS[a.texts]}) with their "
+        "texts' embeddings jittered, COPY-loaded, indexes built after; the queried scope holds every memory (layouts: "
         + "; ".join(f"{k}: {corpus.LAYOUTS[k]}" for k in layouts)
         + f", each its own database); {len(queries)} LoCoMo questions × {a.runs} runs per case, cases "
         f"alternating run by run. {os.cpu_count()} CPUs; load average {load0[0]:.1f} at the start, "
@@ -334,6 +350,7 @@ async def main(a: argparse.Namespace) -> None:
     figures = {
         "queries": len(queries),
         "runs": a.runs,
+        "texts": a.texts,
         "load": loads,
         "cases": [
             {
@@ -366,6 +383,12 @@ if __name__ == "__main__":
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--data", help="Postgres data directory (default: a temporary one)")
     ap.add_argument("--layouts", default="shared,split", help="comma-separated: " + ", ".join(corpus.LAYOUTS))
+    ap.add_argument(
+        "--texts",
+        default="copied",
+        choices=sorted(corpus.TEXTS),
+        help="; ".join(f"{k}: {v}" for k, v in corpus.TEXTS.items()),
+    )
     ap.add_argument("--json", help="also write the figures as JSON")
 
     def _interrupt(*_: object) -> None:

@@ -140,6 +140,36 @@ def test_gold_recall_counts_any_copy_of_an_evidence_turn_once() -> None:
     assert gold_recall({"a": ["t9", "t2", "t1"], "b": ["t3"]}, relevant) == 1.0
 
 
+def test_the_renamed_corpus_holds_no_body_twice_and_counts_only_copy_zero_as_evidence() -> None:
+    """The scale bench's `renamed` texts (#33): the write path keeps one active memory per body in a
+    namespace, so a corpus that stands for a real `shared` at 1M may not repeat a body; copy 0 is
+    LoCoMo as the questions ask it, and a renamed copy, about other people, is no evidence."""
+    from types import SimpleNamespace as M
+
+    from hack.bench.corpus import alias, renamed, turn_of
+
+    turns = [
+        M(id="c1/1", namespace="c1", title="Caroline in session 1", body="Caroline: Hey Mel! Melanie?"),
+        M(id="c1/2", namespace="c1", title="Melanie in session 1", body="Melanie: Hi Caroline. Carolines"),
+        M(id="c2/1", namespace="c2", title="Jon in session 1", body="Jon: Gina, Jonathan called"),
+        M(id="c2/2", namespace="c2", title="Gina in session 1", body="Gina: Thanks Jon"),
+    ]
+    assert renamed(turns, 0) == [(m.title, m.body) for m in turns]
+    copies = [renamed(turns, k) for k in range(0, 171)]  # 1M memories: LoCoMo's 5,882 turns × 171
+    bodies = [body for copy in copies for _, body in copy]
+    assert len(set(bodies)) == len(bodies)
+    one = copies[1]
+    assert one[0][1] == f"{alias(0)}: Hey Mel! {alias(1)}?"  # whole words: "Mel" is no speaker
+    assert one[1] == (f"{alias(1)} in session 1", f"{alias(1)}: Hi {alias(0)}. Carolines")
+    assert one[2][1] == f"{alias(2)}: {alias(3)}, Jonathan called"  # the second conversation's own names
+    assert copies[2][3][1] == f"{alias(7)}: Thanks {alias(6)}"  # copy 2 names no one as copy 1 did
+    assert turn_of(turns, 1, "copy-0@2023", "renamed") == "c1/2"
+    assert turn_of(turns, 1, "copy-7@2023", "renamed") != "c1/2"
+    assert turn_of(turns, 1, "copy-7@2023", "copied") == "c1/2"
+    with pytest.raises(ValueError, match="alias 13824"):
+        alias(13824)
+
+
 def test_the_ha_part_runs_a_test_that_exists() -> None:
     """hack/bench/ha.py runs one e2e case by name; a name that matches nothing (its `-k failover`
     never matched the case) makes the part fail without measuring."""
