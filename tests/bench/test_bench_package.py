@@ -17,7 +17,7 @@ MODULES = sorted(p.stem for p in (ROOT / "hack" / "bench").glob("*.py") if not p
 #: what the parts share, and `make bench`'s in-process sections: imported, not run
 LIBRARIES = {"check", "corpus", "vectors", "results", "quality", "latency", "notes"}
 #: run by hand: the scale run (hours at 1M) and the studies behind docs/performance.md's decisions
-BY_HAND = {"scale", "variants", "lexical_stale", "lexical_ta"}
+BY_HAND = {"scale", "variants", "lexical_stale", "lexical_ta", "lexical_top"}
 
 
 def test_make_bench_runs_every_part_the_package_has() -> None:
