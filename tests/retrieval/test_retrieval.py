@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import asyncpg
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -123,6 +125,27 @@ async def test_embedder_down_keywords_answer_a_question_with_words_around_it(
     assert telemetry.retrieval_degraded.labels("embedder_down")._value.get() == before + 1
     lexical = await _retriever(service, legs=("lexical", "trigram")).retrieve(question, scope)
     assert lexical.degraded == [] and lexical.floors["lexical"] == RetrievalConfig().floor.lexical
+
+
+async def test_a_failed_vector_leg_answers_by_keywords_at_the_keyword_floor(
+    service: MemoryService, owner: Actor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vector leg failing in Postgres (a statement timeout) while the embedder works leaves the
+    keyword legs alone, as a down embedder does: the same lower floor, so words around a question do
+    not turn its memory away (before, the full floor did), and an unrelated question still gets nothing."""
+    ids = await _seed(service, owner)
+
+    async def timed_out(*_: object) -> list[tuple[str, float]]:
+        raise asyncpg.exceptions.QueryCanceledError("canceling statement due to statement timeout")
+
+    monkeypatch.setattr(service.store, "vector_leg", timed_out)
+    r = _retriever(service)
+    scope = Scope.of(["repo:payments"])
+    asked = await r.retrieve("Hey, quick question: which port does the staging Postgres listen on?", scope)
+    assert asked.degraded == ["vector_failed"]
+    assert [h.id for h in asked.hits] == [ids[FACTS[0][1]]]
+    assert asked.floors["lexical"] == RetrievalConfig().floor.lexical * RetrievalConfig().keywords_alone
+    assert (await r.retrieve("Hey, quick question: what is the capital of Peru?", scope)).all_hits == []
 
 
 async def test_a_write_with_no_model_loaded_is_counted_and_wakes_the_mend(store: Store, owner: Actor) -> None:

@@ -297,8 +297,9 @@ class Retriever:
             raise outcomes[0]
         proof = evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens))
         floors = result.floors = self._floors(scope)
-        if vec is None and "vector" in cfg.legs:
-            floors["lexical"] *= cfg.keywords_alone  # no embedding: result.degraded says why
+        if "vector" in cfg.legs and "vector" not in scored:
+            # keywords alone (no embedding, or the vector leg failed): result.degraded says why
+            floors["lexical"] *= cfg.keywords_alone
         result.evidence = proof
         passing = above_floor(proof, floors)
         if cfg.floor.gate and not gate_open(proof, floors):
