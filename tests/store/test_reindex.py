@@ -226,6 +226,38 @@ async def test_filling_missing_vectors_never_gives_a_purged_entry_its_vector_bac
     assert await store.fill_live(embedder) == 0  # and no later fill takes the purged rows up again
 
 
+async def test_two_fills_at_once_embed_each_missing_entry_once(store: Store, embedder) -> None:
+    # Every gateway replica's mend is woken by the same index refresh: each read the same oldest rows
+    # without a vector and embedded them again. Now one fill runs at a time per brain: the mend
+    # (wait=False) leaves the rows to the fill that is running, `brainctl reindex` waits for it.
+    owner = Actor(name="owner", role="owner", origin="owner")
+    away = MemoryService(store, None)
+    for i in range(20):
+        await away.note(MemoryIn(body=f"Runbook step {i}: check the queue depth.", namespace="shared"), owner)
+    asked: list[str] = []
+    running = asyncio.Event()
+
+    class Counted:
+        model, dim = embedder.model, embedder.dim
+
+        async def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
+            asked.extend(texts)
+            running.set()
+            await asyncio.sleep(
+                0.2
+            )  # an embedder over the network: the other replica's refresh lands meanwhile
+            return await embedder.embed(texts)
+
+    first = asyncio.create_task(store.fill_live(Counted(), limit=16, wait=False))
+    await running.wait()
+    assert await store.fill_live(Counted(), limit=16, wait=False) == 0  # the second replica's mend
+    waited = asyncio.create_task(store.fill_live(Counted()))  # `brainctl reindex`: after the mend
+    assert await first == 16
+    assert await waited == 4
+    assert sorted(asked) == sorted(set(asked)) and len(asked) == 20
+    assert await store.pool_for_tests.fetchval("SELECT count(*) FROM memories WHERE embedding IS NULL") == 0
+
+
 async def test_a_model_change_keeps_no_vector_of_an_entry_purged_while_it_ran(store: Store, embedder) -> None:
     # `brainctl reindex --to-model`: the new model's vectors are written beside the live ones, then
     # swapped in. An entry purged after its new vector was written kept that vector of the text it

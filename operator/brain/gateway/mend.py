@@ -6,8 +6,8 @@ an approved memory and an older, similar entry is served in its place. The gatew
 itself: the door wakes it when it stores one, and the index refresh wakes it when the stored count
 says some are missing (a job, or another replica, wrote them). Each wake embeds the missing rows in
 bounded batches with the brain's live model (`Store.fill_live`, which refuses any other, and leaves
-a rolling model change's rows to its reindex); while the embedder is still away, or its breaker
-still open, it tries again with a backoff. What it mends is counted, and the injection cache is
+a rolling model change's rows to its reindex, and skips a batch another replica is filling); while
+the embedder is still away, or its breaker still open, it tries again with a backoff. What it mends is counted, and the injection cache is
 dropped so the next request ranks the mended rows.
 """
 
@@ -57,7 +57,7 @@ class VectorMend:
             if s is None or e is None:  # not connected, or the model still loading: a refresh wakes it
                 continue
             try:
-                n = await s.fill_live(e, limit=self.batch)
+                n = await s.fill_live(e, limit=self.batch, wait=False)  # another replica's fill takes them
             except asyncio.CancelledError:
                 raise
             except ModelMismatch as err:  # a model change is rolling out: the reindex fills these rows

@@ -30,9 +30,12 @@ class ModelSwap(StoreBase):
         """The whole migration to `embedder`'s model: start (or resume), fill, index, swap."""
         return await reindex.migrate_model(self._pool, embedder, progress=progress)
 
-    async def fill_live(self, embedder: reindex.Embedder, *, limit: int | None = None) -> int:
-        """Embed active entries that have no live vector; refused for another model (`reindex.fill_live`)."""
-        return await reindex.fill_live(self._pool, embedder, limit=limit)
+    async def fill_live(
+        self, embedder: reindex.Embedder, *, limit: int | None = None, wait: bool = True
+    ) -> int:
+        """Embed active entries that have no live vector; refused for another model; one fill at a
+        time per brain (`reindex.fill_live`)."""
+        return await reindex.fill_live(self._pool, embedder, limit=limit, wait=wait)
 
     async def abandon_reindex(self) -> bool:
         """Drop a running reindex's column and index; the live index was never touched."""

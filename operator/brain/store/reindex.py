@@ -339,13 +339,20 @@ async def migrate_model(
     return await swap(pool, embedder, run_id)
 
 
-async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None = None) -> int:
+async def fill_live(
+    pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None = None, wait: bool = True
+) -> int:
     """Embed entries that have no live vector (an embedder outage); refused for another model.
 
     Reading the live model claims nothing: on a brain with no vector yet, the first vector written
     claims it (`vector_for_write`), as every writer's does. A row is written only if it is still the
     text that was embedded and still needs a vector, so a purge that lands while a batch is being
-    embedded (its tombstone text, its vectors gone) is never given the purged text's vector back."""
+    embedded (its tombstone text, its vectors gone) is never given the purged text's vector back.
+
+    One fill at a time per brain (an advisory lock, held on a connection of its own): every gateway
+    replica's mend is woken by the same index refresh, and each embedded the same oldest rows. With
+    `wait` False (the mend) a fill that finds another running returns 0 at once, since that one
+    takes the rows; `brainctl reindex` waits for it, then fills what is left."""
     async with pool.acquire() as conn:
         live = str(await conn.fetchval("SELECT brain_live_model(NULL)") or "") or embedder.model
     if live != embedder.model:
@@ -354,6 +361,18 @@ async def fill_live(pool: asyncpg.Pool, embedder: Embedder, *, limit: int | None
             f"from two models are never mixed. Configure {live} here, or migrate the brain to "
             f"{embedder.model} with `brainctl reindex --to-model {embedder.model}`"
         )
+    async with pool.acquire() as held:  # released to the pool, asyncpg's reset unlocks it in any case
+        if wait:
+            await held.execute("SELECT pg_advisory_lock(hashtext('brain_fill_live'))")
+        elif not await held.fetchval("SELECT pg_try_advisory_lock(hashtext('brain_fill_live'))"):
+            return 0
+        try:
+            return await _fill(pool, embedder, live, limit)
+        finally:
+            await held.execute("SELECT pg_advisory_unlock(hashtext('brain_fill_live'))")
+
+
+async def _fill(pool: asyncpg.Pool, embedder: Embedder, live: str, limit: int | None) -> int:
     wanted = f"{_INDEXED} AND (embedding IS NULL OR embedding_model IS DISTINCT FROM $1)"
     done = 0
     while rows := await pool.fetch(
