@@ -34,7 +34,7 @@ LEXEME_STATS_SQL = """INSERT INTO lexeme_stats (lexeme, df, max_tf)
 
 TEXTS = {
     "copied": "every copy the turn's own text",
-    "renamed": "copy k ≥ 1 of a conversation with its two speakers renamed, so no two bodies are equal",
+    "renamed": "copy k ≥ 1 of a conversation with its two speakers renamed, so no copy repeats another's bodies",
 }
 
 # Syllables of the made-up names that `renamed` gives copies' speakers: 24³ = 13,824 names, enough
@@ -67,7 +67,9 @@ def renamed(memories: Sequence[Any], copy: int) -> list[tuple[str, str]]:
 
     Why (#33): the write path keeps one active memory per body in a namespace (`Writer.note`), so a
     team's `shared` never holds a turn 170 times, as the `copied` corpus does at 1M. Renamed copies
-    are distinct memories about other people with the same words around them: a question that names
+    are distinct memories about other people with the same words around them (LoCoMo itself repeats
+    two short bodies within a conversation, "John: Take care, bye!" and "Jolene: See you!", and so
+    does every copy: 340 rows at 1M, left as they are, none of them evidence): a question that names
     its subject has postings that stay those of its subject, while its other words grow with N."""
     if copy == 0:
         return [(m.title, m.body) for m in memories]

@@ -12,7 +12,7 @@ holds the whole corpus (hack/bench/corpus.py, #33): layout `shared` puts every c
 own database. `--texts copied` (the default) repeats each turn's text, so at 1M every turn is there
 171 times; the write path would keep one (`Writer.note` keeps one active body a namespace), so
 `--texts renamed` gives each copy after the first other speakers' names (hack/bench/corpus.py): no
-body twice, the questions' subjects only in copy 0, and the words around them repeated as before. Memories are
+copy repeats another's bodies, the questions' subjects only in copy 0, and the words around them repeated as before. Memories are
 written with COPY into a table without its search indexes and triggers, then the lexeme statistics
 computed in one statement and each index built once and timed (the HNSW build at 1M is itself a
 figure for docs/scaling.md). Then VACUUM ANALYZE, as autovacuum leaves a live brain, and the

@@ -140,10 +140,11 @@ def test_gold_recall_counts_any_copy_of_an_evidence_turn_once() -> None:
     assert gold_recall({"a": ["t9", "t2", "t1"], "b": ["t3"]}, relevant) == 1.0
 
 
-def test_the_renamed_corpus_holds_no_body_twice_and_counts_only_copy_zero_as_evidence() -> None:
+def test_no_renamed_copy_repeats_another_copys_bodies_and_only_copy_zero_is_evidence() -> None:
     """The scale bench's `renamed` texts (#33): the write path keeps one active memory per body in a
-    namespace, so a corpus that stands for a real `shared` at 1M may not repeat a body; copy 0 is
-    LoCoMo as the questions ask it, and a renamed copy, about other people, is no evidence."""
+    namespace, so a corpus that stands for a real `shared` at 1M may not repeat a body from copy to
+    copy; copy 0 is LoCoMo as the questions ask it, and a renamed copy, about other people, is no
+    evidence."""
     from types import SimpleNamespace as M
 
     from hack.bench.corpus import alias, renamed, turn_of
@@ -168,6 +169,14 @@ def test_the_renamed_corpus_holds_no_body_twice_and_counts_only_copy_zero_as_evi
     assert turn_of(turns, 1, "copy-7@2023", "copied") == "c1/2"
     with pytest.raises(ValueError, match="alias 13824"):
         alias(13824)
+    # and on LoCoMo itself: no body of copy 1 or 2 is one of copy 0's or of the other's
+    from hack.bench import LOCOMO
+
+    from brain.local.eval import load_dataset
+
+    locomo = load_dataset(json.loads(LOCOMO.read_text())).memories
+    held = [{body for _, body in renamed(locomo, k)} for k in range(3)]
+    assert not held[0] & held[1] and not held[0] & held[2] and not held[1] & held[2]
 
 
 def test_the_ha_part_runs_a_test_that_exists() -> None:

@@ -148,6 +148,22 @@ async def test_a_failed_vector_leg_answers_by_keywords_at_the_keyword_floor(
     assert (await r.retrieve("Hey, quick question: what is the capital of Peru?", scope)).all_hits == []
 
 
+async def test_a_scope_with_no_vector_yet_answers_by_keywords_at_the_keyword_floor(
+    service: MemoryService, owner: Actor
+) -> None:
+    """Entries all written while the embedder was away have no vector until the mend: the vector
+    leg runs and finds nothing to compare with, so the keyword legs answer alone, at their floor."""
+    away = MemoryService(service.store, None)
+    for ns, body in FACTS:
+        await away.note(MemoryIn(body=body, namespace=ns), owner)
+    scope = Scope.of(["repo:payments"])
+    asked = await _retriever(service).retrieve(
+        "Hey, quick question: which port does the staging Postgres listen on?", scope
+    )
+    assert [h.body for h in asked.hits] == [FACTS[0][1]]
+    assert asked.floors["lexical"] == RetrievalConfig().floor.lexical * RetrievalConfig().keywords_alone
+
+
 async def test_a_write_with_no_model_loaded_is_counted_and_wakes_the_mend(store: Store, owner: Actor) -> None:
     """Stored without a vector, as when the embedder fails, and told the same way: counted, and the
     gateway's mend woken (before, a write made while the in-process model loaded said nothing and

@@ -297,8 +297,10 @@ class Retriever:
             raise outcomes[0]
         proof = evidence(scored, query_idf=idf[0] if idf else 0.0, identifiers=len(tokens))
         floors = result.floors = self._floors(scope)
-        if "vector" in cfg.legs and "vector" not in scored:
-            # keywords alone (no embedding, or the vector leg failed): result.degraded says why
+        if "vector" in cfg.legs and not scored.get("vector"):
+            # Keywords alone: no embedding, the vector leg failed (result.degraded says why), or it had
+            # nothing to compare with (no vector in the scope yet, another model's index live); with
+            # any vector in the scope it returns its nearest whatever their distance.
             floors["lexical"] *= cfg.keywords_alone
         result.evidence = proof
         passing = above_floor(proof, floors)
