@@ -206,8 +206,11 @@ async def test_cli_job_prints_summary_last(dsn: str, repo: Repo, tmp_path: Path)
         json.dumps({"name": "cli", "brain": "team", "spec": {"git": {"url": f"file://{repo.path}"}}})
     )
 
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+
     def run(url: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "BRAIN_DATABASE_URL": url}
+        env = {**os.environ, "BRAIN_DATABASE_URL": url, "TMPDIR": str(tmp)}
         env.pop("BRAIN_EMBEDDER_URL", None)
         return subprocess.run(
             [sys.executable, "-m", "brain.jobs.ingest", "--source-file", str(src)],
@@ -220,6 +223,7 @@ async def test_cli_job_prints_summary_last(dsn: str, repo: Repo, tmp_path: Path)
     ok = await asyncio.to_thread(run, dsn)
     assert ok.returncode == 0, ok.stderr[-2000:]
     assert json.loads(ok.stdout.strip().splitlines()[-1])["added"] == 1
+    assert not list(tmp.glob("brain-ingest-*"))  # the checkout it made for the run went with it
     down = await asyncio.to_thread(run, "postgresql://nobody@127.0.0.1:1/none")
     last = json.loads(down.stdout.strip().splitlines()[-1])
     assert down.returncode != 0 and "error" in last and last["added"] == 0

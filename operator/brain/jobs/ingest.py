@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
@@ -131,8 +132,12 @@ async def run_ingest(
 
 async def main_async(args: argparse.Namespace, settings: IngestSettings) -> int:
     spec = load_source_file(args.source_file, inline_dir=settings.inline_dir)
-    async with job_env(settings, args.dsn) as env:
-        workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="brain-ingest-"))
+    async with job_env(settings, args.dsn) as env, contextlib.AsyncExitStack() as made:
+        # A checkout of our own is removed after the run (a pod's /tmp goes with the pod, but a run by
+        # hand or a test's left one behind each time); `--workdir` is kept, to be reused.
+        workdir = Path(
+            args.workdir or made.enter_context(tempfile.TemporaryDirectory(prefix="brain-ingest-"))
+        )
         try:
             summary = await run_ingest(env.store, env.embedder, spec, settings=settings, workdir=workdir)
         except BrainError as e:
