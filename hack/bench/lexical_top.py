@@ -34,7 +34,7 @@ import sys
 import time
 from typing import Any
 
-from hack.bench import LOCOMO, corpus, parser, results, scale, vectors
+from hack.bench import corpus, parser, results, scale
 from tests.kit import lexical_reference as reference
 from tests.kit.database import postgres
 
@@ -180,14 +180,7 @@ async def study(
 
 
 async def main(a: argparse.Namespace) -> None:
-    from brain.embedder import LocalEmbedder
-    from brain.embedder.model import QUERY_THREADS
-    from brain.local.eval import load_dataset
-    from brain.store.store import embed_text
-
-    ds = load_dataset(json.loads(LOCOMO.read_text()))
-    embedder = LocalEmbedder(threads=QUERY_THREADS)
-    base = await vectors.vectors(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+    ds, embedder, base = await scale.locomo()
     queries = [q.query for q in ds.queries[: a.queries]]
     configs = [(int(b), int(k)) for b, k in (c.split(":") for c in a.configs.split(","))]
     figures: dict[str, Any] = {"queries": len(queries), "listed df": LISTED_DF}

@@ -232,17 +232,22 @@ async def lexical_pair(
         await store.close()
 
 
-async def main(a: argparse.Namespace) -> None:
+async def locomo() -> tuple[Any, Any, np.ndarray]:
+    """LoCoMo's retrieval set, the gateway's query model (one thread, brain/embedder/model.py) and the
+    turns' vectors, which `build` copies: embedded with that model once and cached (the vectors are
+    the same as with more threads)."""
     from brain.embedder import LocalEmbedder
     from brain.embedder.model import QUERY_THREADS
     from brain.local.eval import load_dataset
     from brain.store.store import embed_text
 
     ds = load_dataset(json.loads(LOCOMO.read_text()))
-    # The gateway's query model (one thread, brain/embedder/model.py); the corpus is embedded with it too,
-    # once, and the vectors are the same as with more threads.
     embedder = LocalEmbedder(threads=QUERY_THREADS)
-    base = await vectors.vectors(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+    return ds, embedder, await vectors.vectors(embedder, [embed_text(m.title, m.body) for m in ds.memories])
+
+
+async def main(a: argparse.Namespace) -> None:
+    ds, embedder, base = await locomo()
     queries = [q.query for q in ds.queries[: a.queries]]
     sizes = [int(s) for s in a.sizes.split(",")]
     layouts = a.layouts.split(",")
