@@ -235,7 +235,7 @@ async def test_two_fills_at_once_embed_each_missing_entry_once(store: Store, emb
     for i in range(20):
         await away.note(MemoryIn(body=f"Runbook step {i}: check the queue depth.", namespace="shared"), owner)
     asked: list[str] = []
-    running = asyncio.Event()
+    running, answer = asyncio.Event(), asyncio.Event()
 
     class Counted:
         model, dim = embedder.model, embedder.dim
@@ -243,15 +243,14 @@ async def test_two_fills_at_once_embed_each_missing_entry_once(store: Store, emb
         async def embed(self, texts: list[str]):  # type: ignore[no-untyped-def]
             asked.extend(texts)
             running.set()
-            await asyncio.sleep(
-                0.2
-            )  # an embedder over the network: the other replica's refresh lands meanwhile
+            await answer.wait()  # an embedder over the network: the other replica's refresh lands meanwhile
             return await embedder.embed(texts)
 
     first = asyncio.create_task(store.fill_live(Counted(), limit=16, wait=False))
-    await running.wait()
+    await asyncio.wait_for(running.wait(), 30)
     assert await store.fill_live(Counted(), limit=16, wait=False) == 0  # the second replica's mend
     waited = asyncio.create_task(store.fill_live(Counted()))  # `brainctl reindex`: after the mend
+    answer.set()
     assert await first == 16
     assert await waited == 4
     assert sorted(asked) == sorted(set(asked)) and len(asked) == 20

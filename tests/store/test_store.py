@@ -295,3 +295,25 @@ def test_the_pool_stays_inside_the_store() -> None:
         if reach.search(line)
     ]
     assert found == []
+
+
+async def test_the_vector_leg_keeps_its_search_settings_on_every_use_of_a_connection(
+    service: MemoryService, agent: Actor, embedder
+) -> None:
+    """The vector leg asks HNSW for 80 candidates with iterative scans past what the scope filters
+    out. Set in the pool's `init`, both were undone by the reset on the connection's first release,
+    so from its second use on a leg returned at most pgvector's default 40 (ef_search)."""
+    store = service.store
+    bodies = [
+        f"Deploy note {i}: service {i} rolls out behind the canary gate on weekdays." for i in range(90)
+    ]
+    vectors = await embedder.embed(bodies)
+    await service.writer.note_many(
+        [(MemoryIn(body=b, namespace="shared"), v) for b, v in zip(bodies, vectors, strict=True)], actor=agent
+    )
+    query = (await embedder.embed(["When do services roll out?"]))[0]
+    for _ in range(3):  # each call takes a connection from the pool and gives it back
+        assert len(await store.vector_leg(query, Scope.of([]), 80)) == 80
+        async with store.pool_for_tests.acquire() as c:
+            assert await c.fetchval("SHOW hnsw.ef_search") == "100"
+            assert await c.fetchval("SHOW hnsw.iterative_scan") == "relaxed_order"

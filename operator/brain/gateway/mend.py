@@ -7,8 +7,8 @@ itself: the door wakes it when it stores one, and the index refresh wakes it whe
 says some are missing (a job, or another replica, wrote them). Each wake embeds the missing rows in
 bounded batches with the brain's live model (`Store.fill_live`, which refuses any other, and leaves
 a rolling model change's rows to its reindex, and skips a batch another replica is filling); while
-the embedder is still away, or its breaker still open, it tries again with a backoff. What it mends is counted, and the injection cache is
-dropped so the next request ranks the mended rows.
+the embedder is still away, or its breaker still open, it tries again with a backoff. What it mends
+is counted, and the injection cache is dropped so the next request ranks the mended rows.
 """
 
 from __future__ import annotations
@@ -64,6 +64,9 @@ class VectorMend:
                 log.debug("not mending vectors: %s", err)
                 continue
             except Exception as err:  # the embedder is still away (or the database): try again later
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise asyncio.CancelledError from err  # stopping: an error on the way out ends the loop too
                 log.info("mending missing vectors failed (%s); retrying in %.0fs", err, delay)
                 metrics.vectors_mend_failures.inc()
                 await asyncio.sleep(delay)

@@ -179,9 +179,22 @@ class StoreBase:
 
         async def init(c: asyncpg.Connection) -> None:
             await register_vector(c)
-            await c.execute("SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = 100")
 
-        settings = {"statement_timeout": str(int(statement_timeout_ms))} if statement_timeout_ms else {}
+        # Connection parameters, not SETs in `init`: the pool's reset on every release runs RESET ALL,
+        # which undid a SET after a connection's first use, so the vector leg ran at pgvector's
+        # defaults (ef_search 40, so at most 40 of its 80 candidates, and no iterative scan past rows
+        # the scope filters out). A startup parameter is what RESET goes back to.
+        settings = {"hnsw.iterative_scan": "relaxed_order", "hnsw.ef_search": "100"}
+        # A client gone without closing (its node lost) keeps its session, and the session's advisory
+        # locks (one vector fill at a time, reindex.fill_live), until TCP notices: about 90 s with
+        # these, about two hours at the kernel's defaults.
+        settings |= {
+            "tcp_keepalives_idle": "60",
+            "tcp_keepalives_interval": "10",
+            "tcp_keepalives_count": "3",
+        }
+        if statement_timeout_ms:
+            settings["statement_timeout"] = str(int(statement_timeout_ms))
         pool = AbandoningPool(
             dsn,
             connection_class=asyncpg.Connection,

@@ -19,6 +19,7 @@ backfill embeds them); nothing it does fails, and nothing it does mixes two mode
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -369,7 +370,10 @@ async def fill_live(
         try:
             return await _fill(pool, embedder, live, limit)
         finally:
-            await held.execute("SELECT pg_advisory_unlock(hashtext('brain_fill_live'))")
+            # A failed unlock (the database hung) must not replace what is propagating, a cancellation
+            # or ModelMismatch: the pool's reset, or the connection's end, unlocks it then.
+            with contextlib.suppress(Exception):
+                await held.execute("SELECT pg_advisory_unlock(hashtext('brain_fill_live'))")
 
 
 async def _fill(pool: asyncpg.Pool, embedder: Embedder, live: str, limit: int | None) -> int:
