@@ -134,9 +134,13 @@ async def main_async(args: argparse.Namespace, settings: IngestSettings) -> int:
     spec = load_source_file(args.source_file, inline_dir=settings.inline_dir)
     async with job_env(settings, args.dsn) as env, contextlib.AsyncExitStack() as made:
         # A checkout of our own is removed after the run (a pod's /tmp goes with the pod, but a run by
-        # hand or a test's left one behind each time); `--workdir` is kept, to be reused.
+        # hand or a test's left one behind each time); `--workdir` is kept, to be reused. A folder that
+        # cannot be removed is left, rather than fail a run whose entries are stored.
         workdir = Path(
-            args.workdir or made.enter_context(tempfile.TemporaryDirectory(prefix="brain-ingest-"))
+            args.workdir
+            or made.enter_context(
+                tempfile.TemporaryDirectory(prefix="brain-ingest-", ignore_cleanup_errors=True)
+            )
         )
         try:
             summary = await run_ingest(env.store, env.embedder, spec, settings=settings, workdir=workdir)
