@@ -77,6 +77,16 @@ def _operator_metric(node: Any, name: str, label: str) -> list[float]:
     return found
 
 
+def _every_replica_says(node: Any, name: str, label: str, value: float) -> list[float]:
+    """`name{brain=label}` is `value` on every operator replica that exports it, and one does. The
+    check before wanted exactly one answer, so two replicas holding the series at once failed it;
+    CI at 44ec0d8 timed out on it once without saying what it read, so a timeout now quotes the
+    answer of each replica."""
+    found = _operator_metric(node, name, label)
+    assert found and all(v == value for v in found), f"{name}{{brain={label!r}}} per replica: {found}"
+    return found
+
+
 def _reader_pod(node: Any) -> None:
     """A pod mounting the backups volume (docs/operations.md: how to get a dump off it)."""
     pod = {
@@ -143,7 +153,7 @@ def drill(node: Any, gw: GatewayClient, tmp: Path) -> list[str]:
         index = wait_for("status.index shows the backup", recorded, timeout=180, every=3)
         assert index["lastBackup"]
         label = f"{NS}/team"
-        wait_for("brain_backup_last_run_failed 0", lambda: _operator_metric(node, "brain_backup_last_run_failed", label) == [0.0] or None, timeout=120)  # fmt: skip
+        wait_for("brain_backup_last_run_failed 0", lambda: _every_replica_says(node, "brain_backup_last_run_failed", label, 0.0), timeout=120)  # fmt: skip
         assert _operator_metric(node, "brain_backup_max_age_seconds", label)[0] == 26 * 3600
 
         # ---- the dump off the volume, into a new Brain, by brainctl restore -----------------------------
@@ -209,7 +219,7 @@ def drill(node: Any, gw: GatewayClient, tmp: Path) -> list[str]:
             failed = wait_for("status.index shows the failed run",
                               lambda: (i := _index(node)).get("lastBackupResult") == "failed" and i, timeout=180, every=3)  # fmt: skip
             assert failed["lastBackup"] == index["lastBackup"]  # the last good one is still named
-            wait_for("brain_backup_last_run_failed 1", lambda: _operator_metric(node, "brain_backup_last_run_failed", label) == [1.0] or None, timeout=120)  # fmt: skip
+            wait_for("brain_backup_last_run_failed 1", lambda: _every_replica_says(node, "brain_backup_last_run_failed", label, 1.0), timeout=120)  # fmt: skip
         finally:
             _psql(node, "GRANT SELECT ON memories TO brain_backup")
         listed = node.kubectl("exec", READER, "-n", NS, "--", "ls", "/backups").split()
