@@ -109,6 +109,21 @@ def turn_of(memories: Sequence[Any], seq: int, episode: str, texts: str) -> str:
     return memories[seq].id if texts == "copied" or copy == 0 else f"{memories[seq].id}#copy-{copy}"
 
 
+async def gold_recalls(
+    store: Any, tops: Mapping[str, Mapping[str, Sequence[str]]], ds: Any, texts: str
+) -> dict[str, float]:
+    """`gold_recall` of each named ranking (question → its top 10 ids), its hits read back to the
+    LoCoMo turns they stand for (`turn_of`)."""
+    ids = list({m for ranking in tops.values() for top in ranking.values() for m in top})
+    rows = await store.pool_for_tests.fetch("SELECT id, seq, episode FROM memories WHERE id = ANY($1)", ids)
+    turn = {r["id"]: turn_of(ds.memories, r["seq"], r["episode"], texts) for r in rows}
+    relevant = {q.query: set(q.relevant) for q in ds.queries}
+    return {
+        name: gold_recall({q: [turn[m] for m in top] for q, top in ranking.items()}, relevant)
+        for name, ranking in tops.items()
+    }
+
+
 def gold_recall(tops: Mapping[str, Sequence[str]], relevant: Mapping[str, set[str]]) -> float:
     """Mean share of a question's evidence turns among its top 10 (`tops`: each question's ranking
     as the LoCoMo turns its hits copy, so any copy of a turn counts as it), over the questions that

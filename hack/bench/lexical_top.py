@@ -153,21 +153,14 @@ async def study(
             for arm, (ids, s) in got.items():
                 ms[arm].append(s * 1000)
                 tops[arm][q] = ids[:10]
-        every = list({m for ranking in tops.values() for top in ranking.values() for m in top})
-        found = await store.pool_for_tests.fetch(
-            "SELECT id, seq, episode FROM memories WHERE id = ANY($1)", every
-        )
-        turn = {r["id"]: corpus.turn_of(ds.memories, r["seq"], r["episode"], texts) for r in found}
-        relevant = {q.query: set(q.relevant) for q in ds.queries}
+        gold = await corpus.gold_recalls(store, tops, ds, texts)
         out: dict[str, Any] = {"list rows": rows, "list bytes": size, "list build s": built}
         for arm in arms:
             out[arm] = {
                 "p50": percentile(ms[arm], 0.5),
                 "p95": percentile(ms[arm], 0.95),
                 "same top-10": sum(tops[arm][q] == tops["exhaustive"][q] for q in tops[arm]),
-                "gold recall@10": corpus.gold_recall(
-                    {q: [turn[m] for m in top] for q, top in tops[arm].items()}, relevant
-                ),
+                "gold recall@10": gold[arm],
             }
             if arm in exact:
                 out[arm] |= {

@@ -12,9 +12,9 @@ holds the whole corpus (hack/bench/corpus.py, #33): layout `shared` puts every c
 own database. `--texts copied` (the default) repeats each turn's text, so at 1M every turn is there
 171 times; the write path would keep one (`Writer.note` keeps one active body a namespace), so
 `--texts renamed` gives each copy after the first other speakers' names (hack/bench/corpus.py): no
-copy repeats another's bodies, the questions' subjects only in copy 0, and the words around them repeated as before. Memories are
-written with COPY into a table without its search indexes and triggers, then the lexeme statistics
-computed in one statement and each index built once and timed (the HNSW build at 1M is itself a
+copy repeats another's bodies, the questions' subjects are only in copy 0, and the words around
+them repeat as before. Memories are written with COPY into a table without its search indexes and
+triggers, then the lexeme statistics computed in one statement and each index built once and timed (the HNSW build at 1M is itself a
 figure for docs/scaling.md). Then VACUUM ANALYZE, as autovacuum leaves a live brain, and the
 gateway's path: 200 LoCoMo questions over the whole corpus, each embedded for real by the
 gateway's one-thread query model, each one's outcome counted (hack/bench/check.py): the run fails
@@ -97,12 +97,14 @@ async def build(
         ]  # fmt: skip
         if texts not in corpus.TEXTS:
             raise ValueError(f"unknown texts {texts!r}: one of {', '.join(corpus.TEXTS)}")
+        original = corpus.renamed(ds.memories, 0)
+        original_hashes = [content_hash(body) for _, body in original]
         while n < size:
             take = min(len(ds.memories), size - n)
-            written = (
-                corpus.renamed(ds.memories, copy) if texts == "renamed" else corpus.renamed(ds.memories, 0)
-            )
-            hashes = [content_hash(body) for _, body in written]
+            written, hashes = original, original_hashes
+            if texts == "renamed" and copy > 0:
+                written = corpus.renamed(ds.memories, copy)
+                hashes = [content_hash(body) for _, body in written]
             noise = rng.normal(0, 0.02, (take, base.shape[1])).astype(np.float32)
             vecs = base[:take] + noise
             vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
@@ -210,16 +212,7 @@ async def lexical_pair(
                 answered += 1
                 same += full == [d for d, _ in got.hits[:10]]
             tops["exhaustive"][q], tops["maxscore"][q] = full, [d for d, _ in got.hits[:10]]
-        ids = list({m for ranking in tops.values() for top in ranking.values() for m in top})
-        rows = await store.pool_for_tests.fetch(
-            "SELECT id, seq, episode FROM memories WHERE id = ANY($1)", ids
-        )
-        turn = {r["id"]: corpus.turn_of(ds.memories, r["seq"], r["episode"], texts) for r in rows}
-        relevant = {q.query: set(q.relevant) for q in ds.queries}
-        gold = {
-            name: corpus.gold_recall({q: [turn[m] for m in top] for q, top in ranking.items()}, relevant)
-            for name, ranking in tops.items()
-        }
+        gold = await corpus.gold_recalls(store, tops, ds, texts)
         out: dict[str, float] = {
             "same top-10": float(same), "answered": float(answered), "exact": float(exact),
             "terms scanned": scanned / max(terms, 1),

@@ -33,6 +33,12 @@ FACTS = [
 ]
 
 
+# FACTS[0] asked with words around it that no memory holds, and an unrelated question so worded:
+# what the keyword legs must answer, and turn away, when they answer alone
+WORDS_AROUND = "Hey, quick question: which port does the staging Postgres listen on?"
+UNRELATED_AROUND = "Hey, quick question: what is the capital of Peru?"
+
+
 async def _seed(service: MemoryService, actor: Actor) -> dict[str, str]:
     ids = {}
     for ns, body in FACTS:
@@ -108,22 +114,18 @@ async def test_embedder_down_keywords_answer_a_question_with_words_around_it(
     ids = await _seed(service, owner)
     r = Retriever(service.store, DownEmbedder())
     scope = Scope.of(["repo:payments"])
-    question = "Hey, quick question: which port does the staging Postgres listen on?"
-    asked = await r.retrieve(question, scope)
+    asked = await r.retrieve(WORDS_AROUND, scope)
     assert asked.degraded == ["embedder_down"]
     assert [h.id for h in asked.hits] == [ids[FACTS[0][1]]]
-    for unrelated in (
-        "Who won the chess final in 2017?",
-        "Hey, quick question: what is the capital of Peru?",
-    ):
+    for unrelated in ("Who won the chess final in 2017?", UNRELATED_AROUND):
         assert (await r.retrieve(unrelated, scope)).all_hits == [], unrelated
     # no model at all (the gateway's in-process one loading, or failed to load) is the same outage,
     # and says so; `--mode lexical` (no vector leg) is not one and keeps the full floor
     before = telemetry.retrieval_degraded.labels("embedder_down")._value.get()
-    unloaded = await Retriever(service.store, None).retrieve(question, scope)
+    unloaded = await Retriever(service.store, None).retrieve(WORDS_AROUND, scope)
     assert unloaded.degraded == ["embedder_down"] and [h.id for h in unloaded.hits] == [ids[FACTS[0][1]]]
     assert telemetry.retrieval_degraded.labels("embedder_down")._value.get() == before + 1
-    lexical = await _retriever(service, legs=("lexical", "trigram")).retrieve(question, scope)
+    lexical = await _retriever(service, legs=("lexical", "trigram")).retrieve(WORDS_AROUND, scope)
     assert lexical.degraded == [] and lexical.floors["lexical"] == RetrievalConfig().floor.lexical
 
 
@@ -141,11 +143,11 @@ async def test_a_failed_vector_leg_answers_by_keywords_at_the_keyword_floor(
     monkeypatch.setattr(service.store, "vector_leg", timed_out)
     r = _retriever(service)
     scope = Scope.of(["repo:payments"])
-    asked = await r.retrieve("Hey, quick question: which port does the staging Postgres listen on?", scope)
+    asked = await r.retrieve(WORDS_AROUND, scope)
     assert asked.degraded == ["vector_failed"]
     assert [h.id for h in asked.hits] == [ids[FACTS[0][1]]]
     assert asked.floors["lexical"] == RetrievalConfig().floor.lexical * RetrievalConfig().keywords_alone
-    assert (await r.retrieve("Hey, quick question: what is the capital of Peru?", scope)).all_hits == []
+    assert (await r.retrieve(UNRELATED_AROUND, scope)).all_hits == []
 
 
 async def test_a_scope_with_no_vector_yet_answers_by_keywords_at_the_keyword_floor(
@@ -157,9 +159,7 @@ async def test_a_scope_with_no_vector_yet_answers_by_keywords_at_the_keyword_flo
     for ns, body in FACTS:
         await away.note(MemoryIn(body=body, namespace=ns), owner)
     scope = Scope.of(["repo:payments"])
-    asked = await _retriever(service).retrieve(
-        "Hey, quick question: which port does the staging Postgres listen on?", scope
-    )
+    asked = await _retriever(service).retrieve(WORDS_AROUND, scope)
     assert [h.body for h in asked.hits] == [FACTS[0][1]]
     assert asked.floors["lexical"] == RetrievalConfig().floor.lexical * RetrievalConfig().keywords_alone
 
