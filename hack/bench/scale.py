@@ -161,17 +161,36 @@ async def build(
 
 
 async def measure(
-    dsn: str, embedder: Any, queries: list[str], layout: str, counts: check.Counts
-) -> dict[str, list[float]]:
+    dsn: str, embedder: Any, queries: list[str], layout: str, counts: check.Counts, mirror: bool
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """The pipeline's stage timings, and with `mirror` the gateway's in-memory lexical copy
+    (brain/store/lexical_mirror.py): its load time and bytes, and how many legs it answered; the
+    caller's check fails the case when another path answered any of them."""
     from brain.retrieval import Retriever
     from brain.store import Store
+    from brain.store.lexical_mirror import lexical_answers
 
     store = await Store.open(dsn, dim=embedder.dim)
+    facts: dict[str, float] = {}
     try:
+        if mirror:
+            t0 = time.perf_counter()
+            started = store.start_mirror()
+            while not started.ready:
+                await asyncio.sleep(0.05)
+            assert started.postings is not None
+            facts = {
+                "mirror load s": time.perf_counter() - t0,
+                "mirror bytes": float(started.postings.nbytes()),
+            }
         retriever = Retriever(store, embedder)
         scope = corpus.scope(layout)
         await latency.warm_up(retriever, scope, queries)
-        return await latency.timed(retriever, scope, queries, counts)
+        before = {p: lexical_answers.labels(p)._value.get() for p in ("mirror", "database")}
+        timed = await latency.timed(retriever, scope, queries, counts)
+        for p, v in before.items():
+            facts[f"lexical legs {p}"] = lexical_answers.labels(p)._value.get() - v
+        return timed, facts
     finally:
         await store.close()
 
@@ -179,11 +198,13 @@ async def measure(
 async def lexical_pair(
     dsn: str, queries: list[str], layout: str, ds: Any, texts: str = "copied"
 ) -> dict[str, float]:
-    """The shipped lexical leg (MaxScore over sparsevec weights) against exhaustive BM25 over the
-    same weights (every memory holding a query term scored, tests/kit/lexical_reference.exhaustive),
-    query by query in one loop: the same top 10 counted, how often the bound (not a cost limit)
-    ended the scan, and, where the two differ, each one's recall of the questions' evidence turns
-    (`seq` is the turn a copy was made of). Runs after the pipeline's timings, on the same database."""
+    """The lexical leg's two paths against exhaustive BM25 over the same weights (every memory holding
+    a query term scored, tests/kit/lexical_reference.exhaustive), query by query in one loop: in SQL
+    (MaxScore over the stored weights) and through the in-memory mirror (brain/store/lexical_mirror.py,
+    what the gateway runs), the two in alternating order. Counted: the same top 10, how often the
+    SQL leg's bound (not a cost limit) ended its scan, and each one's recall of the questions' evidence
+    turns (`seq` is the turn a copy was made of). Runs after the pipeline's timings, on the same
+    database."""
     from tests.kit import lexical_reference as reference
 
     from brain.store import Store
@@ -191,32 +212,44 @@ async def lexical_pair(
 
     store = await Store.open(dsn, dim=384)
     try:
+        mirror = store.start_mirror()
+        while not mirror.ready:
+            await asyncio.sleep(0.05)
         scope = corpus.scope(layout)
-        lat: dict[str, list[float]] = {"exhaustive": [], "maxscore": []}
-        same = answered = exact = scanned = terms = 0
-        tops: dict[str, dict[str, list[str]]] = {"exhaustive": {}, "maxscore": {}}
+        arms = ("exhaustive", "maxscore", "mirror")
+        lat: dict[str, list[float]] = {a: [] for a in arms}
+        same = {a: 0 for a in arms[1:]}
+        answered = exact = scanned = terms = 0
+        tops: dict[str, dict[str, list[str]]] = {a: {} for a in arms}
         for i, q in enumerate([*queries[:10], *queries]):
             t = time.perf_counter()
             full = [d for d, _ in (await reference.exhaustive(store, q, scope, 80)).hits[:10]]
-            t1 = time.perf_counter()
-            got = await bm25(store, q, scope, 80)
-            t2 = time.perf_counter()
+            took = {"exhaustive": time.perf_counter() - t}
+            got = {}
+            for arm in arms[1:] if i % 2 else arms[:0:-1]:
+                store.mirror = mirror if arm == "mirror" else None
+                t = time.perf_counter()
+                got[arm] = await bm25(store, q, scope, 80)
+                took[arm] = time.perf_counter() - t
+            store.mirror = mirror
             if i < 10:  # warm-up
                 continue
-            lat["exhaustive"].append((t1 - t) * 1000)
-            lat["maxscore"].append((t2 - t1) * 1000)
-            exact += got.exact
-            scanned += got.scanned
-            terms += got.terms
-            if full:
-                answered += 1
-                same += full == [d for d, _ in got.hits[:10]]
-            tops["exhaustive"][q], tops["maxscore"][q] = full, [d for d, _ in got.hits[:10]]
+            for arm in arms:
+                lat[arm].append(took[arm] * 1000)
+            exact += got["maxscore"].exact
+            scanned += got["maxscore"].scanned
+            terms += got["maxscore"].terms
+            tops["exhaustive"][q] = full
+            for arm in arms[1:]:
+                tops[arm][q] = [d for d, _ in got[arm].hits[:10]]
+                same[arm] += bool(full) and full == tops[arm][q]
+            answered += bool(full)
         gold = await corpus.gold_recalls(store, tops, ds, texts)
         out: dict[str, float] = {
-            "same top-10": float(same), "answered": float(answered), "exact": float(exact),
-            "terms scanned": scanned / max(terms, 1),
+            "same top-10": float(same["maxscore"]), "mirror same top-10": float(same["mirror"]),
+            "answered": float(answered), "exact": float(exact), "terms scanned": scanned / max(terms, 1),
             "exhaustive gold recall@10": gold["exhaustive"], "maxscore gold recall@10": gold["maxscore"],
+            "mirror gold recall@10": gold["mirror"],
         }  # fmt: skip
         for name, values in lat.items():
             out[f"{name} p50"], out[f"{name} p95"] = percentile(values, 0.5), percentile(values, 0.95)
@@ -262,10 +295,15 @@ async def main(a: argparse.Namespace) -> None:
         # Cases alternate run by run (use --runs ≥ 2), so all see the same drift in the machine's load.
         timings: dict[Case, dict[str, list[float]]] = {c: {} for c in cases}
         l0 = os.getloadavg()
+        mirror = a.lexical == "mirror"
+        legs: dict[Case, dict[str, float]] = {c: {} for c in cases}
         for _ in range(a.runs):
             for c in cases:
-                for stage, values in (await measure(dsns[c], embedder, queries, c[1], counts[c])).items():
+                stages, facts = await measure(dsns[c], embedder, queries, c[1], counts[c], mirror)
+                for stage, values in stages.items():
                     timings[c].setdefault(stage, []).extend(values)
+                for k, v in facts.items():
+                    legs[c][k] = legs[c].get(k, 0.0) + v if k.startswith("lexical legs") else v
         loads["measure"] = (l0, os.getloadavg())
         load1 = loads["measure"][1]
         l0 = os.getloadavg()
@@ -328,21 +366,35 @@ async def main(a: argparse.Namespace) -> None:
         lines.append(f"| {c[0]:,} | {c[1]} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "The lexical leg alone, interleaved query by query after the timings above: exhaustive BM25 "
-        "over the stored weights (every memory holding a query term scored) against the shipped leg "
-        "(MaxScore: rarest terms first, stopped by the bound; brain/store/lexical.py), top 80:",
+        f"Lexical legs: {'; '.join(f'{c[0]:,} {c[1]}: ' + ', '.join(f'{k[13:]} {v:.0f}' for k, v in legs[c].items() if k.startswith('lexical legs')) for c in cases)}"
+        + (
+            "; the in-memory copy's load (seconds, arrays MB): "
+            + "; ".join(
+                f"{c[0]:,} {c[1]}: {legs[c]['mirror load s']:.1f} s, {legs[c]['mirror bytes'] / 1e6:.0f} MB"
+                for c in cases
+            )
+            if mirror
+            else ""
+        )
+        + ".",
         "",
-        "| memories | layout | exhaustive p50 / p95 ms | shipped p50 / p95 ms | same top-10 | stopped by the bound | "
-        "query terms scanned | gold recall@10 exhaustive / shipped |",
+        "The lexical leg alone, interleaved query by query after the timings above: exhaustive BM25 "
+        "over the stored weights (every memory holding a query term scored) against the leg in SQL "
+        "(MaxScore: rarest terms first, stopped by the bound; brain/store/lexical.py) and through the "
+        "gateway's in-memory copy (brain/store/lexical_mirror.py, re-scored by key in SQL), top 80:",
+        "",
+        "| memories | layout | exhaustive p50 / p95 ms | SQL p50 / p95 ms | in-memory p50 / p95 ms | same top-10 SQL / "
+        "in-memory | SQL stopped by the bound | gold recall@10 exhaustive / SQL / in-memory |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for c in cases:
         v = pairs[c]
         lines.append(
             f"| {c[0]:,} | {c[1]} | {v['exhaustive p50']:.1f} / {v['exhaustive p95']:.1f} | {v['maxscore p50']:.1f} / "
-            f"{v['maxscore p95']:.1f} | {v['same top-10']:.0f}/{v['answered']:.0f} | "
-            f"{v['exact']:.0f}/{len(queries)} | {v['terms scanned']:.0%} | "
-            f"{v['exhaustive gold recall@10']:.4f} / {v['maxscore gold recall@10']:.4f} |"
+            f"{v['maxscore p95']:.1f} | {v['mirror p50']:.1f} / {v['mirror p95']:.1f} | "
+            f"{v['same top-10']:.0f} / {v['mirror same top-10']:.0f} of {v['answered']:.0f} | "
+            f"{v['exact']:.0f}/{len(queries)} | {v['exhaustive gold recall@10']:.4f} / "
+            f"{v['maxscore gold recall@10']:.4f} / {v['mirror gold recall@10']:.4f} |"
         )
     print("\n".join(lines))
     figures = {
@@ -359,6 +411,7 @@ async def main(a: argparse.Namespace) -> None:
                 "p95_ms": percentile(timings[c].get("total", []), 0.95),
                 "stages": {st: [percentile(v, 0.5), percentile(v, 0.95)] for st, v in timings[c].items()},
                 "lexical_pair": pairs[c],
+                "lexical_path": legs[c],
                 "outcomes": counts[c].as_dict(),
             }
             for c in cases
@@ -369,6 +422,11 @@ async def main(a: argparse.Namespace) -> None:
     ]
     results.emit("scale", figures, markdown="\n".join(lines), checks=checks, also=a.json)
     check.expect_all(checks)
+    wrong = [c for c in cases if legs[c].get("lexical legs database" if mirror else "lexical legs mirror")]
+    if wrong or (mirror and not all(legs[c].get("lexical legs mirror") for c in cases)):
+        raise check.OutcomeMismatch(
+            f"the rows claim the lexical leg ran {'in memory' if mirror else 'in SQL'} for every question: {legs}"
+        )
 
 
 Case = tuple[int, str]  # (memories, layout)
@@ -386,6 +444,12 @@ if __name__ == "__main__":
         default="copied",
         choices=sorted(corpus.TEXTS),
         help="; ".join(f"{k}: {v}" for k, v in corpus.TEXTS.items()),
+    )
+    ap.add_argument(
+        "--lexical",
+        default="mirror",
+        choices=("mirror", "database"),
+        help="where the pipeline's lexical leg ranks: the gateway's in-memory copy (its default) or SQL",
     )
     ap.add_argument("--json", help="also write the figures as JSON")
 

@@ -333,6 +333,15 @@ class Retrieval(_Model):
         ),
     )
     floor: RetrievalFloor = Field(default_factory=RetrievalFloor, description=RetrievalFloor.__doc__)
+    lexical_mirror: bool = Field(
+        default=True,
+        description=(
+            "Keep each gateway replica's copy of the stored keyword (BM25) weights in memory, so the "
+            "keyword leg ranks in a few milliseconds at any brain size; the database still filters and "
+            "scores what it proposes. It costs about 250 MB a replica per million memories. Off: the "
+            "leg ranks in the database, whose time grows with the brain."
+        ),
+    )
 
 
 class CaptureFilters(_Model):

@@ -135,6 +135,7 @@ class RetrievalSection(_Section):
     persona: bool = True
     standout_ratio: float = Field(default=0.55, ge=0, le=1)  # spec.gateway.retrieval.standoutRatio
     floor: RetrievalFloor = Field(default_factory=RetrievalFloor)
+    lexical_mirror: bool = True  # spec.gateway.retrieval.lexicalMirror (brain.store.lexical_mirror)
 
 
 class IngestCounts(BaseModel):

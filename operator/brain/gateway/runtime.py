@@ -219,6 +219,8 @@ class Runtime:
                 log.warning("database not reachable yet (%s); retrying in %.0fs", type(e).__name__, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
+        if self.settings.retrieval.lexical_mirror and self.settings.retrieval.enabled:
+            self.store.start_mirror()
         self._build_service(self.store)
         self.keys.keys = KeyStore(self.store)
         self._tasks.append(asyncio.create_task(self.exposure.run(self.store)))

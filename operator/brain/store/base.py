@@ -26,6 +26,7 @@ from brain.core.contract import DEFAULT_EMBEDDING_DIM, DEFAULT_EMBEDDING_MODEL
 from brain.core.errors import InvalidInput, NotFound
 from brain.core.models import SHARED, Hit, Memory
 from brain.store import lexical_weights
+from brain.store.lexical_mirror import LexicalMirror
 from brain.store.migrate import migrate
 from brain.store.reindex import LiveModel
 
@@ -149,6 +150,7 @@ class StoreBase:
         self.lexical = LexicalStats()
         self.weights_task: asyncio.Task[None] | None = None  # a BM25 weight rewrite (lexical_weights)
         self.live = LiveModel()  # the brain's live embedding model (brain/store/reindex.py)
+        self.mirror: LexicalMirror | None = None  # the lexical leg's in-memory candidates, when started
 
     @classmethod
     async def open(
@@ -245,7 +247,17 @@ class StoreBase:
             else:
                 await tx.commit()
 
+    def start_mirror(self) -> LexicalMirror:
+        """Keep the lexical leg's candidates in memory (a long-running server: the gateway, `brainctl
+        up`): it loads in the background, and the leg runs in SQL until it is ready."""
+        if self.mirror is None:
+            self.mirror = LexicalMirror(self._pool)
+            self.mirror.start()
+        return self.mirror
+
     async def close(self) -> None:
+        if self.mirror is not None:
+            await self.mirror.stop()
         await self._stop_weights()
         await self._pool.close()
 

@@ -31,10 +31,13 @@ the scores; it is computed from the same lexeme statistics.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from brain.store.lexical_mirror import lexical_answers
 
 if TYPE_CHECKING:
     from brain.store import Scope, Store
@@ -64,6 +67,14 @@ PASS_SQL = """SELECT m.id, -(coalesce(m.bm25, brain_bm25_doc(m.tsv, $3::float8))
                WHERE m.tsv @@ (SELECT string_agg(quote_literal(x), ' | ')::tsquery FROM unnest($1::text[]) x)
                  AND {where}
                ORDER BY score DESC, m.id LIMIT $4"""
+
+
+# The mirror's candidates (brain/store/lexical_mirror.py), scored and filtered here: the same score
+# as PASS_SQL's, by primary key, so the scope is the database's whatever the mirror holds.
+RESCORE_SQL = """SELECT m.id, -(coalesce(m.bm25, brain_bm25_doc(m.tsv, $3::float8)) <#> $2::text::sparsevec) AS score
+                   FROM memories m
+                  WHERE m.id = ANY($1::text[]) AND {where}
+                  ORDER BY score DESC, m.id LIMIT $4"""
 
 
 @dataclass
@@ -117,9 +128,7 @@ def plan_terms(rows: Sequence[Mapping[str, Any]], docs: int) -> tuple[list[Term]
 
 def query_vector(terms: list[Term]) -> str:
     """The query's IDF as sparsevec text; lexemes sharing a dimension are summed, as documents' are."""
-    dims: dict[int, float] = {}
-    for t in terms:
-        dims[t.dim] = dims.get(t.dim, 0.0) + t.idf
+    dims = _dims(terms)
     return "{" + ",".join(f"{d}:{v!r}" for d, v in sorted(dims.items())) + f"}}/{DIMENSIONS}"
 
 
@@ -159,14 +168,33 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
     """
     stats = await store.corpus_stats()
     docs = max(stats.docs, 1)
-    rows = await store._pool.fetch(TERMS_SQL, query)
+    mirror = store.mirror
+    looked: asyncio.Task[bool] | None = None
+    if mirror is not None and mirror.ready and scope.as_of is None and n > 0:
+        looked = asyncio.create_task(mirror.current())  # beside the terms' statement, not after it
+    try:
+        rows = await store._pool.fetch(TERMS_SQL, query)
+    except BaseException:
+        if looked is not None:
+            looked.cancel()
+        raise
     terms, query_idf = plan_terms(rows, docs)
     if not terms or n <= 0:
+        if looked is not None:
+            await looked
         return Lexical([], query_idf)
     where, args = scope.where(5)
-    sql = PASS_SQL.format(where=where)
     qv = query_vector(terms)
     ref = stats.reference or stats.avg_len
+    if looked is not None and await looked and mirror is not None:
+        ids = await mirror.candidates(_dims(terms), scope, n)
+        if ids is not None:
+            lexical_answers.labels("mirror").inc()
+            found = await store._pool.fetch(RESCORE_SQL.format(where=where), ids, qv, ref, n, *args)
+            hits = [(r["id"], float(r["score"])) for r in found]
+            return Lexical(hits, query_idf, True, len(terms), len(terms))
+    lexical_answers.labels("database").inc()
+    sql = PASS_SQL.format(where=where)
     best: dict[str, float] = {}
     scanned = 0
     theta: float | None = None
@@ -183,6 +211,14 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
         theta = ranked[-1][1] if len(ranked) >= n else None
     exact = scanned == len(terms) or (theta is not None and unscanned_bound(terms, scanned) <= theta)
     return Lexical(_top(best, n), query_idf, exact, scanned, len(terms))
+
+
+def _dims(terms: list[Term]) -> dict[int, float]:
+    """The query's IDF by dimension (lexemes sharing one summed), as `query_vector` writes it."""
+    dims: dict[int, float] = {}
+    for t in terms:
+        dims[t.dim] = dims.get(t.dim, 0.0) + t.idf
+    return dims
 
 
 def _top(scores: dict[str, float], n: int) -> list[tuple[str, float]]:

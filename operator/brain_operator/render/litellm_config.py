@@ -164,6 +164,7 @@ def render_litellm_config(
                 persona=r.persona,
                 standout_ratio=r.standout_ratio,
                 floor=RetrievalFloor(**r.floor.model_dump()),
+                lexical_mirror=r.lexical_mirror,
             ).model_dump(),
             "capture": CaptureSection(
                 enabled=c.enabled,

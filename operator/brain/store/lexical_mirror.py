@@ -1,0 +1,268 @@
+"""The gateway's in-memory copy of the stored BM25 weights, kept current with the database (#33).
+
+Why: the lexical leg in SQL grows with the brain (docs/performance.md, "An in-memory lexical
+mirror"); scoring in memory (`brain.store.postings`) does not, nearly. Postgres stays the truth: the
+mirror only proposes candidates, which the leg re-scores and filters in one statement by primary key,
+so a stale or wrong mirror can cost recall, never show a memory outside the scope.
+
+Current, not eventually: before each use the mirror reads what changed since its last look, in one
+statement (migration 0008 stamps each change with its transaction id; the mirror keeps the snapshot
+it read at and asks for rows stamped at or past its xmax or by a transaction it saw in progress).
+So a memory written through another replica or a job is a candidate as soon as it is committed, as
+with the SQL leg. Uses that arrive while a look is under way wait for the next one, which starts
+after them; they share it.
+
+When the mirror cannot answer at once it says so (None) and the leg runs in SQL: while it loads, when
+more than `page` rows changed (a bulk import, a weight rewrite: it catches up in the background), and
+after its loader failed (it retries). It rebuilds from scratch, in the background while the old copy
+serves, when dead slots and the delta reach `rebuild_share` of it, or when the table was replaced
+(a restore) or the server's transaction counter went back (another cluster).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import asyncpg
+from prometheus_client import Counter, Gauge
+
+from brain.store.postings import Postings
+
+if TYPE_CHECKING:
+    from brain.store.base import Scope
+
+log = logging.getLogger(__name__)
+
+EMPTY = "{}/1"  # no weights (a row without them and no reference length yet): no postings
+
+mirror_memories = Gauge(
+    "brain_lexical_mirror_memories",
+    "Active memories the gateway's in-memory lexical copy holds (0 while it loads).",
+)
+mirror_loads = Counter(
+    "brain_lexical_mirror_loads_total", "Full loads of the in-memory lexical copy, by outcome.", ["outcome"]
+)
+lexical_answers = Counter(
+    "brain_lexical_leg_total",
+    "Lexical leg runs, by where they were scored: mirror (in memory, re-scored by key) or database.",
+    ["path"],
+)
+
+_WEIGHTS = "coalesce(m.bm25, brain_bm25_doc(m.tsv, (SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl')))::text"
+SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text AS snap, 'memories'::regclass::oid AS rel"
+LOAD_SQL = f"SELECT m.id, m.namespace, m.kind, {_WEIGHTS} AS w FROM memories m WHERE m.status = 'active'"
+# Every row changed by a transaction the last look did not see committed, in one statement with the
+# snapshot it ran at (the LEFT JOIN keeps that row when nothing changed).
+CHANGES_SQL = f"""WITH s AS (SELECT pg_current_snapshot()::text AS snap, 'memories'::regclass::oid AS rel)
+SELECT s.snap, s.rel, c.* FROM s LEFT JOIN LATERAL (
+  SELECT m.id, m.namespace, m.kind, m.status, {_WEIGHTS} AS w, m.lexical_xid::text AS xid
+    FROM memories m
+   WHERE (m.lexical_xid >= $1::text::xid8 OR m.lexical_xid = ANY($2::text[]::xid8[]))
+     AND (m.lexical_xid, m.id) > ($3::text::xid8, $4::text)
+   ORDER BY m.lexical_xid, m.id LIMIT $5) c ON true"""
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The snapshot a look read at: every transaction below `xmax` not in `running` was visible."""
+
+    xmax: int
+    running: tuple[int, ...]
+    relation: int
+
+    @staticmethod
+    def parse(snap: str, relation: int) -> Seen:
+        _, xmax, xip = snap.split(":")
+        return Seen(int(xmax), tuple(int(x) for x in xip.split(",") if x), int(relation))
+
+    def args(self) -> tuple[str, list[str]]:
+        return str(self.xmax), [str(x) for x in self.running]
+
+
+class LexicalMirror:
+    """One brain's active memories' BM25 weights in memory, for `brain.store.lexical.bm25`."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, *, page: int = 2000, rebuild_share: float = 0.5, batch: int = 10_000
+    ) -> None:
+        self._pool = pool
+        self.page = page
+        self.rebuild_share = rebuild_share
+        self.batch = batch
+        self.postings: Postings | None = None
+        self._seen: Seen | None = None
+        self._look = asyncio.Lock()
+        self._looks_started = 0
+        self._looks_done = 0  # the number (1-based) of the newest look that finished
+        self._loader: asyncio.Task[None] | None = None
+        self._drain: asyncio.Task[None] | None = None
+        self.loaded_at = 0.0
+
+    def start(self) -> None:
+        """Begin the first load in the background; until it ends the leg runs in SQL."""
+        self._reload()
+
+    async def stop(self) -> None:
+        for task in (self._loader, self._drain):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        mirror_memories.set(0)
+
+    @property
+    def ready(self) -> bool:
+        return self.postings is not None and self._seen is not None
+
+    async def candidates(self, query: dict[int, float], scope: Scope, n: int) -> list[str] | None:
+        """The ids of the scope's best `n` by BM25 over `query` (dimension → IDF), ties with the n-th
+        included; None when the mirror cannot answer now (the caller scores in SQL)."""
+        if scope.as_of is not None or not await self.current():
+            return None
+        assert self.postings is not None
+        top = self.postings.top(
+            query, scope.namespaces, n, kinds=scope.kinds, exclude_kinds=scope.exclude_kinds
+        )
+        return [i for i, _ in top]
+
+    async def current(self) -> bool:
+        """Bring the mirror up to every commit made before this call; False when it cannot now."""
+        if not self.ready or (self._drain is not None and not self._drain.done()):
+            return False
+        wanted = self._looks_started + 1  # a look that starts after this call began
+        async with self._look:
+            if self._looks_done >= wanted:
+                return self.ready
+            self._looks_started += 1
+            number = self._looks_started
+            try:
+                ok = await self._look_once()
+            finally:
+                self._looks_done = number
+            return ok
+
+    async def _look_once(self) -> bool:
+        seen, postings = self._seen, self.postings
+        if seen is None or postings is None:
+            return False
+        xmax, running = seen.args()
+        rows = await self._pool.fetch(CHANGES_SQL, xmax, running, "0", "", self.page + 1)
+        now = Seen.parse(rows[0]["snap"], rows[0]["rel"])
+        if now.relation != seen.relation or now.xmax < seen.xmax:
+            log.warning("the memories table was replaced or the server changed: reloading the lexical mirror")
+            self._reload(drop=True)
+            return False
+        changed = [r for r in rows if r["id"] is not None]
+        if len(changed) > self.page:
+            self._drain = asyncio.create_task(self._drain_all(seen), name="lexical-mirror-drain")
+            return False
+        _apply(postings, changed)
+        self._seen = now
+        self._after_changes()
+        return True
+
+    async def _drain_all(self, since: Seen) -> None:
+        """Read every change since `since` a page at a time in one snapshot, then look as usual."""
+        try:
+            async with (
+                self._look,
+                self._pool.acquire() as conn,
+                conn.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                xmax, running = since.args()
+                after: tuple[str, str] = ("0", "")
+                snap: Seen | None = None
+                while True:
+                    rows = await conn.fetch(CHANGES_SQL, xmax, running, *after, self.batch)
+                    snap = snap or Seen.parse(rows[0]["snap"], rows[0]["rel"])
+                    changed = [r for r in rows if r["id"] is not None]
+                    if self.postings is None:
+                        return
+                    _apply(self.postings, changed)
+                    await asyncio.sleep(0)  # let requests run between pages
+                    if len(changed) < self.batch:
+                        break
+                    after = (changed[-1]["xid"], changed[-1]["id"])
+                if snap.relation == since.relation and snap.xmax >= since.xmax:
+                    self._seen = snap
+                    self._after_changes()
+                else:
+                    self._reload(drop=True)
+        except Exception:
+            log.exception("the lexical mirror could not catch up; reloading it")
+            self._reload(drop=True)
+
+    def _after_changes(self) -> None:
+        assert self.postings is not None
+        mirror_memories.set(self.postings.live)
+        if self.postings.stale_share >= self.rebuild_share and (self._loader is None or self._loader.done()):
+            self._reload()
+
+    def _reload(self, *, drop: bool = False) -> None:
+        """Build a fresh copy in the background; `drop` stops using the current one meanwhile."""
+        if drop:
+            self.postings, self._seen = None, None
+            mirror_memories.set(0)
+        if self._loader is None or self._loader.done():
+            self._loader = asyncio.create_task(self._load(), name="lexical-mirror-load")
+
+    async def _load(self) -> None:
+        delay = 1.0
+        while True:
+            try:
+                postings, seen = await self._read_all()
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                mirror_loads.labels("error").inc()
+                log.warning(
+                    "lexical mirror load failed (%s); the leg runs in SQL, retrying in %.0fs", e, delay
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 60.0)
+        async with self._look:  # nothing looks while the copies change hands
+            self.postings, self._seen = postings, seen
+            self.loaded_at = time.monotonic()
+        mirror_loads.labels("ok").inc()
+        mirror_memories.set(postings.live)
+        log.info(
+            "lexical mirror loaded: %d memories, %.0f MB of arrays", postings.live, postings.nbytes() / 1e6
+        )
+
+    async def _read_all(self) -> tuple[Postings, Seen]:
+        """Every active memory's weights, in one snapshot, a batch at a time (parsed off the loop)."""
+        postings = Postings()
+        async with self._pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            row = await conn.fetchrow(SNAPSHOT_SQL)
+            seen = Seen.parse(row["snap"], row["rel"])
+            batch: list[Any] = []
+            async for r in conn.cursor(LOAD_SQL, prefetch=self.batch):
+                batch.append(r)
+                if len(batch) == self.batch:
+                    await asyncio.to_thread(_load_batch, postings, batch)
+                    batch = []
+            if batch:
+                await asyncio.to_thread(_load_batch, postings, batch)
+        await asyncio.to_thread(postings.seal)
+        return postings, seen
+
+
+def _load_batch(postings: Postings, rows: Sequence[Any]) -> None:
+    postings.load(
+        [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] or EMPTY for r in rows]
+    )
+
+
+def _apply(postings: Postings, rows: Sequence[Any]) -> None:
+    for r in rows:
+        if r["status"] == "active":
+            postings.put(r["id"], r["namespace"], r["kind"], r["w"] or EMPTY)
+        else:
+            postings.drop(r["id"])
