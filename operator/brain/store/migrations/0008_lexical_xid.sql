@@ -11,7 +11,8 @@
 -- nor writes the column, and its writes are stamped by the trigger all the same.
 ALTER TABLE memories ADD COLUMN IF NOT EXISTS lexical_xid xid8;
 
-CREATE INDEX IF NOT EXISTS memories_lexical_xid ON memories (lexical_xid) WHERE lexical_xid IS NOT NULL;
+-- (stamp, id): a reader pages through a bulk change by that keyset.
+CREATE INDEX IF NOT EXISTS memories_lexical_xid ON memories (lexical_xid, id) WHERE lexical_xid IS NOT NULL;
 
 CREATE OR REPLACE FUNCTION brain_lexical_xid() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
