@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import statistics
@@ -21,6 +22,23 @@ from brain.retrieval.render import within_budget
 from brain.store import Scope
 from brain.store.store import embed_text
 from brain.store.writer import StoreWriter
+
+
+async def with_mirror(store: Any) -> float:
+    """The gateway's path: its lexical leg ranks in its in-memory copy of the BM25 weights
+    (brain/store/lexical_mirror.py), loaded before the timings; returns the load's seconds."""
+    t0 = time.perf_counter()
+    mirror = store.start_mirror()
+    while not mirror.ready:
+        await asyncio.sleep(0.05)
+    return time.perf_counter() - t0
+
+
+def database_legs() -> float:
+    """Lexical legs that ranked in SQL so far: a row that claims the gateway's path fails on any."""
+    from brain.store.lexical_mirror import lexical_answers
+
+    return float(lexical_answers.labels("database")._value.get())
 
 
 async def warm_up(retriever: Retriever, scope: Scope, queries: list[str]) -> None:
@@ -66,8 +84,9 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
         "embedding (hack/bench/vectors.py) jittered so copies differ; the queried scope holds them all "
         "(layouts, each its own database: "
         + "; ".join(f"{k}: {corpus.LAYOUTS[k]}" for k in layouts)
-        + "). 200 LoCoMo questions, each embedded for real (no cache), then legs, fusion, fetch, budget "
-        "and rendering — the gateway's path. Each question's outcome is counted (hack/bench/check.py); the "
+        + "). 200 LoCoMo questions, each embedded for real (no cache), then legs (the lexical one through "
+        "the gateway's in-memory copy of the BM25 weights), fusion, fetch, budget and rendering — the "
+        "gateway's path. Each question's outcome is counted (hack/bench/check.py); the "
         "run fails when any retrieval was degraded, timed out or failed.",
         "",
         "| memories | layout | HNSW build s | p50 ms | p95 ms | runs | outcomes | load before / after |",
@@ -121,6 +140,8 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
                     # Steady state, as autovacuum leaves a live brain: GIN pending lists merged, visibility map
                     # set, statistics current. Measuring right after a bulk load times autovacuum instead.
                     await store.pool_for_tests.execute("VACUUM (ANALYZE) memories, lexeme_stats")
+                    await with_mirror(store)
+                    in_sql = database_legs()
                     retriever = Retriever(store, embedder)
                     scope = corpus.scope(layout)
                     counts = check.Counts()
@@ -135,6 +156,11 @@ async def latency(runs: int, sizes: list[int], layouts: list[str], results: dict
                         p50s.append(percentile(lat, 0.5) if lat else float("nan"))
                         p95s.append(percentile(lat, 0.95) if lat else float("nan"))
                     load1 = os.getloadavg()
+                    if database_legs() != in_sql:
+                        raise check.OutcomeMismatch(
+                            f"latency, {size:,} {layout}: the row claims the gateway's path, but "
+                            f"{database_legs() - in_sql:.0f} lexical legs ranked in SQL, not in the in-memory copy"
+                        )
                     out.append(
                         f"| {size:,} | {layout} | {build:.1f} | {statistics.median(p50s):.1f} | "
                         f"{statistics.median(p95s):.1f} | {runs} | {counts.summary()} | {load0[0]:.1f} / {load1[0]:.1f} |"

@@ -174,15 +174,9 @@ async def measure(
     facts: dict[str, float] = {}
     try:
         if mirror:
-            t0 = time.perf_counter()
-            started = store.start_mirror()
-            while not started.ready:
-                await asyncio.sleep(0.05)
-            assert started.postings is not None
-            facts = {
-                "mirror load s": time.perf_counter() - t0,
-                "mirror bytes": float(started.postings.nbytes()),
-            }
+            facts["mirror load s"] = await latency.with_mirror(store)
+            assert store.mirror is not None and store.mirror.postings is not None
+            facts["mirror bytes"] = float(store.mirror.postings.nbytes())
         retriever = Retriever(store, embedder)
         scope = corpus.scope(layout)
         await latency.warm_up(retriever, scope, queries)
@@ -212,9 +206,8 @@ async def lexical_pair(
 
     store = await Store.open(dsn, dim=384)
     try:
-        mirror = store.start_mirror()
-        while not mirror.ready:
-            await asyncio.sleep(0.05)
+        await latency.with_mirror(store)
+        mirror = store.mirror
         scope = corpus.scope(layout)
         arms = ("exhaustive", "maxscore", "mirror")
         lat: dict[str, list[float]] = {a: [] for a in arms}

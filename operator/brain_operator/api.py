@@ -338,7 +338,7 @@ class Retrieval(_Model):
         description=(
             "Keep each gateway replica's copy of the stored keyword (BM25) weights in memory, so the "
             "keyword leg ranks in a few milliseconds at any brain size; the database still filters and "
-            "scores what it proposes. It costs about 250 MB a replica per million memories. Off: the "
+            "scores what it proposes. It costs about 300 MB of memory a replica per million memories. Off: the "
             "leg ranks in the database, whose time grows with the brain."
         ),
     )

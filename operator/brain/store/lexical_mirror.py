@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import time
 from collections.abc import Sequence
@@ -263,7 +264,16 @@ class LexicalMirror:
             if batch:
                 await asyncio.to_thread(_load_batch, postings, batch)
         await asyncio.to_thread(postings.seal)
+        _trim()
         return postings, seen
+
+
+def _trim() -> None:
+    """Give the load's freed buffers (rows, batches, the sort's temporaries: several times the final
+    arrays) back to the system: glibc keeps them otherwise, and the replica's resident memory stayed
+    ≈ 4x the arrays at 1M memories."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _load_batch(postings: Postings, rows: Sequence[Any]) -> None:
