@@ -97,12 +97,15 @@ async def test_another_namespace_never_answers(mirrored: Store) -> None:
 async def test_a_write_is_a_hit_at_once_and_a_retired_memory_is_gone(mirrored: Store, owner: Actor) -> None:
     scope = Scope.of(["repo:payments"])
     before = _count("mirror")
+    assert mirrored.mirror is not None
+    looks = mirrored.mirror._looks_started
     [new] = await _write(
         mirrored, [("repo:payments", "The quetzal-ledger reconciles refunds hourly.")], owner
     )
     hits = (await bm25(mirrored, "quetzal ledger", scope, 10)).hits
     assert [i for i, _ in hits][:1] == [new]
     assert _count("mirror") == before + 1, "answered by the mirror, not the SQL leg"
+    assert mirrored.mirror._looks_started == looks + 1, "one look a leg: each is a round trip"
     await StoreWriter(mirrored).set_status(new, "retired", "wrong", actor=owner)
     assert new not in [i for i, _ in (await bm25(mirrored, "quetzal ledger", scope, 10)).hits]
 
@@ -157,12 +160,19 @@ async def test_a_bulk_change_is_answered_in_sql_until_the_mirror_catches_up(
     assert through == alone and {i for i, _ in through} == set(ids)
 
 
-async def test_a_replaced_table_or_server_reloads_the_mirror(mirrored: Store) -> None:
+@pytest.mark.parametrize("change", ["relation", "started"])
+async def test_a_replaced_table_or_server_reloads_the_mirror(mirrored: Store, change: str) -> None:
+    """A restore replaces the table; a failover or restart changes the server, whose transaction
+    counter may have lost commits: either way the copy is reloaded, and the SQL leg answers meanwhile."""
     mirror = mirrored.mirror
     assert mirror is not None and mirror._seen is not None
-    mirror._seen = Seen(
-        mirror._seen.xmax, mirror._seen.running, mirror._seen.relation + 1
-    )  # as after a restore
+    seen = mirror._seen
+    mirror._seen = Seen(  # what the mirror would have seen before the restore or failover
+        seen.xmax,
+        seen.running,
+        seen.relation + (change == "relation"),
+        seen.started + ("x" if change == "started" else ""),
+    )
     before = _count("database")
     assert (await bm25(mirrored, "refunds", Scope.of(["repo:payments"]), 5)).hits
     assert _count("database") == before + 1

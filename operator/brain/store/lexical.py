@@ -32,6 +32,7 @@ the scores; it is computed from the same lexeme statistics.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ from brain.store.lexical_mirror import lexical_answers
 
 if TYPE_CHECKING:
     from brain.store import Scope, Store
+
+log = logging.getLogger(__name__)
 
 # brain_lexeme_dim's range (migration 0004): the largest prime below pgvector's 10^9 dimensions.
 DIMENSIONS = 999_999_937
@@ -71,9 +74,13 @@ PASS_SQL = """SELECT m.id, -(coalesce(m.bm25, brain_bm25_doc(m.tsv, $3::float8))
 
 # The mirror's candidates (brain/store/lexical_mirror.py), scored and filtered here: the same score
 # as PASS_SQL's, by primary key, so the scope is the database's whatever the mirror holds.
+# The text match too, as PASS_SQL's: two lexemes can share a dimension (a hash), and a memory holding
+# only the other one is no keyword hit.
 RESCORE_SQL = """SELECT m.id, -(coalesce(m.bm25, brain_bm25_doc(m.tsv, $3::float8)) <#> $2::text::sparsevec) AS score
                    FROM memories m
-                  WHERE m.id = ANY($1::text[]) AND {where}
+                  WHERE m.id = ANY($1::text[])
+                    AND m.tsv @@ (SELECT string_agg(quote_literal(x), ' | ')::tsquery FROM unnest($5::text[]) x)
+                    AND {where}
                   ORDER BY score DESC, m.id LIMIT $4"""
 
 
@@ -169,7 +176,7 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
     stats = await store.corpus_stats()
     docs = max(stats.docs, 1)
     mirror = store.mirror
-    looked: asyncio.Task[bool] | None = None
+    looked: asyncio.Task[int | None] | None = None
     if mirror is not None and mirror.ready and scope.as_of is None and n > 0:
         looked = asyncio.create_task(mirror.current())  # beside the terms' statement, not after it
     try:
@@ -180,20 +187,23 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
         raise
     terms, query_idf = plan_terms(rows, docs)
     if not terms or n <= 0:
-        if looked is not None:
-            await looked
+        await _looked(looked)
         return Lexical([], query_idf)
-    where, args = scope.where(5)
     qv = query_vector(terms)
     ref = stats.reference or stats.avg_len
-    if looked is not None and await looked and mirror is not None:
-        ids = await mirror.candidates(_dims(terms), scope, n)
+    generation = await _looked(looked)
+    if generation is not None and mirror is not None:
+        ids = mirror.candidates(_dims(terms), scope, n, generation)
         if ids is not None:
             lexical_answers.labels("mirror").inc()
-            found = await store._pool.fetch(RESCORE_SQL.format(where=where), ids, qv, ref, n, *args)
+            where, args = scope.where(6)
+            found = await store._pool.fetch(
+                RESCORE_SQL.format(where=where), ids, qv, ref, n, [t.lexeme for t in terms], *args
+            )
             hits = [(r["id"], float(r["score"])) for r in found]
             return Lexical(hits, query_idf, True, len(terms), len(terms))
     lexical_answers.labels("database").inc()
+    where, args = scope.where(5)
     sql = PASS_SQL.format(where=where)
     best: dict[str, float] = {}
     scanned = 0
@@ -211,6 +221,19 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
         theta = ranked[-1][1] if len(ranked) >= n else None
     exact = scanned == len(terms) or (theta is not None and unscanned_bound(terms, scanned) <= theta)
     return Lexical(_top(best, n), query_idf, exact, scanned, len(terms))
+
+
+async def _looked(look: asyncio.Task[int | None] | None) -> int | None:
+    """The mirror's generation once its look is done, or None: no look, or it could not answer. A
+    look that failed (a statement timeout, a dropped connection) leaves the leg to SQL, which fails
+    on its own if the database is gone."""
+    if look is None:
+        return None
+    try:
+        return await look
+    except Exception:
+        log.warning("the lexical mirror's look failed; this leg ranks in SQL", exc_info=True)
+        return None
 
 
 def _dims(terms: list[Term]) -> dict[int, float]:

@@ -26,7 +26,7 @@ import contextlib
 import ctypes
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,20 +56,25 @@ lexical_answers = Counter(
 )
 
 _WEIGHTS = "coalesce(m.bm25, brain_bm25_doc(m.tsv, (SELECT value::float8 FROM brain_meta WHERE key = 'bm25_avgdl')))::text"
-SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text AS snap, 'memories'::regclass::oid AS rel"
-LOAD_SQL = f"SELECT m.id, m.namespace, m.kind, {_WEIGHTS} AS w FROM memories m WHERE m.status = 'active'"
+_WHICH = "pg_current_snapshot()::text AS snap, 'memories'::regclass::oid AS rel, pg_postmaster_start_time()::text AS started"
+SNAPSHOT_SQL = f"SELECT {_WHICH}"
+LOAD_SQL = f"""SELECT m.id, m.namespace, m.kind, {_WEIGHTS} AS w FROM memories m
+               WHERE m.status = 'active' AND m.id > $1 ORDER BY m.id LIMIT $2"""
 # Every row changed by a transaction the last look did not see committed, in one statement with the
 # snapshot it ran at (the LEFT JOIN keeps that row when nothing changed), in (stamp, id) order from a
 # keyset. Two index range scans, not an OR, and the keyset as scalar bounds, not a row comparison:
 # under a generic plan (asyncpg prepares statements) the OR walked the whole stamp index (1.1 s at 1M
-# memories) and the row comparison made the scan start at the index's first entry (56 ms).
+# memories) and the row comparison made the scan start at the index's first entry (56 ms). A stamp at
+# or past the snapshot's xmax is no commit of this server's: it is a restored row's, from the cluster
+# the dump came from (pg_restore loads rows before the trigger exists), and would be read every look.
 _CHANGED = f"""SELECT m.id, m.namespace, m.kind, m.status, {_WEIGHTS} AS w, m.lexical_xid::text AS xid
     FROM memories m
    WHERE m.lexical_xid {{match}} AND m.lexical_xid >= $3::text::xid8
      AND (m.lexical_xid > $3::text::xid8 OR m.id > $4::text)
+     AND m.lexical_xid < pg_snapshot_xmax(pg_current_snapshot())
    ORDER BY m.lexical_xid, m.id LIMIT $5"""
-CHANGES_SQL = f"""WITH s AS (SELECT pg_current_snapshot()::text AS snap, 'memories'::regclass::oid AS rel)
-SELECT s.snap, s.rel, c.* FROM s LEFT JOIN LATERAL (
+CHANGES_SQL = f"""WITH s AS (SELECT {_WHICH})
+SELECT s.snap, s.rel, s.started, c.* FROM s LEFT JOIN LATERAL (
   SELECT * FROM (({_CHANGED.format(match="= ANY($2::text[]::xid8[])")})
                  UNION ALL ({_CHANGED.format(match=">= $1::text::xid8")})) u
    ORDER BY u.xid::xid8, u.id LIMIT $5) c ON true"""
@@ -77,38 +82,54 @@ SELECT s.snap, s.rel, c.* FROM s LEFT JOIN LATERAL (
 
 @dataclass(frozen=True)
 class Seen:
-    """The snapshot a look read at: every transaction below `xmax` not in `running` was visible."""
+    """The snapshot a look read at: every transaction below `xmax` not in `running` was visible.
+    `relation` and `started` say which table and which server: a restore replaces the table, a
+    failover or restart changes the server (whose transaction counter may have lost commits)."""
 
     xmax: int
     running: tuple[int, ...]
     relation: int
+    started: str
 
     @staticmethod
-    def parse(snap: str, relation: int) -> Seen:
+    def parse(snap: str, relation: int, started: str) -> Seen:
         _, xmax, xip = snap.split(":")
-        return Seen(int(xmax), tuple(int(x) for x in xip.split(",") if x), int(relation))
+        return Seen(int(xmax), tuple(int(x) for x in xip.split(",") if x), int(relation), started)
 
     def args(self) -> tuple[str, list[str]]:
         return str(self.xmax), [str(x) for x in self.running]
+
+    def follows(self, before: Seen) -> bool:
+        """Whether this snapshot continues `before`'s history (else the copy must be reloaded)."""
+        return (self.relation, self.started) == (before.relation, before.started) and self.xmax >= before.xmax
 
 
 class LexicalMirror:
     """One brain's active memories' BM25 weights in memory, for `brain.store.lexical.bm25`."""
 
     def __init__(
-        self, pool: asyncpg.Pool, *, page: int = 2000, rebuild_share: float = 0.5, batch: int = 10_000
+        self,
+        pool: asyncpg.Pool,
+        *,
+        page: int = 2000,
+        rebuild_share: float = 0.5,
+        batch: int = 2000,
+        chars: int = 4_000_000,
     ) -> None:
         self._pool = pool
-        self.page = page
+        self.page = page  # changed rows a look applies itself; past it the drain does, in the background
         self.rebuild_share = rebuild_share
-        self.batch = batch
+        self.batch = batch  # rows a load or drain page reads
+        self.chars = chars  # weights text parsed or applied at once (a body can carry 16,000 weights)
         self.postings: Postings | None = None
         self._seen: Seen | None = None
         self._look = asyncio.Lock()
         self._looks_started = 0
-        self._looks_done = 0  # the number (1-based) of the newest look that finished
+        self._looks_done = 0  # the number (1-based) of the newest look that finished on this copy
+        self.generation = 0  # bumped when a copy changes hands: a look on the old one says nothing
         self._loader: asyncio.Task[None] | None = None
         self._drain: asyncio.Task[None] | None = None
+        self._stopped = False
         self.loaded_at = 0.0
 
     def start(self) -> None:
@@ -116,6 +137,7 @@ class LexicalMirror:
         self._reload()
 
     async def stop(self) -> None:
+        self._stopped = True
         for task in (self._loader, self._drain):
             if task is not None and not task.done():
                 task.cancel()
@@ -127,35 +149,35 @@ class LexicalMirror:
     def ready(self) -> bool:
         return self.postings is not None and self._seen is not None
 
-    async def candidates(self, query: dict[int, float], scope: Scope, n: int) -> list[str] | None:
-        """The ids of the scope's best `n` by BM25 over `query` (dimension → IDF), ties with the n-th
-        included; None when the mirror cannot answer now (the caller scores in SQL)."""
-        if scope.as_of is not None or not await self.current():
+    def candidates(self, query: dict[int, float], scope: Scope, n: int, generation: int) -> list[str] | None:
+        """The ids of the scope's best `n` by BM25 over `query` (dimension → IDF), ties by id, from the
+        copy that `current()` brought up to date (its `generation`); None when the mirror cannot
+        answer (another copy took over since, or a history scope: the caller scores in SQL)."""
+        postings = self.postings
+        if scope.as_of is not None or postings is None or generation != self.generation:
             return None
-        assert self.postings is not None
-        top = self.postings.top(
-            query, scope.namespaces, n, kinds=scope.kinds, exclude_kinds=scope.exclude_kinds
-        )
+        top = postings.top(query, scope.namespaces, n, kinds=scope.kinds, exclude_kinds=scope.exclude_kinds)
         return [i for i, _ in top]
 
-    async def current(self) -> bool:
-        """Bring the mirror up to every commit made before this call; False when it cannot now."""
+    async def current(self) -> int | None:
+        """Bring the mirror up to every commit made before this call; the copy's generation, or None
+        when it cannot now."""
         wanted = self._looks_started + 1  # a look that starts after this call began
         if not self._usable():
-            return False
+            return None
         async with self._look:
             if not self._usable():
-                return False
+                return None
             if self._looks_done >= wanted:
-                return True
+                return self.generation
             self._looks_started += 1
             number = self._looks_started
             # Only a look that ended counts for those waiting on it: one cancelled with its caller
             # (a retrieval past its budget) or failed leaves them to look for themselves.
-            ok = await self._look_once()
-            if ok:
-                self._looks_done = number
-            return ok
+            if not await self._look_once():
+                return None
+            self._looks_done = number
+            return self.generation
 
     def _usable(self) -> bool:
         return self.ready and (self._drain is None or self._drain.done())
@@ -166,47 +188,48 @@ class LexicalMirror:
             return False
         xmax, running = seen.args()
         rows = await self._pool.fetch(CHANGES_SQL, xmax, running, "0", "", self.page + 1)
-        now = Seen.parse(rows[0]["snap"], rows[0]["rel"])
-        if now.relation != seen.relation or now.xmax < seen.xmax:
+        now = Seen.parse(rows[0]["snap"], rows[0]["rel"], rows[0]["started"])
+        if not now.follows(seen):
             log.warning("the memories table was replaced or the server changed: reloading the lexical mirror")
             self._reload(drop=True)
             return False
         changed = [r for r in rows if r["id"] is not None]
-        if len(changed) > self.page:
-            self._drain = asyncio.create_task(self._drain_all(seen), name="lexical-mirror-drain")
+        if len(changed) > self.page or sum(len(r["w"] or "") for r in changed) > self.chars:
+            self._drain = asyncio.create_task(self._drain_all(self.generation), name="lexical-mirror-drain")
             return False
         _apply(postings, changed)
         self._seen = now
         self._after_changes()
         return True
 
-    async def _drain_all(self, since: Seen) -> None:
-        """Read every change since `since` a page at a time in one snapshot, then look as usual."""
+    async def _drain_all(self, generation: int) -> None:
+        """Read every change since the copy's last look, a page at a time, applying a bounded slice
+        between chances for requests to run; then looks go on from the first page's snapshot (what
+        committed after it is read again, harmlessly). Nothing happens if another copy took over."""
         try:
-            async with (
-                self._look,
-                self._pool.acquire() as conn,
-                conn.transaction(isolation="repeatable_read", readonly=True),
-            ):
+            async with self._look:
+                since, postings = self._seen, self.postings
+                if generation != self.generation or since is None or postings is None:
+                    return
                 xmax, running = since.args()
                 after: tuple[str, str] = ("0", "")
-                snap: Seen | None = None
+                first: Seen | None = None
                 while True:
-                    rows = await conn.fetch(CHANGES_SQL, xmax, running, *after, self.batch)
-                    snap = snap or Seen.parse(rows[0]["snap"], rows[0]["rel"])
-                    changed = [r for r in rows if r["id"] is not None]
-                    if self.postings is None:
+                    rows = await self._pool.fetch(CHANGES_SQL, xmax, running, *after, self.batch)
+                    snap = Seen.parse(rows[0]["snap"], rows[0]["rel"], rows[0]["started"])
+                    if not snap.follows(since):
+                        self._reload(drop=True)
                         return
-                    _apply(self.postings, changed)
-                    await asyncio.sleep(0)  # let requests run between pages
+                    first = first or snap
+                    changed = [r for r in rows if r["id"] is not None]
+                    for part in _slices(changed, self.chars):
+                        _apply(postings, part)
+                        await asyncio.sleep(0)  # requests run between slices (they answer in SQL)
                     if len(changed) < self.batch:
                         break
                     after = (changed[-1]["xid"], changed[-1]["id"])
-                if snap.relation == since.relation and snap.xmax >= since.xmax:
-                    self._seen = snap
-                    self._after_changes()
-                else:
-                    self._reload(drop=True)
+                self._seen = first
+                self._after_changes()
         except Exception:
             log.exception("the lexical mirror could not catch up; reloading it")
             self._reload(drop=True)
@@ -219,8 +242,11 @@ class LexicalMirror:
 
     def _reload(self, *, drop: bool = False) -> None:
         """Build a fresh copy in the background; `drop` stops using the current one meanwhile."""
+        if self._stopped:
+            return
         if drop:
             self.postings, self._seen = None, None
+            self.generation += 1
             mirror_memories.set(0)
         if self._loader is None or self._loader.done():
             self._loader = asyncio.create_task(self._load(), name="lexical-mirror-load")
@@ -242,6 +268,8 @@ class LexicalMirror:
                 delay = min(delay * 2, 60.0)
         async with self._look:  # nothing looks while the copies change hands
             self.postings, self._seen = postings, seen
+            self.generation += 1
+            self._looks_done = 0  # looks on the old copy say nothing about this one
             self.loaded_at = time.monotonic()
         mirror_loads.labels("ok").inc()
         mirror_memories.set(postings.live)
@@ -250,22 +278,37 @@ class LexicalMirror:
         )
 
     async def _read_all(self) -> tuple[Postings, Seen]:
-        """Every active memory's weights, in one snapshot, a batch at a time (parsed off the loop)."""
+        """Every active memory's weights, a page at a time by id, each page its own short statement
+        (a transaction of the load's length, 15–20 s at 1M memories, would hold back vacuum and
+        queue a reindex swap's lock, and every reader behind it). The pages do not share a snapshot:
+        the first look after the load reads everything changed since the snapshot taken before the
+        first page, which mends any page that read a row mid-change."""
         postings = Postings()
-        async with self._pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            row = await conn.fetchrow(SNAPSHOT_SQL)
-            seen = Seen.parse(row["snap"], row["rel"])
-            batch: list[Any] = []
-            async for r in conn.cursor(LOAD_SQL, prefetch=self.batch):
-                batch.append(r)
-                if len(batch) == self.batch:
-                    await asyncio.to_thread(_load_batch, postings, batch)
-                    batch = []
-            if batch:
-                await asyncio.to_thread(_load_batch, postings, batch)
+        row = await self._pool.fetchrow(SNAPSHOT_SQL)
+        seen = Seen.parse(row["snap"], row["rel"], row["started"])
+        after = ""
+        while True:
+            rows = await self._pool.fetch(LOAD_SQL, after, self.batch)
+            for part in _slices(rows, self.chars):
+                await asyncio.to_thread(_load_batch, postings, part)
+            if len(rows) < self.batch:
+                break
+            after = rows[-1]["id"]
         await asyncio.to_thread(postings.seal)
         _trim()
         return postings, seen
+
+
+def _slices(rows: Sequence[Any], chars: int) -> Iterator[Sequence[Any]]:
+    """`rows` in runs whose weights text adds up to about `chars`: what one parse or apply holds."""
+    start, size = 0, 0
+    for i, r in enumerate(rows):
+        size += len(r["w"] or "")
+        if size > chars and i > start:
+            yield rows[start:i]
+            start, size = i, len(r["w"] or "")
+    if start < len(rows):
+        yield rows[start:]
 
 
 def _trim() -> None:
@@ -284,7 +327,8 @@ def _load_batch(postings: Postings, rows: Sequence[Any]) -> None:
 
 def _apply(postings: Postings, rows: Sequence[Any]) -> None:
     for r in rows:
-        if r["status"] == "active":
-            postings.put(r["id"], r["namespace"], r["kind"], r["w"] or EMPTY)
-        else:
+        if r["status"] != "active":
             postings.drop(r["id"])
+    postings.put_many(
+        [(r["id"], r["namespace"], r["kind"], r["w"] or EMPTY) for r in rows if r["status"] == "active"]
+    )

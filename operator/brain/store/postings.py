@@ -24,9 +24,7 @@ import numpy as np
 # A memory's weights as pgvector prints a sparsevec: "{dim:weight,dim:weight}/dimensions".
 SparseText = str
 
-# Memories tied with the n-th best score are ranked by id among up to this many times n: a tie wider
-# than that is cut at random, where the SQL leg would take the smallest ids.
-TIES = 20
+NEAR = 1e-6  # relative: float32 sums of the same weights differ by less
 
 
 def parse_batch(texts: Sequence[SparseText]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -74,11 +72,58 @@ class Codes:
         return ~m if invert else m
 
 
+@dataclass(frozen=True)
+class _Part:
+    """Postings sorted by dimension: dims[i]'s are slots/weights[offsets[i]:offsets[i+1]], slots
+    ascending within a dimension (they are appended in slot order and sorted stably)."""
+
+    dims: np.ndarray
+    offsets: np.ndarray
+    slots: np.ndarray
+    weights: np.ndarray
+    top: np.ndarray  # each dimension's highest weight (its MaxScore bound)
+
+    @staticmethod
+    def of(dims: np.ndarray, slots: np.ndarray, weights: np.ndarray) -> _Part:
+        order = np.argsort(dims, kind="stable")
+        dims, slots, weights = dims[order], slots[order], weights[order]
+        unique, starts = np.unique(dims, return_index=True)
+        top = np.maximum.reduceat(weights, starts) if len(starts) else np.zeros(0, np.float32)
+        return _Part(unique, np.append(starts, len(dims)).astype(np.int64), slots, weights, top)
+
+    @staticmethod
+    def merged(parts: Sequence[_Part]) -> _Part:
+        """One part of several, older slots first (so each dimension's slots stay ascending)."""
+        dims = np.concatenate([np.repeat(p.dims, np.diff(p.offsets)) for p in parts])
+        return _Part.of(
+            dims, np.concatenate([p.slots for p in parts]), np.concatenate([p.weights for p in parts])
+        )
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.dims, self.offsets, self.slots, self.weights, self.top))
+
+    def find(self, dim: int) -> tuple[np.ndarray, np.ndarray, float] | None:
+        i = int(np.searchsorted(self.dims, dim))
+        if i == len(self.dims) or self.dims[i] != dim:
+            return None
+        lo, hi = self.offsets[i], self.offsets[i + 1]
+        return self.slots[lo:hi], self.weights[lo:hi], float(self.top[i])
+
+
+_EMPTY = _Part.of(np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.float32))
+# Delta parts kept apart before they are merged into one: each costs a binary search a query term.
+DELTA_PARTS = 8
+
+
 class Postings:
     """Active memories' BM25 weights by dimension; `top` is exhaustive BM25 over a scope.
 
     Slots number memories in load order; a memory written again gets a new slot and its old one is
-    marked dead (its postings stay until the owner rebuilds)."""
+    marked dead (its postings stay until the owner rebuilds). Writes since the load are parts of
+    their own, a batch each (numpy, 8 bytes a posting), merged into one past DELTA_PARTS."""
 
     def __init__(self) -> None:
         self.ids: list[str] = []
@@ -88,15 +133,9 @@ class Postings:
         self._ns = _Column(np.int32)
         self._kind = _Column(np.int32)
         self._alive = _Column(np.bool_)
-        # The bulk part, sorted by dimension: dims[i]'s postings are slots/weights[offsets[i]:offsets[i+1]].
-        self._dims = np.zeros(0, dtype=np.int64)
-        self._offsets = np.zeros(1, dtype=np.int64)
-        self._slots = np.zeros(0, dtype=np.int32)
-        self._weights = np.zeros(0, dtype=np.float32)
-        self._max = np.zeros(0, dtype=np.float32)  # each dimension's highest weight (its MaxScore bound)
+        self._bulk = _EMPTY
+        self._deltas: list[_Part] = []
         self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # loaded, not yet sealed
-        self._delta: dict[int, tuple[list[int], list[float]]] = {}
-        self.delta_postings = 0
         self.dead = 0
 
     @property
@@ -104,69 +143,68 @@ class Postings:
         return len(self.slot_of)
 
     @property
+    def delta_postings(self) -> int:
+        return sum(len(p) for p in self._deltas)
+
+    @property
     def stale_share(self) -> float:
         """Dead slots and delta postings against the bulk part: what a rebuild would reclaim."""
-        bulk = max(len(self._slots), 1)
-        return max(self.dead / max(len(self.ids), 1), self.delta_postings / bulk)
+        return max(self.dead / max(len(self.ids), 1), self.delta_postings / max(len(self._bulk), 1))
 
     def nbytes(self) -> int:
         """The arrays' bytes (ids and the id map, Python objects, are not counted)."""
-        arrays = (self._dims, self._offsets, self._slots, self._weights)
-        return sum(a.nbytes for a in arrays) + self._ns.data.nbytes * 2 + self._alive.data.nbytes
+        parts = sum(p.nbytes() for p in (self._bulk, *self._deltas))
+        return parts + self._ns.data.nbytes + self._kind.data.nbytes + self._alive.data.nbytes
+
+    def _append(self, ids: Sequence[str], namespaces: Sequence[str], kinds: Sequence[str]) -> int:
+        """New slots for `ids` (an id's older slot dies); returns the first."""
+        start = len(self.ids)
+        for i, mid in enumerate(ids):
+            old = self.slot_of.get(mid)
+            if old is not None:  # written again (or listed twice in one batch): the later row wins
+                self._alive.data[old] = False
+                self.dead += 1
+            self.slot_of[mid] = start + i
+        self.ids.extend(ids)
+        for names, col, codes in ((namespaces, self._ns, self.namespaces), (kinds, self._kind, self.kinds)):
+            col.data = np.concatenate(
+                [col.view, np.fromiter((codes.code(x) for x in names), np.int32, len(names))]
+            )
+            col.size = len(col.data)
+        self._alive.data = np.concatenate([self._alive.view, np.ones(len(ids), dtype=np.bool_)])
+        self._alive.size = len(self._alive.data)
+        return start
+
+    def _parsed(self, start: int, texts: Sequence[SparseText]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        dims, weights, counts = parse_batch(texts)
+        slots = np.repeat(np.arange(start, start + len(texts), dtype=np.int32), counts)
+        return dims, slots, weights
 
     def load(
         self, ids: Sequence[str], namespaces: Sequence[str], kinds: Sequence[str], texts: Sequence[SparseText]
     ) -> None:
         """Append a batch of memories to the bulk part's pending arrays (call `seal` after the last)."""
-        dims, weights, counts = parse_batch(texts)
-        start = len(self.ids)
-        slots = np.repeat(np.arange(start, start + len(ids), dtype=np.int32), counts)
-        for i, mid in enumerate(ids):
-            old = self.slot_of.get(mid)
-            if old is not None:  # listed twice in one load: the later row wins
-                self._alive.data[old] = False
-                self.dead += 1
-            self.slot_of[mid] = start + i
-        self.ids.extend(ids)
-        for name, col, codes in ((namespaces, self._ns, self.namespaces), (kinds, self._kind, self.kinds)):
-            col.data = np.concatenate(
-                [col.view, np.fromiter((codes.code(x) for x in name), np.int32, len(name))]
-            )
-            col.size = len(col.data)
-        self._alive.data = np.concatenate([self._alive.view, np.ones(len(ids), dtype=np.bool_)])
-        self._alive.size = len(self._alive.data)
-        self._pending.append((dims, slots, weights))
+        self._pending.append(self._parsed(self._append(ids, namespaces, kinds), texts))
 
     def seal(self) -> None:
         """Sort the loaded postings by dimension into the bulk part."""
         parts = self._pending
-        if not parts:
+        if parts:
+            self._bulk = _Part.of(*(np.concatenate([p[i] for p in parts]) for i in range(3)))
+            parts.clear()
+
+    def put_many(self, rows: Sequence[tuple[str, str, str, SparseText]]) -> None:
+        """Memories written or changed since the load: their old slots die, new ones hold them, in
+        one delta part."""
+        if not rows:
             return
-        dims = np.concatenate([p[0] for p in parts])
-        slots = np.concatenate([p[1] for p in parts])
-        weights = np.concatenate([p[2] for p in parts])
-        parts.clear()
-        order = np.argsort(dims, kind="stable")
-        dims, self._slots, self._weights = dims[order], slots[order], weights[order]
-        self._dims, starts = np.unique(dims, return_index=True)
-        self._offsets = np.append(starts, len(dims)).astype(np.int64)
-        self._max = np.maximum.reduceat(self._weights, starts) if len(starts) else np.zeros(0, np.float32)
+        ids, namespaces, kinds, texts = (list(c) for c in zip(*rows, strict=True))
+        self._deltas.append(_Part.of(*self._parsed(self._append(ids, namespaces, kinds), texts)))
+        if len(self._deltas) > DELTA_PARTS:
+            self._deltas = [_Part.merged(self._deltas)]
 
     def put(self, memory_id: str, namespace: str, kind: str, text: SparseText) -> None:
-        """A memory written or changed since the load: its old slot dies, a new one holds it."""
-        self.drop(memory_id)
-        dims, weights, _ = parse_batch([text])
-        slot = len(self.ids)
-        self.ids.append(memory_id)
-        self.slot_of[memory_id] = slot
-        self._ns.append(self.namespaces.code(namespace))
-        self._kind.append(self.kinds.code(kind))
-        self._alive.append(True)
-        for d, w in zip(dims.tolist(), weights.tolist(), strict=True):
-            s, ws = self._delta.setdefault(d, ([], []))
-            s.append(slot)
-            ws.append(w)
-        self.delta_postings += len(dims)
+        self.put_many([(memory_id, namespace, kind, text)])
 
     def drop(self, memory_id: str) -> None:
         """A memory no longer active (or gone): its slot stops counting."""
@@ -218,35 +256,32 @@ class Postings:
 
     def _best(self, slots: np.ndarray, scores: np.ndarray, n: int) -> list[tuple[str, float]]:
         """The best `n`, ties broken by id as the database orders them (ORDER BY score DESC, id), so
-        the re-score reads n rows, not every copy tied with the n-th (171 of each turn in the copied
-        bench corpus at 1M). Tied memories hold the same weights, so their sums are equal here and
-        in SQL alike; past TIES × n of them, the cut keeps an arbitrary set."""
+        the re-score reads about n rows, not every copy tied with the n-th (171 of each turn in the
+        copied bench corpus at 1M). pgvector sums in float32, so memories within its precision of
+        the n-th may be tied there and apart here: up to n more of those go too, and the database's
+        order and LIMIT decide."""
         if len(slots) > n:
-            cut = _nth(scores, n)
-            chosen = np.flatnonzero(scores >= cut)
-            if len(chosen) > TIES * n:
-                chosen = chosen[np.argsort(-scores[chosen], kind="stable")[: TIES * n]]
+            nth = _nth(scores, n)
+            chosen = np.flatnonzero(scores >= nth - NEAR * abs(nth))
             slots, scores = slots[chosen], scores[chosen]
-        ranked = sorted(zip((-scores).tolist(), (self.ids[s] for s in slots.tolist()), strict=True))
-        return [(i, -neg) for neg, i in ranked[:n]]
+        names = np.array([self.ids[s] for s in slots.tolist()], dtype=object)
+        order = np.lexsort((names.astype(str), -scores))
+        ranked = [(str(names[i]), float(scores[i])) for i in order.tolist()]
+        if len(ranked) <= n:
+            return ranked
+        nth = ranked[n - 1][1]  # exact ties with it (the same weights) lose to smaller ids there too
+        return ranked[:n] + [r for r in ranked[n : 2 * n] if r[1] != nth]
 
     def _terms(self, query: dict[int, float]) -> list[_Term]:
         """The query's dimensions that some slot holds, rarest first."""
         out = []
         for dim, idf in query.items():
-            lists: list[tuple[np.ndarray, np.ndarray]] = []
-            top = 0.0
-            i = int(np.searchsorted(self._dims, dim))
-            if i < len(self._dims) and self._dims[i] == dim:
-                lo, hi = self._offsets[i], self._offsets[i + 1]
-                lists.append((self._slots[lo:hi], self._weights[lo:hi]))
-                top = float(self._max[i])
-            extra = self._delta.get(dim)
-            if extra:
-                lists.append((np.asarray(extra[0], dtype=np.int32), np.asarray(extra[1], dtype=np.float32)))
-                top = max(top, max(extra[1]))
-            if lists:
-                out.append(_Term(idf, lists, sum(len(s) for s, _ in lists), idf * top))
+            found = [f for f in (p.find(dim) for p in (self._bulk, *self._deltas)) if f is not None]
+            if found:
+                lists = [(s, w) for s, w, _ in found]
+                out.append(
+                    _Term(idf, lists, sum(len(s) for s, _ in lists), idf * max(t for _, _, t in found))
+                )
         return sorted(out, key=lambda t: t.df)
 
 
