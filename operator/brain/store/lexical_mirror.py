@@ -13,10 +13,12 @@ with the SQL leg. Uses that arrive while a look is under way wait for the next o
 after them; they share it.
 
 When the mirror cannot answer at once it says so (None) and the leg runs in SQL: while it loads, when
-more than `page` rows changed (a bulk import, a weight rewrite: it catches up in the background), and
-after its loader failed (it retries). It rebuilds from scratch, in the background while the old copy
-serves, when dead slots and the delta reach `rebuild_share` of it, or when the table was replaced
-(a restore) or the server's transaction counter went back (another cluster).
+more than `page` rows or `chars` of weights changed (a bulk import, a weight rewrite: it catches up in
+the background, a slice at a time), when a look fails, and after its loader failed (it retries). It
+rebuilds from scratch, in the background while the old copy serves, when dead slots and the delta
+reach `rebuild_share` of it; it drops the copy and reloads when the table was replaced (a restore) or
+the server changed (a failover or restart, whose transaction counter may have lost commits). A copy
+changing hands bumps `generation`, which voids the looks made on the old one.
 """
 
 from __future__ import annotations
