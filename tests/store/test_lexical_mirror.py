@@ -20,23 +20,14 @@ from brain.store import Scope, Store
 from brain.store.lexical import bm25
 from brain.store.lexical_mirror import LexicalMirror, Seen, lexical_answers
 from brain.store.writer import StoreWriter
+from tests.store import test_lexical as lexical_tests
 
+# test_lexical's corpus and questions, and a namespace no scope below asks for.
 BODIES = [
-    ("repo:payments", "The staging Postgres for payments listens on port 6543 behind PgBouncer."),
-    ("repo:payments", "Refunds are settled nightly at 02:00 UTC by the settlement-worker CronJob."),
-    ("repo:web", "The web app's staging database listens on port 5433; staging staging staging."),
-    ("shared", "Production deploys are frozen from Friday 16:00 UTC until Monday 08:00 UTC."),
-    ("shared", "Database migrations run in the pre-deploy Job, never at application start."),
-    ("shared", "Secrets live in Vault; the database password is rotated monthly."),
+    *lexical_tests.BODIES,
     ("team-b", "Team B's staging database is on port 7777 and its password is hunter2."),
 ]
-QUERIES = [
-    "which port does the staging database use?",
-    "when are refunds settled",
-    "database",
-    "deploy freeze friday",
-    "write a haiku about autumn leaves",
-]
+QUERIES = [q for q in lexical_tests.QUERIES if q]
 
 
 async def _write(store: Store, items: list[tuple[str, str]], owner: Actor) -> list[str]:

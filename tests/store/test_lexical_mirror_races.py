@@ -15,6 +15,7 @@ import asyncio
 
 from brain.core.models import Actor
 from brain.store import Scope, Store
+from brain.store.lexical_mirror import LexicalMirror
 from tests.store.test_lexical_mirror import _both, _write, mirrored  # noqa: F401
 
 
@@ -66,16 +67,8 @@ async def test_a_drain_after_a_swap_loses_what_changed_between_the_load_and_its_
     mirror = mirrored.mirror
     assert mirror is not None
     mirror.page = mirror.batch = 3
-    real_look, real_read = mirror._look_once, mirror._read_all
-    gate, read_done = asyncio.Event(), asyncio.Event()
-
-    async def read():  # type: ignore[no-untyped-def]
-        out = await real_read()
-        read_done.set()
-        await gate.wait()
-        return out
-
-    mirror._read_all = read  # type: ignore[method-assign]
+    real_look = mirror._look_once
+    gate, read_done = _stall_loads(mirror)
     mirror._reload()  # a rebuild starts: snapshot L
     await read_done.wait()
     mirror.rebuild_share = 1e9  # no further rebuild hides the loss
@@ -114,16 +107,8 @@ async def test_a_swap_between_the_look_and_the_candidates_answers_from_the_older
 
     mirror = mirrored.mirror
     assert mirror is not None
-    real_read, real_current = mirror._read_all, mirror.current
-    gate, read_done = asyncio.Event(), asyncio.Event()
-
-    async def read():  # type: ignore[no-untyped-def]
-        out = await real_read()
-        read_done.set()
-        await gate.wait()
-        return out
-
-    mirror._read_all = read  # type: ignore[method-assign]
+    real_current = mirror.current
+    gate, read_done = _stall_loads(mirror)
     mirror._reload()  # a rebuild (rebuild_share reached), snapshot L
     await read_done.wait()
     [new] = await _write(mirrored, [("shared", "The narwhal exporter rotates its logs hourly.")], owner)
@@ -137,3 +122,19 @@ async def test_a_swap_between_the_look_and_the_candidates_answers_from_the_older
     mirror.current = current  # type: ignore[method-assign]
     hits = (await bm25(mirrored, "narwhal exporter", Scope.of([]), 5)).hits
     assert [i for i, _ in hits] == [new], "committed before the question, missing from its answer"
+
+
+def _stall_loads(mirror: LexicalMirror) -> tuple[asyncio.Event, asyncio.Event]:
+    """Loads that, once read, wait for the first event before their copy changes hands; the second
+    says the read is done (its snapshot taken)."""
+    real_read = mirror._read_all
+    gate, read_done = asyncio.Event(), asyncio.Event()
+
+    async def read():  # type: ignore[no-untyped-def]
+        out = await real_read()
+        read_done.set()
+        await gate.wait()
+        return out
+
+    mirror._read_all = read  # type: ignore[method-assign]
+    return gate, read_done
