@@ -193,7 +193,14 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
     ref = stats.reference or stats.avg_len
     generation = await _looked(looked)
     if generation is not None and mirror is not None:
-        ids = mirror.candidates(_dims(terms), scope, n, generation)
+        ids = mirror.candidates(
+            _dims(terms),
+            n,
+            generation,
+            namespaces=scope.namespaces,
+            kinds=scope.kinds,
+            exclude_kinds=scope.exclude_kinds,
+        )
         if ids is not None:
             lexical_answers.labels("mirror").inc()
             where, args = scope.where(6)

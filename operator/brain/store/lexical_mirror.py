@@ -28,17 +28,14 @@ import contextlib
 import ctypes
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import asyncpg
 from prometheus_client import Counter, Gauge
 
 from brain.store.postings import Postings
-
-if TYPE_CHECKING:
-    from brain.store.base import Scope
 
 log = logging.getLogger(__name__)
 
@@ -151,14 +148,23 @@ class LexicalMirror:
     def ready(self) -> bool:
         return self.postings is not None and self._seen is not None
 
-    def candidates(self, query: dict[int, float], scope: Scope, n: int, generation: int) -> list[str] | None:
-        """The ids of the scope's best `n` by BM25 over `query` (dimension → IDF), ties by id, from the
-        copy that `current()` brought up to date (its `generation`); None when the mirror cannot
-        answer (another copy took over since, or a history scope: the caller scores in SQL)."""
+    def candidates(
+        self,
+        query: dict[int, float],
+        n: int,
+        generation: int,
+        *,
+        namespaces: Iterable[str],
+        kinds: Iterable[str] | None,
+        exclude_kinds: Iterable[str],
+    ) -> list[str] | None:
+        """The ids of the best `n` by BM25 over `query` (dimension → IDF) among the current versions in
+        a scope (`Scope`'s fields; a history scope is the SQL leg's), ties by id, from the copy that
+        `current()` brought up to date (its `generation`); None when another copy took over since."""
         postings = self.postings
-        if scope.as_of is not None or postings is None or generation != self.generation:
+        if postings is None or generation != self.generation:
             return None
-        top = postings.top(query, scope.namespaces, n, kinds=scope.kinds, exclude_kinds=scope.exclude_kinds)
+        top = postings.top(query, namespaces, n, kinds=kinds, exclude_kinds=exclude_kinds)
         return [i for i, _ in top]
 
     async def current(self) -> int | None:
