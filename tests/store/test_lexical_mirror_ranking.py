@@ -5,7 +5,7 @@
 2. The database scores in float32 (pgvector's inner product accumulates in `float`), the mirror in
    float64 with a 1e-9 relative tie tolerance: two memories tied in the database are not in the
    mirror, which then proposes only the one the database ranks second.
-3. Every mirror answer costs two looks in a row (bm25's, then candidates()' own current()).
+3. Every mirror answer cost two looks in a row (bm25's, then candidates()' own current()); fixed.
 """
 
 from __future__ import annotations
