@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import ctypes
 import logging
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -129,7 +128,6 @@ class LexicalMirror:
         self._loader: asyncio.Task[None] | None = None
         self._drain: asyncio.Task[None] | None = None
         self._stopped = False
-        self.loaded_at = 0.0
 
     def start(self) -> None:
         """Begin the first load in the background; until it ends the leg runs in SQL."""
@@ -278,7 +276,6 @@ class LexicalMirror:
             self.postings, self._seen = postings, seen
             self.generation += 1
             self._looks_done = 0  # looks on the old copy say nothing about this one
-            self.loaded_at = time.monotonic()
         mirror_loads.labels("ok").inc()
         mirror_memories.set(postings.live)
         log.info(

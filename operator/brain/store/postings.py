@@ -39,15 +39,18 @@ def parse_batch(texts: Sequence[SparseText]) -> tuple[np.ndarray, np.ndarray, np
 class _Column:
     """A growable numpy column (amortised doubling), for per-slot attributes."""
 
-    def __init__(self, dtype: type, values: np.ndarray | None = None) -> None:
-        self.data: np.ndarray = np.zeros(1024, dtype=dtype) if values is None else values.astype(dtype)
-        self.size = 0 if values is None else len(values)
+    def __init__(self, dtype: type) -> None:
+        self.data: np.ndarray = np.zeros(1024, dtype=dtype)
+        self.size = 0
 
-    def append(self, value: int | bool) -> None:
-        if self.size == len(self.data):
-            self.data = np.concatenate([self.data, np.zeros_like(self.data)])
-        self.data[self.size] = value
-        self.size += 1
+    def extend(self, values: np.ndarray) -> None:
+        end = self.size + len(values)
+        if end > len(self.data):
+            grown = np.zeros(max(end, 2 * len(self.data)), dtype=self.data.dtype)
+            grown[: self.size] = self.view
+            self.data = grown
+        self.data[self.size : end] = values
+        self.size = end
 
     @property
     def view(self) -> np.ndarray:
@@ -167,12 +170,8 @@ class Postings:
             self.slot_of[mid] = start + i
         self.ids.extend(ids)
         for names, col, codes in ((namespaces, self._ns, self.namespaces), (kinds, self._kind, self.kinds)):
-            col.data = np.concatenate(
-                [col.view, np.fromiter((codes.code(x) for x in names), np.int32, len(names))]
-            )
-            col.size = len(col.data)
-        self._alive.data = np.concatenate([self._alive.view, np.ones(len(ids), dtype=np.bool_)])
-        self._alive.size = len(self._alive.data)
+            col.extend(np.fromiter((codes.code(x) for x in names), np.int32, len(names)))
+        self._alive.extend(np.ones(len(ids), dtype=np.bool_))
         return start
 
     def _parsed(self, start: int, texts: Sequence[SparseText]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
