@@ -20,6 +20,16 @@ from brain.store.base import (
 )
 from brain.store.reindex import is_dimension_error
 
+# A word's lexemes as one tsquery (a name's: its whole compound and its parts), NULL for a stop word,
+# whose lookup then matches nothing and leaves the answer to the trigram lookup.
+_LEXEMES = """(SELECT string_agg(quote_literal(l), ' & ')::tsquery
+                FROM unnest(tsvector_to_array(to_tsvector('english', {}))) AS l)"""
+# Up to 64 live memories holding those lexemes, read through the tsvector index alone: the subquery's
+# LIMIT keeps the pattern's recheck out of the scan, where the planner ANDed the trigram index's bitmap
+# back in, and bounds what a word held mostly inside other words costs ("self" of "self-signed": the
+# trigram lookup decides after 64 rows). At 1M memories the plan is still the tsvector index's.
+_HOLDING = "SELECT m.body FROM memories m WHERE m.status <> 'forgotten' AND m.tsv @@ {} LIMIT 64"
+
 
 class RetrievalLegs(StoreBase):
     """Candidate lists (id, score) for the pipeline to fuse; every one applies the scope predicate."""
@@ -77,18 +87,29 @@ class RetrievalLegs(StoreBase):
         Over the whole brain, not the question's scope: a team's naming is the brain's, and a name
         held in another namespace is not unknown (so the answer can only be emptier for what other
         namespaces hold, never show any of it). Three lookups a name on the trigram index; names
-        are letters, digits and hyphens only, so they are literal in the patterns."""
+        are letters, digits and hyphens only, so they are literal in the patterns.
+
+        A name or head the brain holds as a word is found first through its lexemes on the tsvector
+        index, with the same pattern rechecked, so the answer is the trigram lookup's: a trigram
+        bitmap reads every memory holding the pattern's trigrams before the first match can end it,
+        and common words' trigrams ("self-care", "hand-painted") made the check grow with the brain
+        (p95 75 ms at 1M memories, #33). Only a name no memory holds as a word pays for that."""
         names = [n for n in names if re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", n)]
         if not names:
             return []
         live = "m.status <> 'forgotten'"
+        name_like = "m.body ILIKE '%' || p.name || '%'"
+        head_word = "m.body ~* ('(^|[^[:alnum:]-])' || p.head || '($|[^[:alnum:]-])')"
         rows = await self._pool.fetch(
             f"""SELECT p.name FROM unnest($1::text[], $2::text[], $3::text[]) AS p(name, head, kind)
-                 WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE {live} AND m.body ILIKE '%' || p.name || '%')
+                 CROSS JOIN LATERAL (SELECT {_LEXEMES.format("p.name")} AS name_q,
+                                            {_LEXEMES.format("p.head")} AS head_q) w
+                 WHERE NOT EXISTS (SELECT 1 FROM ({_HOLDING.format("w.name_q")}) m WHERE {name_like})
+                   AND NOT EXISTS (SELECT 1 FROM memories m WHERE {live} AND {name_like})
                    AND EXISTS (SELECT 1 FROM memories m WHERE {live}
                                AND m.body ~* ('[[:alnum:]]-' || p.kind || '($|[^[:alnum:]-])'))
-                   AND NOT EXISTS (SELECT 1 FROM memories m WHERE {live}
-                               AND m.body ~* ('(^|[^[:alnum:]-])' || p.head || '($|[^[:alnum:]-])'))""",
+                   AND NOT EXISTS (SELECT 1 FROM ({_HOLDING.format("w.head_q")}) m WHERE {head_word})
+                   AND NOT EXISTS (SELECT 1 FROM memories m WHERE {live} AND {head_word})""",
             names,
             [n.split("-")[0] for n in names],
             [n.rsplit("-", 1)[1] for n in names],

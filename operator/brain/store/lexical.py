@@ -75,11 +75,13 @@ PASS_SQL = """SELECT m.id, -(coalesce(m.bm25, brain_bm25_doc(m.tsv, $3::float8))
 # The mirror's candidates (brain/store/lexical_mirror.py), scored and filtered here: the same score
 # as PASS_SQL's, by primary key, so the scope is the database's whatever the mirror holds.
 # The text match too, as PASS_SQL's: two lexemes can share a dimension (a hash), and a memory holding
-# only the other one is no keyword hit.
+# only the other one is no keyword hit. As a function call, which no index serves, so the keys alone
+# find the rows: as `@@` the planner ANDed in the tsvector index's bitmap of every memory holding a
+# query term, which grows with the brain (6,140 rows for one question at 100k memories, #33).
 RESCORE_SQL = """SELECT m.id, -(coalesce(m.bm25, brain_bm25_doc(m.tsv, $3::float8)) <#> $2::text::sparsevec) AS score
                    FROM memories m
                   WHERE m.id = ANY($1::text[])
-                    AND m.tsv @@ (SELECT string_agg(quote_literal(x), ' | ')::tsquery FROM unnest($5::text[]) x)
+                    AND ts_match_vq(m.tsv, (SELECT string_agg(quote_literal(x), ' | ')::tsquery FROM unnest($5::text[]) x))
                     AND {where}
                   ORDER BY score DESC, m.id LIMIT $4"""
 
@@ -193,7 +195,7 @@ async def bm25(store: Store, query: str, scope: Scope, n: int) -> Lexical:
     ref = stats.reference or stats.avg_len
     generation = await _looked(looked)
     if generation is not None and mirror is not None:
-        ids = mirror.candidates(
+        ids = await mirror.candidates(
             _dims(terms),
             n,
             generation,

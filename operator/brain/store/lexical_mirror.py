@@ -24,12 +24,14 @@ changing hands bumps `generation`, which voids the looks made on the old one.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import ctypes
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 from prometheus_client import Counter, Gauge
@@ -37,6 +39,7 @@ from prometheus_client import Counter, Gauge
 from brain.store.postings import Postings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EMPTY = "{}/1"  # no weights (a row without them and no reference length yet): no postings
 
@@ -109,12 +112,21 @@ class LexicalMirror:
         self,
         pool: asyncpg.Pool,
         *,
+        open_look_pool: Callable[[], Awaitable[asyncpg.Pool]] | None = None,
         page: int = 2000,
         rebuild_share: float = 0.5,
         batch: int = 2000,
         chars: int = 4_000_000,
     ) -> None:
         self._pool = pool
+        # Where looks run (`open_look_pool`: a pool of one connection that plans the look once, opened on
+        # the first look; without it, `pool`).
+        self._open_look_pool = open_look_pool
+        self._look_pool: asyncpg.Pool | None = None
+        self._look_pool_retry = 0.0  # monotonic time before which a refused look pool is not retried
+        # Rankings run here, one at a time (they hold `_reading`): not in the default executor, where
+        # they queued behind embeddings waiting on the model's lock.
+        self._ranker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="lexical-rank")
         self.page = page  # changed rows a look applies itself; past it the drain does, in the background
         self.rebuild_share = rebuild_share
         self.batch = batch  # rows a load or drain page reads
@@ -122,6 +134,7 @@ class LexicalMirror:
         self.postings: Postings | None = None
         self._seen: Seen | None = None
         self._look = asyncio.Lock()
+        self._reading = asyncio.Lock()  # a worker thread ranks in the copy: no write meanwhile
         self._looks_started = 0
         self._looks_done = 0  # the number (1-based) of the newest look that finished on this copy
         self.generation = 0  # bumped when a copy changes hands: a look on the old one says nothing
@@ -140,13 +153,16 @@ class LexicalMirror:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+        if self._look_pool is not None and self._look_pool is not self._pool:
+            await self._look_pool.close()
+        self._ranker.shutdown(wait=False)
         mirror_memories.set(0)
 
     @property
     def ready(self) -> bool:
         return self.postings is not None and self._seen is not None
 
-    def candidates(
+    async def candidates(
         self,
         query: dict[int, float],
         n: int,
@@ -160,16 +176,22 @@ class LexicalMirror:
         a scope (`Scope`'s fields; a history scope is the SQL leg's), ties by id, from the copy that
         `current()` brought up to date (its `generation`); None when another copy took over since."""
         postings = self.postings
-        if postings is None or generation != self.generation:
+        if postings is None or generation != self.generation or self._stopped:
             return None
-        top = postings.top(query, namespaces, n, kinds=kinds, exclude_kinds=exclude_kinds)
+        async with self._reading:
+            if generation != self.generation:  # dropped while this waited (a restore, a failover)
+                return None
+            top = await _on_worker(
+                self._ranker,
+                lambda: postings.top(query, namespaces, n, kinds=kinds, exclude_kinds=exclude_kinds),
+            )
         return [i for i, _ in top]
 
     async def current(self) -> int | None:
         """Bring the mirror up to every commit made before this call; the copy's generation, or None
         when it cannot now."""
         wanted = self._looks_started + 1  # a look that starts after this call began
-        if not self._usable():
+        if self._stopped or not self._usable():
             return None
         async with self._look:
             if not self._usable():
@@ -185,6 +207,26 @@ class LexicalMirror:
             self._looks_done = number
             return self.generation
 
+    async def _looks_pool(self) -> asyncpg.Pool:
+        """The looks' own connection, opened on the first look. When the server refuses it (the
+        login's or the server's connection limit), looks run on the main pool, planned each time, and
+        it is tried again a minute later."""
+        if self._look_pool is not None:
+            return self._look_pool
+        if self._open_look_pool is None or time.monotonic() < self._look_pool_retry:
+            return self._pool
+        try:
+            pool = await self._open_look_pool()
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+            log.warning("the lexical mirror's look connection was refused (%s); looking on the main pool", e)
+            self._look_pool_retry = time.monotonic() + 60.0
+            return self._pool
+        if self._stopped:  # stopped while it opened: nothing else would close it
+            await pool.close()
+            return self._pool
+        self._look_pool = pool
+        return pool
+
     def _usable(self) -> bool:
         return self.ready and (self._drain is None or self._drain.done())
 
@@ -193,7 +235,10 @@ class LexicalMirror:
         if seen is None or postings is None:
             return False
         xmax, running = seen.args()
-        rows = await self._pool.fetch(CHANGES_SQL, xmax, running, "0", "", self.page + 1)
+        pool = await self._looks_pool()
+        if self._stopped:
+            return False
+        rows = await pool.fetch(CHANGES_SQL, xmax, running, "0", "", self.page + 1)
         now = Seen.parse(rows[0]["snap"], rows[0]["rel"], rows[0]["started"])
         if not now.follows(seen):
             log.warning("the memories table was replaced or the server changed: reloading the lexical mirror")
@@ -203,7 +248,8 @@ class LexicalMirror:
         if len(changed) > self.page or sum(len(r["w"] or "") for r in changed) > self.chars:
             self._drain = asyncio.create_task(self._drain_all(self.generation), name="lexical-mirror-drain")
             return False
-        _apply(postings, changed)
+        async with self._reading:
+            _apply(postings, changed)
         self._seen = now
         self._after_changes()
         return True
@@ -229,7 +275,8 @@ class LexicalMirror:
                     first = first or snap
                     changed = [r for r in rows if r["id"] is not None]
                     for part in _slices(changed, self.chars):
-                        _apply(postings, part)
+                        async with self._reading:
+                            _apply(postings, part)
                         await asyncio.sleep(0)  # requests run between slices (they answer in SQL)
                     if len(changed) < self.batch:
                         break
@@ -302,6 +349,23 @@ class LexicalMirror:
         await asyncio.to_thread(postings.seal)
         _trim()
         return postings, seen
+
+
+async def _on_worker(executor: concurrent.futures.Executor, work: Callable[[], T]) -> T:
+    """`work` on a worker thread, so the event loop serves the other stages meanwhile (at 1M memories
+    a question of common words ranks for tens of ms). A caller cancelled once it started still waits
+    for it to end: the caller holds the lock that keeps writes off the arrays it reads."""
+    future = executor.submit(work)
+    done = asyncio.wrap_future(future)
+    try:
+        return await asyncio.shield(done)
+    except asyncio.CancelledError:
+        if future.cancel():  # it never started: nothing reads the arrays
+            raise
+        while not done.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({done})
+        raise
 
 
 def _slices(rows: Sequence[Any], chars: int) -> Iterator[Sequence[Any]]:
