@@ -154,6 +154,7 @@ class StoreBase:
         self.acquire_timeout = acquire_timeout
         self.lexical = LexicalStats()
         self.weights_task: asyncio.Task[None] | None = None  # a BM25 weight rewrite (lexical_weights)
+        self.stats_task: asyncio.Task[None] | None = None  # a corpus statistics refresh (legs.corpus_stats)
         self.live = LiveModel()  # the brain's live embedding model (brain/store/reindex.py)
         self.mirror: LexicalMirror | None = None  # the lexical leg's in-memory candidates, when started
         self._open_look_pool: Callable[[], Awaitable[asyncpg.Pool]] | None = None  # set by `open`
@@ -273,6 +274,10 @@ class StoreBase:
     async def close(self) -> None:
         if self.mirror is not None:
             await self.mirror.stop()
+        if self.stats_task is not None and not self.stats_task.done():
+            self.stats_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.stats_task
         await self._stop_weights()
         await self._pool.close()
 
