@@ -13,7 +13,9 @@ from brain.store.lexical import bm25
 from tests.store.test_lexical_mirror import _write
 
 
-async def test_a_question_past_max_age_is_answered_while_the_refresh_waits(store: Store, owner: Actor) -> None:
+async def test_a_question_past_max_age_is_answered_while_the_refresh_waits(
+    store: Store, owner: Actor
+) -> None:
     await _write(store, [("shared", f"The okapi rota, week {i}.") for i in range(3)], owner)
     docs = (await store.corpus_stats(max_age=0)).docs
     await _write(store, [("shared", f"The okapi rota moved, week {i}.") for i in range(2)], owner)
