@@ -24,6 +24,7 @@ import pytest
 
 from brain.store import Store
 from brain.store.lexical import TERMS_SQL, _dims, plan_terms
+from brain.store.lexical_mirror import LexicalMirror
 from tests.store.test_lexical_mirror import BODIES, mirrored  # noqa: F401
 
 NS = sorted({ns for ns, _ in BODIES})
@@ -33,6 +34,19 @@ async def _query(store: Store, text: str) -> dict[int, float]:
     rows = await store.pool_for_tests.fetch(TERMS_SQL, text)
     terms, _ = plan_terms(rows, max((await store.corpus_stats()).docs, 1))
     return _dims(terms)
+
+
+async def _asked(store: Store) -> tuple[LexicalMirror, asyncio.Task[list[str] | None]]:
+    """The copy, once current, and a question of it in flight."""
+    mirror = store.mirror
+    assert mirror is not None
+    query = await _query(store, "staging database port")
+    generation = await mirror.current()
+    assert generation is not None
+    question = asyncio.create_task(
+        mirror.candidates(query, 5, generation, namespaces=NS, kinds=None, exclude_kinds=())
+    )
+    return mirror, question
 
 
 @pytest.fixture
@@ -75,14 +89,7 @@ async def test_a_ranking_does_not_queue_behind_the_embedder(
     mirrored: Store,  # noqa: F811
     busy_executor: threading.Event,
 ) -> None:
-    mirror = mirrored.mirror
-    assert mirror is not None
-    query = await _query(mirrored, "staging database port")
-    generation = await mirror.current()
-    assert generation is not None
-    question = asyncio.create_task(
-        mirror.candidates(query, 5, generation, namespaces=NS, kinds=None, exclude_kinds=())
-    )
+    _, question = await _asked(mirrored)
     done, _ = await asyncio.wait({question}, timeout=2)
     busy_executor.set()
     await question
@@ -93,14 +100,7 @@ async def test_a_cancelled_question_ends_without_waiting_for_the_executor_queue(
     mirrored: Store,  # noqa: F811
     busy_executor: threading.Event,
 ) -> None:
-    mirror = mirrored.mirror
-    assert mirror is not None
-    query = await _query(mirrored, "staging database port")
-    generation = await mirror.current()
-    assert generation is not None
-    question = asyncio.create_task(
-        mirror.candidates(query, 5, generation, namespaces=NS, kinds=None, exclude_kinds=())
-    )
+    _, question = await _asked(mirrored)
     await asyncio.sleep(0.1)
     question.cancel()  # its retrieval ran out of budget; its ranking has not even started
     began = time.monotonic()
@@ -118,14 +118,7 @@ async def test_a_look_waits_on_a_ranking_queued_in_the_executor(
     busy_executor: threading.Event,
 ) -> None:
     """Every keyword leg's look stalls while one question's ranking is queued (not running)."""
-    mirror = mirrored.mirror
-    assert mirror is not None
-    query = await _query(mirrored, "staging database port")
-    generation = await mirror.current()
-    assert generation is not None
-    question = asyncio.create_task(
-        mirror.candidates(query, 5, generation, namespaces=NS, kinds=None, exclude_kinds=())
-    )
+    mirror, question = await _asked(mirrored)
     await asyncio.sleep(0.05)
     await mirrored.pool_for_tests.execute(
         "UPDATE memories SET status = 'retired' WHERE id = (SELECT min(id) FROM memories WHERE status = 'active')"

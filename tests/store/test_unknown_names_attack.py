@@ -17,7 +17,7 @@ import pytest
 from brain.core.models import Actor, MemoryIn
 from brain.store import Store
 from brain.store.writer import StoreWriter
-from tests.store.test_unknown_names import TRIGRAM_ONLY
+from tests.store.test_unknown_names import TRIGRAM_ONLY, same_as_trigram_only
 
 # (body, title, tags)
 ITEMS = [
@@ -98,15 +98,7 @@ NAMES = [
 
 
 async def _compare(store: Store, names: list[str] = NAMES) -> list[str]:
-    got = sorted(await store.unknown_names(names))
-    want = sorted(
-        r["name"]
-        for r in await store.pool_for_tests.fetch(
-            TRIGRAM_ONLY, names, [n.split("-")[0] for n in names], [n.rsplit("-", 1)[1] for n in names]
-        )
-    )
-    assert got == want
-    return got
+    return await same_as_trigram_only(store, names)
 
 
 @pytest.mark.parametrize("status", ["active", "retired", "superseded", "forgotten"])

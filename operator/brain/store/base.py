@@ -231,7 +231,7 @@ class StoreBase:
         )
         # The mirror's looks, one at a time, on a connection of their own that plans the look once: in
         # the pool every look was planned again (a custom plan for each snapshot), 1.0 of its 1.05 ms
-        # at 100k memories (#33). Opened with the mirror's first load.
+        # at 100k memories (#33). Opened on the mirror's first look.
         store._open_look_pool = lambda: _opened(pool_of(1, {"plan_cache_mode": "force_generic_plan"}))
         return store
 

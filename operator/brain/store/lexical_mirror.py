@@ -19,6 +19,11 @@ rebuilds from scratch, in the background while the old copy serves, when dead sl
 reach `rebuild_share` of it; it drops the copy and reloads when the table was replaced (a restore) or
 the server changed (a failover or restart, whose transaction counter may have lost commits). A copy
 changing hands bumps `generation`, which voids the looks made on the old one.
+
+Off the event loop: the ranking runs on a thread of the mirror's own, one at a time, under a lock
+that the looks' writes to the arrays also take (at 1M memories a question of common words ranks for
+several ms, which held every other stage on the loop). Looks run on a connection of their own that
+plans the look once (in the pool each look was planned anew: 1.0 of its 1.05 ms at 100k memories).
 """
 
 from __future__ import annotations
@@ -207,17 +212,17 @@ class LexicalMirror:
             self._looks_done = number
             return self.generation
 
-    async def _looks_pool(self) -> asyncpg.Pool:
+    async def _pool_for_looks(self) -> asyncpg.Pool:
         """The looks' own connection, opened on the first look. When the server refuses it (the
-        login's or the server's connection limit), looks run on the main pool, planned each time, and
-        it is tried again a minute later."""
+        login's or the server's connection limit) or does not answer, looks run on the main pool,
+        planned each time, and it is tried again a minute later."""
         if self._look_pool is not None:
             return self._look_pool
         if self._open_look_pool is None or time.monotonic() < self._look_pool_retry:
             return self._pool
         try:
             pool = await self._open_look_pool()
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
             log.warning("the lexical mirror's look connection was refused (%s); looking on the main pool", e)
             self._look_pool_retry = time.monotonic() + 60.0
             return self._pool
@@ -235,7 +240,7 @@ class LexicalMirror:
         if seen is None or postings is None:
             return False
         xmax, running = seen.args()
-        pool = await self._looks_pool()
+        pool = await self._pool_for_looks()
         if self._stopped:
             return False
         rows = await pool.fetch(CHANGES_SQL, xmax, running, "0", "", self.page + 1)
