@@ -32,7 +32,8 @@ _LEXEMES = """(SELECT string_agg(quote_literal(l), ' & ')::tsquery
 # LIMIT keeps the pattern's recheck out of the scan, where the planner ANDed the trigram index's bitmap
 # back in, and bounds what a word held mostly inside other words costs ("self" of "self-signed": the
 # trigram lookup decides after 64 rows). At 1M memories the plan is still the tsvector index's.
-_HOLDING = "SELECT m.body FROM memories m WHERE m.status <> 'forgotten' AND m.tsv @@ {} LIMIT 64"
+_LIVE = "m.status <> 'forgotten'"  # what the check counts: every memory but a forgotten one
+_HOLDING = f"SELECT m.body FROM memories m WHERE {_LIVE} AND m.tsv @@ {{}} LIMIT 64"
 
 
 class RetrievalLegs(StoreBase):
@@ -121,7 +122,7 @@ class RetrievalLegs(StoreBase):
         names = [n for n in names if re.fullmatch(r"[a-z0-9]+(?:-[a-z0-9]+)+", n)]
         if not names:
             return []
-        live = "m.status <> 'forgotten'"
+        live = _LIVE
         name_like = "m.body ILIKE '%' || p.name || '%'"
         head_word = "m.body ~* ('(^|[^[:alnum:]-])' || p.head || '($|[^[:alnum:]-])')"
         rows = await self._pool.fetch(

@@ -158,7 +158,7 @@ class LexicalMirror:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        if self._look_pool is not None and self._look_pool is not self._pool:
+        if self._look_pool is not None:  # only ever the looks' own pool (the fallback is not kept)
             await self._look_pool.close()
         self._ranker.shutdown(wait=False)
         mirror_memories.set(0)
