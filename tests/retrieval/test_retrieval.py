@@ -337,7 +337,7 @@ def test_zscore_fusion_uses_score_gaps_and_handles_constant_legs() -> None:
     assert dict((d, legs) for d, _, legs in fused)["d"] == ["lexical", "trigram"]
 
 
-def test_episode_context_lends_score_to_neighbours_and_leaves_loners_alone() -> None:
+def test_episode_context_lends_score_to_neighbours_and_a_loner_is_an_episode_of_one() -> None:
     fused = [
         ("q", 3.0, ["lexical"]),
         ("x", 2.0, ["vector"]),
@@ -350,10 +350,12 @@ def test_episode_context_lends_score_to_neighbours_and_leaves_loners_alone() -> 
     assert scores["a"] == 0.5 * 3.0 + 0.3 * 3.0  # found by no leg, lifted by the turn before it
     assert scores["far"] == 0.5 + 0.5 * 3.0  # same episode, outside the window: the episode term only
     assert scores["q"] == 3.0 + 0.5 * 3.0  # its only neighbour in the window scored 0
-    assert scores["x"] == 2.0 + 0.5 * 2.0 and scores["solo"] == 1.0  # alone in its episode; no episode
+    # alone in its episode, and without one: each its own group (tests/retrieval/test_episode_of_one.py)
+    assert scores["x"] == 2.0 + 0.5 * 2.0 and scores["solo"] == 1.0 + 0.5 * 1.0
     assert dict((d, legs) for d, _, legs in out)["a"] == ["episode"]
     assert [d for d, _, _ in out] == sorted(scores, key=lambda d: -scores[d])
-    assert episode_context(fused, {}, episode_weight=0.5, adjacent_weight=0.3, window=2) == fused
+    alone = episode_context(fused, {}, episode_weight=0.5, adjacent_weight=0.3, window=2)
+    assert alone == [(d, 1.5 * s, legs) for d, s, legs in fused]  # no episodes at all: the order stands
 
 
 async def test_floor_injects_nothing_unrelated_also_without_the_embedder(

@@ -296,7 +296,14 @@ def episode_context(
     holds the fact. So each candidate gains `episode_weight` × its episode's score and
     `adjacent_weight` × the score of the entries within `window` places of it; episode neighbours that
     no leg found join at score 0 and can rise only through their neighbours. `context` maps id →
-    (episode, seq) for candidates and their neighbours; entries without an episode keep their score.
+    (episode, seq) for candidates and their neighbours.
+
+    A candidate without an episode (a curated fact, an approved convention, an ingested note) is
+    an episode of one: it gains `episode_weight` × its own score, as a session record alone in its
+    session does. It kept its bare score before, so in a brain of both kinds a session record
+    outranked the approved convention distilled from it by that lift alone (×1.5), whatever the two
+    said; which one stood out then depended on the rest of the brain. LoCoMo (every turn has an
+    episode) and the team and generated sets (none has one) rank exactly as before.
 
     A group's score (the episode, the window) is fused like a candidate's when the legs' z-scores are
     given: each leg's best z among the group's entries, weighted and summed, on the fused scale. So
@@ -342,6 +349,8 @@ def episode_context(
                 at[(episode, seq + o)] for o in range(-window, window + 1) if o and (episode, seq + o) in at
             ]
             s += episode_weight * episode_score[episode] + adjacent_weight * group_score(near)
+        else:  # an episode of one: its group's score is its own
+            s += episode_weight * s
         out.append((d, s, found[d]))
     return sorted(out, key=lambda t: (-t[1], t[0]))
 

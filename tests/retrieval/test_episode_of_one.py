@@ -1,0 +1,99 @@
+"""An entry without an episode is an episode of one: curated facts are not outranked by session
+records for lacking an episode (brain.retrieval.fusion.episode_context).
+
+Found through the review-browser test's CI failure: after an owner approved "Staging deploys are
+retried twice" (a convention, no episode), the chat was given one of the two session records it
+was distilled from (each alone in its episode) in its place. The records gained half their own
+score from their episodes and the convention nothing, so which one led depended on the rest of
+the brain (with the gateway's settings, a session record led in 112 of 120 brains of 0–380 other
+notes before this change).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brain.core.models import Actor, MemoryIn
+from brain.gateway.settings import GatewaySettings
+from brain.retrieval import RetrievalConfig, Retriever
+from brain.retrieval.fusion import episode_context, leg_zscores, zscore_fusion
+from brain.services import approval, proposals
+from brain.services.memory import MemoryService
+from brain.store import Scope
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+NS = "repo:deploys"
+OLD = "Staging deploys are never retried; a failed deploy pages the on-call engineer at once."
+NEW = "Staging deploys are retried twice; only the third failed deploy pages the on-call engineer."
+RECORDS = (
+    ("Deploy to staging failed twice on a flaky registry pull; the third try passed, so I retried.", "s-101"),
+    ("Staging deploy failed once on the registry again; retried twice before it went green.", "s-102"),
+)
+QUESTION = "How many times are staging deploys retried?"
+
+
+def test_an_entry_without_an_episode_scores_as_one_alone_in_its_episode() -> None:
+    legs = {
+        "vector": [("a", 0.9), ("b", 0.5), ("c", 0.49)],
+        "lexical": [("b", 10.0), ("c", 9.9), ("d", 1.0)],
+    }
+    fused = zscore_fusion(legs)
+    alone = {d: (f"ep-{d}", 0) for d, _, _ in fused}
+    for legs_z in (leg_zscores(legs), None):  # fused per leg, and RRF's form (no z-scores)
+        kw: dict[str, Any] = {"episode_weight": 0.5, "adjacent_weight": 0.3, "window": 2, "legs": legs_z}
+        assert episode_context(fused, {}, **kw) == episode_context(fused, alone, **kw)
+        # half of one entry's episodes: the same scores whichever entries have one
+        half = {d: e for d, e in list(alone.items())[::2]}
+        assert episode_context(fused, half, **kw) == episode_context(fused, alone, **kw)
+
+
+async def _approve_convention(service: MemoryService, owner: Actor) -> tuple[str, set[str]]:
+    agent = Actor(name="agent", role="agent", origin="agent")
+    records = [
+        (await service.note(MemoryIn(body=body, namespace=NS, kind="experience", episode=ep), agent)).memory
+        for body, ep in RECORDS
+    ]
+    old = (await service.note(MemoryIn(body=OLD, namespace=NS), agent)).memory
+    evidence: list[dict[str, Any]] = [
+        {"type": "episode", "memory_id": m.id, "author": "agent", "kind": "experience", "cited": True}
+        for m in records
+    ]
+    evidence.append({"type": "supersedes", "memory_id_current": old.id, "content_hash": old.content_hash})
+    draft = await proposals.create(
+        service.store,
+        kind="convention",
+        namespace=NS,
+        title="Staging deploys retry twice",
+        body=NEW,
+        evidence=evidence,
+        authors=["agent"],
+        score=0.99,
+        supersedes=old.id,
+    )
+    approved = await approval.approve(service, draft, owner, reason="matches the deploy runbook")
+    return str(approved["memory_id"]), {m.id for m in records}
+
+
+@pytest.mark.parametrize("others", ["none", "team and generated sets"])
+async def test_an_approved_convention_leads_the_session_records_it_was_distilled_from(
+    service: MemoryService, owner: Actor, others: str
+) -> None:
+    convention, records = await _approve_convention(service, owner)
+    if others != "none":  # the rest of the brain, in `shared`: every scope sees it
+        for name in ("team_eval.json", "generated_eval.json"):
+            for m in json.loads((DATA / name).read_text())["memories"]:
+                await service.note(MemoryIn(body=m["body"], title=m.get("title"), namespace="shared"), owner)
+    r = GatewaySettings().retrieval  # what the gateway retrieves with
+    retriever = Retriever(
+        service.store,
+        service.embedder,
+        RetrievalConfig(top_k=r.top_k, floor=r.floor, standout_ratio=r.standout_ratio),
+    )
+    res = await retriever.retrieve(QUESTION, Scope.of([NS]))
+    ranked = [h.id for h in res.hits]
+    assert ranked[0] == convention, [(h.body[:40], round(h.score, 2)) for h in res.hits]
+    assert set(ranked[1:]) <= records | {h.id for h in res.hits if h.namespace == "shared"}
