@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 from brain.core.models import Hit
@@ -289,6 +289,7 @@ def episode_context(
     window: int,
     legs: LegZ | None = None,
     weights: Mapping[str, float] | None = None,
+    looked: Collection[str] | None = None,
 ) -> list[tuple[str, float, list[str]]]:
     """Let entries recorded together lend each other relevance.
 
@@ -298,12 +299,14 @@ def episode_context(
     no leg found join at score 0 and can rise only through their neighbours. `context` maps id →
     (episode, seq) for candidates and their neighbours.
 
-    A candidate without an episode (a curated fact, an approved convention, an ingested note) is
-    an episode of one: it gains `episode_weight` × its own score, as a session record alone in its
-    session does. It kept its bare score before, so in a brain of both kinds a session record
+    A candidate whose episode was looked up (`looked`, the pipeline's first `CONTEXT_DEPTH`; None:
+    every candidate) and that has none (a curated fact, an approved convention, an ingested note)
+    is an episode of one: it gains `episode_weight` × its own score, as a session record alone in
+    its session does. It kept its bare score before, so in a brain of both kinds a session record
     outranked the approved convention distilled from it by that lift alone (×1.5), whatever the two
-    said; which one stood out then depended on the rest of the brain. LoCoMo (every turn has an
-    episode) and the team and generated sets (none has one) rank exactly as before.
+    said; which one stood out then depended on the rest of the brain. Candidates past the lookup
+    keep their bare score, as before. LoCoMo (every turn has an episode) and the team and generated
+    sets (none has one) rank as before.
 
     A group's score (the episode, the window) is fused like a candidate's when the legs' z-scores are
     given: each leg's best z among the group's entries, weighted and summed, on the fused scale. So
@@ -349,7 +352,7 @@ def episode_context(
                 at[(episode, seq + o)] for o in range(-window, window + 1) if o and (episode, seq + o) in at
             ]
             s += episode_weight * episode_score[episode] + adjacent_weight * group_score(near)
-        else:  # an episode of one: its group's score is its own
+        elif looked is None or d in looked:  # an episode of one: its group's score is its own
             s += episode_weight * s
         out.append((d, s, found[d]))
     return sorted(out, key=lambda t: (-t[1], t[0]))

@@ -346,13 +346,10 @@ class Retriever:
             # is the whole fetch, and the two round trips overlap instead of queueing.
             guess = [d for d, _, _ in fused if d in passing][:head_size]
             early = asyncio.create_task(self._timed(result, "fetch", self._fetch(guess, scope)))
+            looked = [d for d, _, _ in fused[:CONTEXT_DEPTH]]
             try:
                 context = await self._timed(
-                    result,
-                    "context",
-                    self.store.episode_context(
-                        [d for d, _, _ in fused[:CONTEXT_DEPTH]], scope, cfg.adjacent_window
-                    ),
+                    result, "context", self.store.episode_context(looked, scope, cfg.adjacent_window)
                 )
             except Exception:  # context refines the ranking; without it the fused order stands
                 result.degraded.append("context_failed")
@@ -366,6 +363,7 @@ class Retriever:
                     window=cfg.adjacent_window,
                     legs=per_leg,
                     weights=weights,
+                    looked=set(looked),
                 )
                 episodes = {context[d][0] for d in passing if d in context}
                 passing |= {d for d, (ep, _) in context.items() if ep in episodes}
