@@ -97,7 +97,10 @@ def add_up(sub: Any) -> None:
     u.add_argument(
         "-f", "--file", action="append", required=True, help="Brain (and RoutingPolicy) YAML; repeatable"
     )
-    u.add_argument("--state-dir", help="where data and keys live (default ~/.local/state/brain/<name>)")
+    u.add_argument(
+        "--state-dir",
+        help="where data and keys live (default ~/.local/state/brain/<name>; as root /var/lib/brain/<name>)",
+    )
     u.add_argument("--host", default="127.0.0.1")
     u.add_argument("--port", type=int, default=4000)
 
