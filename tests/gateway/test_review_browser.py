@@ -23,21 +23,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import asyncpg
 import pytest
 
 from brain.embedder import LocalEmbedder
 from brain.jobs.digest import run_digest
 from brain.services import proposals
 from tests.kit.poll import until
+from tests.kit.retry_convention import NEW, OLD, QUESTION, RECORDS, cited, draft_convention
 
 from .conftest import Gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
-OLD = "Staging deploys are never retried; a failed deploy pages the on-call engineer at once."
-NEW = "Staging deploys are retried twice; only the third failed deploy pages the on-call engineer."
 NOISE = "Use tabs for indentation in every YAML manifest of the staging cluster."
 
 
@@ -143,13 +141,7 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
 ) -> None:
     # Two session records an agent captured, the memory they contradict, and what distill drafted.
     records = []
-    for body, episode in (
-        (
-            "Deploy to staging failed twice on a flaky registry pull; the third try passed, so I retried.",
-            "s-101",
-        ),
-        ("Staging deploy failed once on the registry again; retried twice before it went green.", "s-102"),
-    ):
+    for body, episode in RECORDS:
         r = await gw.rest(
             "POST",
             "/memories",
@@ -157,33 +149,16 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
             json={"body": body, "namespace": ns, "kind": "experience", "episode": episode},
         )
         assert r.status_code == 201, r.text
-        records.append(r.json())
+        records.append(r.json()["id"])
     old = (await gw.rest("POST", "/memories", key="agent", json={"body": OLD, "namespace": ns})).json()
-    evidence: list[dict[str, Any]] = [
-        {"type": "episode", "memory_id": m["id"], "author": "agent", "kind": "experience", "cited": True}
-        for m in records
-    ]
-    evidence.append(
-        {"type": "supersedes", "memory_id_current": old["id"], "content_hash": old["content_hash"]}
-    )
-    approve_id = await proposals.create(
-        gw.store,
-        kind="convention",
-        namespace=ns,
-        title="Staging deploys retry twice",
-        body=NEW,
-        evidence=evidence,
-        authors=["agent"],
-        score=0.99,
-        supersedes=old["id"],
-    )
+    approve_id = await draft_convention(gw.store, ns, records, old["id"], old["content_hash"])
     reject_id = await proposals.create(
         gw.store,
         kind="convention",
         namespace=ns,
         title="Tabs in YAML manifests <img src=x id=pwned>",  # shown as text, never as markup
         body=NOISE,
-        evidence=evidence[:1],
+        evidence=cited(records[:1]),
         authors=["agent"],
         score=0.98,
     )
@@ -194,7 +169,7 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
         namespace=ns,
         title="The staging registry mirror is pull-through",
         body="The staging registry mirror is a pull-through cache of ghcr.io.",
-        evidence=evidence[1:2],
+        evidence=cited(records[1:2]),
         authors=["agent"],
         score=0.4,
     )
@@ -292,7 +267,7 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
     answers: list[dict[str, str]] = []
 
     async def served() -> dict[str, str] | None:
-        r = await gw.chat("How many times are staging deploys retried?", headers={"x-brain-namespaces": ns})
+        r = await gw.chat(QUESTION, headers={"x-brain-namespaces": ns})
         assert r.status_code == 200, r.text
         said = {k: v for k, v in r.headers.items() if k.startswith("x-brain-memory")}
         answers.append(said)
@@ -374,16 +349,12 @@ async def test_an_owner_reviews_proposals_in_a_real_browser(
 async def served_state(gw: Gateway, memory_id: str, answers: list[dict[str, str]]) -> str:
     """What a failed wait for an approved memory saw: the chats' headers (first and last three), the
     memory's rows (with or without a vector), the gateway's mend and degraded counters, its log's end."""
-    conn = await asyncpg.connect(gw.dsn)
-    try:
-        rows = await conn.fetch(
-            """SELECT id, status, tier, kind, embedding IS NOT NULL AS vector, created_at
-                 FROM memories WHERE namespace = (SELECT namespace FROM memories WHERE id = $1)
-                ORDER BY created_at""",
-            memory_id,
-        )
-    finally:
-        await conn.close()
+    rows = await gw.store.pool_for_tests.fetch(
+        """SELECT id, status, tier, kind, embedding IS NOT NULL AS vector, created_at
+             FROM memories WHERE namespace = (SELECT namespace FROM memories WHERE id = $1)
+            ORDER BY created_at""",
+        memory_id,
+    )
     counters = [
         line
         for line in (await gw.metrics()).splitlines()

@@ -19,19 +19,13 @@ from brain.core.models import Actor, MemoryIn
 from brain.gateway.settings import GatewaySettings
 from brain.retrieval import RetrievalConfig, Retriever
 from brain.retrieval.fusion import episode_context, leg_zscores, zscore_fusion
-from brain.services import approval, proposals
+from brain.services import approval
 from brain.services.memory import MemoryService
 from brain.store import Scope
+from tests.kit.retry_convention import OLD, QUESTION, RECORDS, draft_convention
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NS = "repo:deploys"
-OLD = "Staging deploys are never retried; a failed deploy pages the on-call engineer at once."
-NEW = "Staging deploys are retried twice; only the third failed deploy pages the on-call engineer."
-RECORDS = (
-    ("Deploy to staging failed twice on a flaky registry pull; the third try passed, so I retried.", "s-101"),
-    ("Staging deploy failed once on the registry again; retried twice before it went green.", "s-102"),
-)
-QUESTION = "How many times are staging deploys retried?"
 
 
 def test_an_entry_without_an_episode_scores_as_one_alone_in_its_episode() -> None:
@@ -68,28 +62,15 @@ def test_a_candidate_past_the_context_lookup_keeps_its_score() -> None:
 async def _approve_convention(service: MemoryService, owner: Actor) -> tuple[str, set[str]]:
     agent = Actor(name="agent", role="agent", origin="agent")
     records = [
-        (await service.note(MemoryIn(body=body, namespace=NS, kind="experience", episode=ep), agent)).memory
+        (
+            await service.note(MemoryIn(body=body, namespace=NS, kind="experience", episode=ep), agent)
+        ).memory.id
         for body, ep in RECORDS
     ]
     old = (await service.note(MemoryIn(body=OLD, namespace=NS), agent)).memory
-    evidence: list[dict[str, Any]] = [
-        {"type": "episode", "memory_id": m.id, "author": "agent", "kind": "experience", "cited": True}
-        for m in records
-    ]
-    evidence.append({"type": "supersedes", "memory_id_current": old.id, "content_hash": old.content_hash})
-    draft = await proposals.create(
-        service.store,
-        kind="convention",
-        namespace=NS,
-        title="Staging deploys retry twice",
-        body=NEW,
-        evidence=evidence,
-        authors=["agent"],
-        score=0.99,
-        supersedes=old.id,
-    )
+    draft = await draft_convention(service.store, NS, records, old.id, old.content_hash)
     approved = await approval.approve(service, draft, owner, reason="matches the deploy runbook")
-    return str(approved["memory_id"]), {m.id for m in records}
+    return str(approved["memory_id"]), set(records)
 
 
 async def test_an_approved_convention_leads_the_session_records_it_was_distilled_from(
